@@ -1,0 +1,47 @@
+"""The one error hierarchy of arenaplan.
+
+Every error says what is wrong and where (file, subgraph, operator, tensor, byte
+offset). Only the command line turns them into exit codes and one-line messages.
+"""
+
+from __future__ import annotations
+
+
+class ArenaplanError(Exception):
+    """Base of every error arenaplan raises on purpose."""
+
+    exit_code = 2
+
+
+class UsageError(ArenaplanError):
+    """A bad command-line argument or option value."""
+
+
+class ModelFormatError(ArenaplanError):
+    """The input is not a readable TFLite model (corrupt, truncated, wrong kind)."""
+
+
+class UnsupportedModelError(ArenaplanError):
+    """The model is valid TFLite but uses something arenaplan cannot plan."""
+
+
+class AllocationError(ArenaplanError):
+    """An allocation problem is malformed or cannot be solved as asked."""
+
+
+class PlanValidationError(ArenaplanError):
+    """A plan breaks an invariant; ``problems`` lists every named reason."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        shown = "; ".join(problems[:3])
+        more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+        super().__init__(f"invalid plan: {shown}{more}")
+
+
+class RuntimeUnavailableError(ArenaplanError):
+    """The TFLM runtime (PyPI ``tflite-micro``) is not installed."""
+
+
+class VerificationError(ArenaplanError):
+    """Running the planned model in TFLM failed or gave different outputs."""

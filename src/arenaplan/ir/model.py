@@ -1,0 +1,124 @@
+"""The model as tables: frozen values, tensors and operators referred to by index.
+
+Nothing here holds a result of analysis (lifetimes, offsets): those live beside
+the IR, keyed by (subgraph index, tensor index).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from arenaplan.ir.dtypes import DType
+
+OptionValue = int | float | bool | str | tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Quantization:
+    """Affine quantisation: real = scale * (q - zero_point), per ``axis`` if several."""
+
+    scales: tuple[float, ...]
+    zero_points: tuple[int, ...]
+    axis: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Tensor:
+    """One tensor of a subgraph.
+
+    ``shape`` is as stored in the file (a -1 may remain where the converter left
+    one). ``buffer`` indexes the model's buffers; ``is_constant`` means that buffer
+    holds data, so the tensor lives in the flatbuffer (flash), not in the arena.
+    """
+
+    index: int
+    name: str
+    shape: tuple[int, ...]
+    dtype: DType
+    buffer: int
+    is_constant: bool
+    is_variable: bool
+    quantization: Quantization | None = None
+
+    @property
+    def elements(self) -> int:
+        """Product of the dims (1 for a scalar); -1 dims count as 0 here."""
+        return math.prod(max(d, 0) for d in self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes as TFLM's ``TfLiteEvalTensorByteLength`` counts them (unaligned)."""
+        return self.elements * self.dtype.itemsize
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """An operator's builtin options as sorted (snake_case name, value) pairs."""
+
+    items: tuple[tuple[str, OptionValue], ...] = ()
+
+    def get(self, name: str, default: OptionValue | None = None) -> OptionValue | None:
+        for key, value in self.items:
+            if key == name:
+                return value
+        return default
+
+    def as_dict(self) -> dict[str, OptionValue]:
+        return dict(self.items)
+
+
+@dataclass(frozen=True, slots=True)
+class Operator:
+    """One operator. ``opcode`` is the builtin name (``CONV_2D``) or the custom code.
+
+    ``inputs`` may hold -1 for an omitted optional input.
+    """
+
+    index: int
+    opcode: str
+    is_custom: bool
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+    intermediates: tuple[int, ...] = ()
+    options: Options = field(default_factory=Options)
+    custom_options: bytes = b""
+
+    def tensor_inputs(self) -> Iterator[int]:
+        """Input tensor indices, omitted optional inputs (-1) skipped."""
+        return (i for i in self.inputs if i >= 0)
+
+
+@dataclass(frozen=True, slots=True)
+class Subgraph:
+    index: int
+    name: str
+    tensors: tuple[Tensor, ...]
+    operators: tuple[Operator, ...]
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Model:
+    """A whole model. ``metadata`` maps entry names to buffer indices, in file order."""
+
+    subgraphs: tuple[Subgraph, ...]
+    version: int = 3
+    description: str = ""
+    metadata: tuple[tuple[str, int], ...] = ()
+    buffer_sizes: tuple[int, ...] = ()
+    offline_plan: tuple[int, ...] | None = None
+
+    @property
+    def tensor_count(self) -> int:
+        """Tensors over all subgraphs: the length TFLM wants in an offline plan."""
+        return sum(len(sg.tensors) for sg in self.subgraphs)
+
+    @property
+    def operator_count(self) -> int:
+        return sum(len(sg.operators) for sg in self.subgraphs)
+
+    def tensor(self, subgraph: int, index: int) -> Tensor:
+        return self.subgraphs[subgraph].tensors[index]

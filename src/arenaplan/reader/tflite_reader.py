@@ -1,0 +1,295 @@
+"""Read a `.tflite` flatbuffer into the IR, checking it as we go.
+
+The ``tflite`` package's generated accessors do not bounds-check: corrupt data
+shows up as ``struct.error``/``IndexError``/garbage values. We turn every such
+failure into one ``ModelFormatError`` naming the problem, check every index the
+IR will rely on (tensor, buffer, opcode, subgraph), and bound the number of
+elements read by the file size so that a corrupt length cannot make us loop.
+"""
+
+from __future__ import annotations
+
+import struct
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import tflite
+
+from arenaplan.errors import ModelFormatError
+from arenaplan.ir.dtypes import DType
+from arenaplan.ir.model import Model, Operator, Quantization, Subgraph, Tensor
+from arenaplan.reader.options import read_options
+
+FILE_IDENTIFIER = b"TFL3"
+OFFLINE_PLAN_NAME = "OfflineMemoryAllocation"
+_CUSTOM_CODE = 32  # BuiltinOperator.CUSTOM
+_PARSE_ERRORS = (struct.error, IndexError, ValueError, TypeError, OverflowError,
+                 UnicodeDecodeError, AttributeError, RecursionError, MemoryError)
+
+
+class _Budget:
+    """Counts elements read; a sound file never needs more than a few per byte."""
+
+    def __init__(self, file_size: int) -> None:
+        self.left = 4 * file_size + 4096
+
+    def take(self, n: int, what: str) -> int:
+        if n < 0 or n > self.left:
+            raise ModelFormatError(f"corrupt model: {what} claims {n} elements, more than the file holds")
+        self.left -= n
+        return n
+
+
+@cache
+def _builtin_names() -> dict[int, str]:
+    ops = tflite.BuiltinOperator
+    return {v: k for k, v in vars(ops).items() if not k.startswith("_") and isinstance(v, int)}
+
+
+def read_model(path: str | Path) -> Model:
+    """Read the model at ``path``; every failure is a one-line ``ModelFormatError``."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise ModelFormatError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise ModelFormatError(f"{path}: is a directory, not a .tflite file") from None
+    except OSError as exc:
+        raise ModelFormatError(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        return read_model_bytes(data)
+    except ModelFormatError as exc:
+        raise ModelFormatError(f"{path}: {exc}") from None
+
+
+def read_model_bytes(data: bytes) -> Model:
+    """Parse a TFLite flatbuffer held in memory."""
+    _check_envelope(data)
+    try:
+        return _read(data)
+    except ModelFormatError:
+        raise
+    except _PARSE_ERRORS as exc:
+        raise ModelFormatError(f"corrupt model: {type(exc).__name__} while parsing ({exc})") from None
+
+
+def _check_envelope(data: bytes) -> None:
+    if len(data) == 0:
+        raise ModelFormatError("empty file, not a TFLite model")
+    if len(data) < 8:
+        raise ModelFormatError(f"truncated file: {len(data)} bytes, a TFLite model needs at least 8")
+    ident = data[4:8]
+    if ident != FILE_IDENTIFIER:
+        raise ModelFormatError(
+            f"not a TFLite model: file identifier is {ident!r}, expected {FILE_IDENTIFIER!r}")
+    root = struct.unpack_from("<I", data, 0)[0]
+    if root < 8 or root + 4 > len(data):
+        raise ModelFormatError(
+            f"truncated or corrupt file: root table offset {root} is outside the file ({len(data)} bytes)")
+
+
+def _read(data: bytes) -> Model:
+    budget = _Budget(len(data))
+    m = tflite.Model.GetRootAsModel(data, 0)
+    _check_pos(m, len(data), "model table")
+    buffer_sizes = _read_buffer_sizes(m, budget, len(data))
+    opcodes = _read_opcodes(m, budget)
+    n_sub = budget.take(m.SubgraphsLength(), "subgraph list")
+    if n_sub == 0:
+        raise ModelFormatError("model has no subgraphs")
+    subgraphs = tuple(
+        _read_subgraph(m.Subgraphs(s), s, opcodes, buffer_sizes, budget, len(data), n_sub)
+        for s in range(n_sub))
+    metadata = _read_metadata(m, budget, len(buffer_sizes))
+    model = Model(
+        subgraphs=subgraphs,
+        version=m.Version(),
+        description=_string(m.Description()),
+        metadata=metadata,
+        buffer_sizes=buffer_sizes,
+    )
+    return _with_offline_plan(model, data, m)
+
+
+def _check_pos(obj: object, size: int, what: str) -> None:
+    if obj is None:
+        raise ModelFormatError(f"corrupt model: {what} is missing")
+    pos = obj._tab.Pos  # type: ignore[attr-defined]
+    if not 0 <= pos < size:
+        raise ModelFormatError(f"corrupt model: {what} points outside the file (byte {pos})")
+
+
+def _string(raw: bytes | None) -> str:
+    return raw.decode("utf-8", errors="replace") if raw else ""
+
+
+def _read_buffer_sizes(m: tflite.Model, budget: _Budget, size: int) -> tuple[int, ...]:
+    sizes = []
+    for b in range(budget.take(m.BuffersLength(), "buffer list")):
+        buf = m.Buffers(b)
+        _check_pos(buf, size, f"buffer {b}")
+        n = buf.DataLength()
+        if n > size:
+            raise ModelFormatError(f"corrupt model: buffer {b} claims {n} bytes, the file has {size}")
+        if n == 0 and buf.Offset() > 1:
+            n = buf.Size()  # data stored outside the flatbuffer (large models)
+        sizes.append(n)
+    return tuple(sizes)
+
+
+def _read_opcodes(m: tflite.Model, budget: _Budget) -> tuple[tuple[str, bool], ...]:
+    names = _builtin_names()
+    codes = []
+    for i in range(budget.take(m.OperatorCodesLength(), "operator code list")):
+        oc = m.OperatorCodes(i)
+        code = max(oc.BuiltinCode(), oc.DeprecatedBuiltinCode())
+        if code == _CUSTOM_CODE:
+            codes.append((_string(oc.CustomCode()) or "CUSTOM", True))
+        elif code in names:
+            codes.append((names[code], False))
+        else:
+            codes.append((f"BUILTIN_{code}", False))
+    return tuple(codes)
+
+
+def _read_subgraph(sg: tflite.SubGraph, s: int, opcodes: tuple[tuple[str, bool], ...],
+                   buffer_sizes: tuple[int, ...], budget: _Budget, size: int,
+                   n_sub: int) -> Subgraph:
+    _check_pos(sg, size, f"subgraph {s}")
+    n_tensors = budget.take(sg.TensorsLength(), f"subgraph {s} tensor list")
+    tensors = tuple(_read_tensor(sg.Tensors(t), s, t, buffer_sizes, budget, size)
+                    for t in range(n_tensors))
+    where = f"subgraph {s}"
+    inputs = _indices(sg.InputsAsNumpy(), n_tensors, f"{where} inputs", budget)
+    outputs = _indices(sg.OutputsAsNumpy(), n_tensors, f"{where} outputs", budget)
+    ops = tuple(_read_operator(sg.Operators(i), s, i, opcodes, n_tensors, budget, size, n_sub)
+                for i in range(budget.take(sg.OperatorsLength(), f"{where} operator list")))
+    return Subgraph(s, _string(sg.Name()), tensors, ops, inputs, outputs)
+
+
+def _indices(arr: object, n_tensors: int, what: str, budget: _Budget,
+             optional: bool = False) -> tuple[int, ...]:
+    """A vector of tensor indices, each checked; -1 allowed where ``optional``."""
+    if not isinstance(arr, np.ndarray):  # generated code returns 0 for an absent vector
+        return ()
+    budget.take(len(arr), what)
+    values = tuple(int(v) for v in arr)
+    low = -1 if optional else 0
+    for v in values:
+        if not low <= v < n_tensors:
+            raise ModelFormatError(
+                f"corrupt model: {what} refer to tensor {v}, but there are {n_tensors} tensors")
+    return values
+
+
+def _read_tensor(t: tflite.Tensor, s: int, i: int, buffer_sizes: tuple[int, ...],
+                 budget: _Budget, size: int) -> Tensor:
+    where = f"subgraph {s} tensor {i}"
+    _check_pos(t, size, where)
+    shape = tuple(int(t.Shape(j)) for j in range(budget.take(t.ShapeLength(), f"{where} shape")))
+    if any(d < -1 for d in shape):
+        raise ModelFormatError(f"corrupt model: {where} has a negative dimension in shape {shape}")
+    dtype = DType.from_code(t.Type())
+    if dtype is None:
+        raise ModelFormatError(f"corrupt model: {where} has unknown element type {t.Type()}")
+    buffer = t.Buffer()
+    if buffer >= max(len(buffer_sizes), 1):
+        raise ModelFormatError(
+            f"corrupt model: {where} uses buffer {buffer}, but there are {len(buffer_sizes)} buffers")
+    is_constant = buffer > 0 and buffer_sizes[buffer] > 0
+    return Tensor(
+        index=i,
+        name=_string(t.Name()),
+        shape=shape,
+        dtype=dtype,
+        buffer=buffer,
+        is_constant=is_constant,
+        is_variable=bool(t.IsVariable()),
+        quantization=_read_quantization(t.Quantization(), budget, where),
+    )
+
+
+def _read_quantization(q: tflite.QuantizationParameters | None, budget: _Budget,
+                       where: str) -> Quantization | None:
+    if q is None:
+        return None
+    scales = q.ScaleAsNumpy()
+    zeros = q.ZeroPointAsNumpy()
+    if not isinstance(scales, np.ndarray) or len(scales) == 0:
+        return None
+    budget.take(len(scales), f"{where} scales")
+    zero_points = tuple(int(z) for z in zeros) if isinstance(zeros, np.ndarray) else ()
+    budget.take(len(zero_points), f"{where} zero points")
+    return Quantization(tuple(float(x) for x in scales), zero_points, int(q.QuantizedDimension()))
+
+
+def _read_operator(op: tflite.Operator, s: int, i: int, opcodes: tuple[tuple[str, bool], ...],
+                   n_tensors: int, budget: _Budget, size: int, n_sub: int) -> Operator:
+    where = f"subgraph {s} operator {i}"
+    _check_pos(op, size, where)
+    code_index = op.OpcodeIndex()
+    if code_index >= len(opcodes):
+        raise ModelFormatError(
+            f"corrupt model: {where} uses operator code {code_index}, "
+            f"but there are {len(opcodes)}")
+    opcode, is_custom = opcodes[code_index]
+    options = read_options(tflite.BuiltinOptions, op.BuiltinOptionsType(), op.BuiltinOptions())
+    if not options.items:
+        options = read_options(tflite.BuiltinOptions2, op.BuiltinOptions2Type(),
+                               op.BuiltinOptions2())
+    custom = op.CustomOptionsAsNumpy()
+    custom_options = bytes(custom) if isinstance(custom, np.ndarray) else b""
+    budget.take(len(custom_options), f"{where} custom options")
+    _check_subgraph_refs(options.as_dict(), n_sub, where)
+    return Operator(
+        index=i,
+        opcode=opcode,
+        is_custom=is_custom,
+        inputs=_indices(op.InputsAsNumpy(), n_tensors, f"{where} inputs", budget, optional=True),
+        outputs=_indices(op.OutputsAsNumpy(), n_tensors, f"{where} outputs", budget),
+        intermediates=_indices(op.IntermediatesAsNumpy(), n_tensors,
+                               f"{where} intermediates", budget),
+        options=options,
+        custom_options=custom_options,
+    )
+
+
+def _check_subgraph_refs(options: dict, n_sub: int, where: str) -> None:
+    """Control-flow options (IF, WHILE, CALL_ONCE, CALL) name subgraphs by index."""
+    for key, value in options.items():
+        if key.endswith("subgraph_index") and isinstance(value, int) and not 0 <= value < n_sub:
+            raise ModelFormatError(
+                f"corrupt model: {where} calls subgraph {value}, but there are {n_sub}")
+
+
+def _read_metadata(m: tflite.Model, budget: _Budget, n_buffers: int) -> tuple[tuple[str, int], ...]:
+    entries = []
+    for i in range(budget.take(m.MetadataLength(), "metadata list")):
+        md = m.Metadata(i)
+        name, buffer = _string(md.Name()), md.Buffer()
+        if buffer >= n_buffers:
+            raise ModelFormatError(
+                f"corrupt model: metadata {name!r} uses buffer {buffer}, "
+                f"but there are {n_buffers} buffers")
+        entries.append((name, buffer))
+    return tuple(entries)
+
+
+def _with_offline_plan(model: Model, data: bytes, m: tflite.Model) -> Model:
+    """Attach an existing ``OfflineMemoryAllocation`` plan (the offsets only)."""
+    buffer = dict(model.metadata).get(OFFLINE_PLAN_NAME)
+    if buffer is None:
+        return model
+    raw = m.Buffers(buffer).DataAsNumpy()
+    if not isinstance(raw, np.ndarray) or len(raw) < 12 or len(raw) % 4:
+        raise ModelFormatError("corrupt model: the OfflineMemoryAllocation buffer is malformed")
+    words = np.frombuffer(raw.tobytes(), dtype="<i4")
+    count = int(words[2])
+    if count != len(words) - 3 or count != model.tensor_count:
+        raise ModelFormatError(
+            f"corrupt model: the OfflineMemoryAllocation plan has {len(words) - 3} offsets "
+            f"(header says {count}), the model has {model.tensor_count} tensors")
+    return Model(model.subgraphs, model.version, model.description, model.metadata,
+                 model.buffer_sizes, tuple(int(w) for w in words[3:]))
