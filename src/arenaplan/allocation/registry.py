@@ -1,0 +1,22 @@
+"""Allocators by name, as the command line and the plan builder choose them."""
+
+from __future__ import annotations
+
+from arenaplan.allocation.portfolio import Portfolio
+from arenaplan.allocation.problem import Allocator
+from arenaplan.allocation.tflm_greedy import TflmGreedy
+from arenaplan.errors import UsageError
+
+ALLOCATORS: dict[str, Allocator] = {
+    "portfolio": Portfolio(),
+    "greedy": Portfolio(use_search=False),
+    "tflm-greedy": TflmGreedy(),
+}
+
+
+def get_allocator(name: str) -> Allocator:
+    try:
+        return ALLOCATORS[name]
+    except KeyError:
+        known = ", ".join(sorted(ALLOCATORS))
+        raise UsageError(f"unknown allocator {name!r} (known: {known})") from None

@@ -1,0 +1,77 @@
+"""The validator: checks a solution against its problem, independently of any allocator.
+
+It shares no code with the allocators: it re-derives every constraint from the
+buffers alone and names each violation (which buffers, which step, which bytes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from arenaplan.allocation.problem import Problem
+from arenaplan.errors import PlanValidationError
+
+MAX_REPORTED = 20
+
+
+def solution_problems(problem: Problem, offsets: Sequence[int | None]) -> list[str]:
+    """Every violated constraint, as readable sentences; empty when valid."""
+    bufs = problem.buffers
+    if len(offsets) != len(bufs):
+        return [f"{len(offsets)} offsets for {len(bufs)} buffers"]
+    found: list[str] = []
+    for b, off in zip(bufs, offsets, strict=True):
+        found.extend(_buffer_problems(b, off, problem.capacity))
+    placed = [i for i, off in enumerate(offsets) if off is not None]
+    found.extend(_overlaps(problem, offsets, placed))
+    return found
+
+
+def check_solution(problem: Problem, offsets: Sequence[int | None]) -> None:
+    """Raise ``PlanValidationError`` listing every violation, if any."""
+    found = solution_problems(problem, offsets)
+    if found:
+        raise PlanValidationError(found)
+
+
+def _buffer_problems(b, off: int | None, capacity: int | None) -> list[str]:
+    if off is None:
+        return [f"buffer {b.id} is missing (no offset)"]
+    out = []
+    if off < 0:
+        out.append(f"buffer {b.id} has a negative offset {off}")
+    if b.alignment > 1 and off % b.alignment:
+        out.append(f"buffer {b.id} is misaligned: offset {off} is not a multiple of {b.alignment}")
+    if b.offset is not None and off != b.offset:
+        out.append(f"buffer {b.id} was fixed at offset {b.offset} but placed at {off}")
+    if capacity is not None and off + b.size > capacity:
+        out.append(f"buffer {b.id} ends at byte {off + b.size}, over the capacity of {capacity}")
+    return out
+
+
+def _overlaps(problem: Problem, offsets: Sequence[int | None], placed: list[int]) -> list[str]:
+    """Pairs overlapping in both time (inclusive steps) and space (half-open bytes)."""
+    if len(placed) < 2:
+        return []
+    bufs = problem.buffers
+    first = np.array([bufs[i].first for i in placed], dtype=np.int64)
+    last = np.array([bufs[i].last for i in placed], dtype=np.int64)
+    lo = np.array([offsets[i] for i in placed], dtype=np.int64)
+    hi = lo + np.array([bufs[i].size for i in placed], dtype=np.int64)
+    nonempty = hi > lo
+    out = []
+    for a in range(len(placed)):
+        clash = ((first[a] <= last) & (first <= last[a]) & (lo[a] < hi) & (lo < hi[a])
+                 & nonempty & nonempty[a])
+        clash[: a + 1] = False
+        for b in np.flatnonzero(clash):
+            ia, ib = placed[a], placed[int(b)]
+            step = max(bufs[ia].first, bufs[ib].first)
+            start, end = max(lo[a], lo[b]), min(hi[a], hi[b])
+            out.append(f"buffers {bufs[ia].id} and {bufs[ib].id} overlap at step {step} "
+                       f"(bytes {start}..{end - 1})")
+            if len(out) >= MAX_REPORTED:
+                return out
+    return out

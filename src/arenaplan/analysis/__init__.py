@@ -1,0 +1,1 @@
+"""Analyses of the IR whose results live beside it: lifetimes, scratch, bounds."""

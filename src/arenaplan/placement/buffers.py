@@ -1,0 +1,63 @@
+"""Turn a model's planned tensors and scratch requests into allocation buffers.
+
+The buffers are added in TFLM's ``CreatePlan`` order: every planned tensor in
+tensor-index order across subgraphs, then every scratch request in request order.
+A tensor is planned if it has no constant data, is not a variable, and has bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from arenaplan.allocation.packing import align_up
+from arenaplan.allocation.problem import Buffer
+from arenaplan.analysis.lifetimes import Lifetimes, compute_lifetimes
+from arenaplan.analysis.scratch import ScratchRequest, scratch_requests
+from arenaplan.analysis.sizes import tensor_bytes
+from arenaplan.ir.model import Model
+from arenaplan.placement.plan import TFLM_ALIGNMENT
+
+
+@dataclass(frozen=True, slots=True)
+class ArenaItems:
+    """What goes in the head: tensors (s, t), scratch requests, and their buffers.
+
+    ``buffers[:len(tensors)]`` are the tensors, the rest the scratch requests.
+    """
+
+    tensors: tuple[tuple[int, int], ...]
+    scratch: tuple[ScratchRequest, ...]
+    buffers: tuple[Buffer, ...]
+    sizes: tuple[tuple[int, ...], ...]
+    lifetimes: Lifetimes
+
+    @property
+    def tensor_buffers(self) -> tuple[Buffer, ...]:
+        return self.buffers[: len(self.tensors)]
+
+    @property
+    def scratch_buffers(self) -> tuple[Buffer, ...]:
+        return self.buffers[len(self.tensors):]
+
+
+def is_planned(model: Model, sizes: tuple[tuple[int, ...], ...], s: int, t: int) -> bool:
+    tensor = model.subgraphs[s].tensors[t]
+    return not tensor.is_constant and not tensor.is_variable and sizes[s][t] > 0
+
+
+def arena_items(model: Model, pointer_size: int = 8) -> ArenaItems:
+    sizes = tensor_bytes(model)
+    lt = compute_lifetimes(model)
+    requests = scratch_requests(model, sizes, pointer_size)
+    tensors = tuple((sg.index, t.index) for sg in model.subgraphs for t in sg.tensors
+                    if is_planned(model, sizes, sg.index, t.index))
+    buffers = [
+        Buffer(f"tensor {s}:{t}", lt.tensors[s][t].first, lt.tensors[s][t].last,
+               align_up(sizes[s][t], TFLM_ALIGNMENT), TFLM_ALIGNMENT)
+        for s, t in tensors
+    ]
+    for r in requests:
+        first, last = lt.operators[r.subgraph][r.op]
+        buffers.append(Buffer(f"scratch {r.order} (subgraph {r.subgraph} op {r.op})", first,
+                              last, align_up(r.bytes, TFLM_ALIGNMENT), TFLM_ALIGNMENT))
+    return ArenaItems(tensors, requests, tuple(buffers), sizes, lt)

@@ -1,0 +1,78 @@
+"""The result of planning a model: offsets beside the IR, never inside it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+TFLM_ALIGNMENT = 16  # bytes: MicroArenaBufferAlignment(); sizes and offsets are multiples
+
+
+@dataclass(frozen=True, slots=True)
+class PlanOptions:
+    """How to plan. ``pointer_size`` (bytes) sizes pointer-array scratch (8 on the host)."""
+
+    allocator: str = "portfolio"
+    scratch_aware: bool = True
+    pointer_size: int = 8
+
+
+@dataclass(frozen=True, slots=True)
+class TensorPlacement:
+    """A tensor TFLM plans in the head. ``bytes`` unaligned, ``size`` rounded up to 16.
+
+    Live over the inclusive scopes ``[first, last]``; occupies ``[offset, offset+size)``.
+    """
+
+    subgraph: int
+    index: int
+    name: str
+    bytes: int
+    size: int
+    offset: int
+    first: int
+    last: int
+
+
+@dataclass(frozen=True, slots=True)
+class ScratchPlacement:
+    """A kernel scratch request; TFLM places it at run time, we predict where.
+
+    ``order`` is its place in TFLM's request order; live over ``[first, last]``.
+    """
+
+    subgraph: int
+    op: int
+    order: int
+    bytes: int
+    size: int
+    offset: int
+    first: int
+    last: int
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """A validated plan of the non-persistent arena (TFLM's head).
+
+    ``arena``: head bytes TFLM will use with this plan (tensors and scratch).
+    ``lower_bound``: peak over scopes of live aligned bytes, scratch included;
+    no plan of this model in this operator order can use less.
+    ``tflm_greedy``: head TFLM's own online planner reaches on the unmodified model.
+    ``offline_offsets``: one per tensor over all subgraphs, -1 where TFLM plans it.
+    """
+
+    tensors: tuple[TensorPlacement, ...]
+    scratch: tuple[ScratchPlacement, ...]
+    arena: int
+    lower_bound: int
+    tensor_lower_bound: int
+    tflm_greedy: int
+    alignment: int
+    allocator: str
+    strategy: str
+    offline_offsets: tuple[int, ...]
+    seconds: float
+
+    @property
+    def optimal(self) -> bool:
+        return self.arena <= self.lower_bound
