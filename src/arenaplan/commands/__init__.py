@@ -1,0 +1,1 @@
+"""One module per sub-command: ``register`` adds its parser, ``run`` does the work."""

@@ -1,0 +1,61 @@
+"""``arenaplan plan MODEL -o OUT.tflite --json PLAN.json``."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rich.console import Console
+
+from arenaplan.allocation.registry import ALLOCATORS
+from arenaplan.commands.common import load
+from arenaplan.errors import PlanValidationError
+from arenaplan.export.files import refuse_overwrite, write_atomic
+from arenaplan.export.json_plan import plan_to_json
+from arenaplan.export.offline_plan import with_offline_plan
+from arenaplan.export.summary import print_summary
+from arenaplan.ir.model import Model
+from arenaplan.placement import Plan, PlanOptions, plan_model
+from arenaplan.reader import read_model_bytes
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("plan", help="plan the arena and write it into the model",
+                       description="Plan the non-persistent arena (TFLM's head) of a model, "
+                       "validate the plan, and write it as TFLM's offline plan.")
+    p.add_argument("model", type=Path, help="input .tflite (never modified)")
+    p.add_argument("-o", "--output", type=Path, help="planned .tflite to write")
+    p.add_argument("--json", type=Path, help="write the plan as JSON here")
+    p.add_argument("--allocator", choices=sorted(ALLOCATORS), default="portfolio",
+                   help="offset allocator (default: portfolio)")
+    p.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
+    p.set_defaults(run=run)
+
+
+def planned_model_bytes(data: bytes, model: Model, plan: Plan) -> bytes:
+    """The model with the plan's offline metadata, checked by reading it back."""
+    out = with_offline_plan(data, plan.offline_offsets)
+    again = read_model_bytes(out)
+    if again.subgraphs != model.subgraphs or again.offline_plan != plan.offline_offsets:
+        raise PlanValidationError(["the written model does not read back as the input plus the plan"])
+    return out
+
+
+def run(args: argparse.Namespace, console: Console) -> int:
+    data, model = load(args.model)
+    for out in (args.output, args.json):
+        if out is not None:
+            refuse_overwrite(out, args.model)
+    plan = plan_model(model, PlanOptions(allocator=args.allocator))
+    outputs: list[tuple[Path, bytes]] = []
+    if args.output is not None:
+        outputs.append((args.output, planned_model_bytes(data, model, plan)))
+    if args.json is not None:
+        outputs.append((args.json, plan_to_json(model, plan, args.model.name).encode()))
+    for path, payload in outputs:
+        write_atomic(path, payload)
+    if not args.quiet:
+        print_summary(console, model, plan, args.model.name)
+        for path, _ in outputs:
+            console.print(f"wrote {path}")
+    return 0

@@ -1,0 +1,49 @@
+"""The plan as JSON: stable keys, sorted order, byte-identical for the same input."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from arenaplan import __version__
+from arenaplan.ir.model import Model
+from arenaplan.placement.plan import Plan
+
+FORMAT_VERSION = 1
+
+
+def plan_to_dict(model: Model, plan: Plan, source: str) -> dict[str, Any]:
+    """Everything a tool needs to reproduce or inspect the plan. Units: bytes, scopes."""
+    return {
+        "format": "arenaplan-plan",
+        "format_version": FORMAT_VERSION,
+        "arenaplan_version": __version__,
+        "model": source,
+        "arena": {
+            "size": plan.arena,
+            "lower_bound": plan.lower_bound,
+            "tensor_lower_bound": plan.tensor_lower_bound,
+            "alignment": plan.alignment,
+            "optimal": plan.optimal,
+            "tflm_greedy": plan.tflm_greedy,
+            "allocator": plan.allocator,
+            "strategy": plan.strategy,
+        },
+        "tensors": [
+            {"subgraph": t.subgraph, "index": t.index, "name": t.name, "bytes": t.bytes,
+             "size": t.size, "offset": t.offset, "first": t.first, "last": t.last}
+            for t in plan.tensors
+        ],
+        "scratch": [
+            {"subgraph": s.subgraph, "operator": s.op, "request": s.order, "bytes": s.bytes,
+             "size": s.size, "offset": s.offset, "first": s.first, "last": s.last}
+            for s in plan.scratch
+        ],
+        "offline_offsets": list(plan.offline_offsets),
+        "operators": model.operator_count,
+        "tensor_count": model.tensor_count,
+    }
+
+
+def plan_to_json(model: Model, plan: Plan, source: str) -> str:
+    return json.dumps(plan_to_dict(model, plan, source), indent=2) + "\n"
