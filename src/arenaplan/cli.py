@@ -21,7 +21,8 @@ from arenaplan.errors import ArenaplanError
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="arenaplan",
-        description="Plan the TFLM tensor arena of a .tflite model offline, and prove it.")
+        description="Plan the TFLM tensor arena of a .tflite model offline, and prove it.",
+    )
     parser.add_argument("--version", action="version", version=f"arenaplan {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in (plan, verify, inspect, demo):

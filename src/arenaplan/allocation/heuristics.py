@@ -33,8 +33,9 @@ ORDERS: dict[str, Order] = {
     "size": _by(lambda i, p: (-p.buffers[i].size, p.buffers[i].first, i)),
     "start": _by(lambda i, p: (p.buffers[i].first, -p.buffers[i].size, i)),
     "length": _by(lambda i, p: (p.buffers[i].first - p.buffers[i].last, -p.buffers[i].size, i)),
-    "area": _by(lambda i, p: (-p.buffers[i].size * (p.buffers[i].last - p.buffers[i].first + 1),
-                              i)),
+    "area": _by(
+        lambda i, p: (-p.buffers[i].size * (p.buffers[i].last - p.buffers[i].first + 1), i)
+    ),
     "conflicts": _by_conflicts,
 }
 
@@ -46,8 +47,7 @@ def best_greedy(problem: Problem, capacity: int | None = None) -> tuple[str, lis
         offsets = pack(problem, order(problem), capacity)
         if offsets is None:
             continue
-        height = max((o + b.size for o, b in zip(offsets, problem.buffers, strict=True)),
-                     default=0)
+        height = max((o + b.size for o, b in zip(offsets, problem.buffers, strict=True)), default=0)
         if best is None or height < best[0]:
             best = (height, name, offsets)
     return None if best is None else (best[1], best[2])

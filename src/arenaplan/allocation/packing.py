@@ -71,8 +71,9 @@ def highest_fit(lo: np.ndarray, hi: np.ndarray, size: int, align: int, capacity:
     return cand if cand >= 0 else -1
 
 
-def pack(problem: Problem, order: Sequence[int], capacity: int | None = None,
-         from_top: bool = False) -> list[int] | None:
+def pack(
+    problem: Problem, order: Sequence[int], capacity: int | None = None, from_top: bool = False
+) -> list[int] | None:
     """Place buffers in ``order`` (fixed ones first); None if ``capacity`` is exceeded."""
     bufs = problem.buffers
     sky = Skyline(len(bufs))

@@ -31,15 +31,15 @@ def _candidates(lo: np.ndarray, hi: np.ndarray, size: int, align: int, cap: int)
     spots = {0, top}
     spots.update(align_up(int(h), align) for h in hi)
     spots.update(align_down(int(x) - size, align) for x in lo)
-    fits = sorted(p for p in spots
-                  if 0 <= p <= top and not np.any((lo < p + size) & (hi > p)))
+    fits = sorted(p for p in spots if 0 <= p <= top and not np.any((lo < p + size) & (hi > p)))
     if len(fits) > 2:
         fits = [fits[0], fits[-1], *fits[1:-1]]
     return fits
 
 
-def search_at_capacity(problem: Problem, capacity: int,
-                       budget: SearchBudget = SearchBudget()) -> list[int] | None:
+def search_at_capacity(
+    problem: Problem, capacity: int, budget: SearchBudget = SearchBudget()
+) -> list[int] | None:
     """Offsets of a packing within ``capacity``, or None if none was found in budget."""
     bufs = problem.buffers
     sky = Skyline(len(bufs))
@@ -48,8 +48,10 @@ def search_at_capacity(problem: Problem, capacity: int,
         if b.offset is not None:
             offsets[i] = b.offset
             sky.add(b.first, b.last, b.offset, b.size)
-    order = sorted((i for i, b in enumerate(bufs) if b.offset is None),
-                   key=lambda i: (bufs[i].first, -bufs[i].size, i))
+    order = sorted(
+        (i for i, b in enumerate(bufs) if b.offset is None),
+        key=lambda i: (bufs[i].first, -bufs[i].size, i),
+    )
     deadline = time.monotonic() + budget.seconds
     stack: list[list[int]] = []  # per depth: remaining candidate offsets
     nodes = 0

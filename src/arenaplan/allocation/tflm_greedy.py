@@ -42,11 +42,15 @@ class TflmGreedy:
         by_offset: list[tuple[int, int]] = []  # (offset, buffer index), kept sorted by offset
         for i in tflm_order(problem):
             b = bufs[i]
-            offsets[i] = b.offset if b.offset is not None else self._first_fit(i, by_offset, problem)
+            offsets[i] = (
+                b.offset if b.offset is not None else self._first_fit(i, by_offset, problem)
+            )
             # insert after every entry with an equal offset, as the C++ list does
             pos = bisect.bisect_right(by_offset, offsets[i], key=lambda e: e[0])
             by_offset.insert(pos, (offsets[i], i))
-        return Solution(tuple(offsets), height_of(problem, offsets), lower_bound(problem), self.name)
+        return Solution(
+            tuple(offsets), height_of(problem, offsets), lower_bound(problem), self.name
+        )
 
     @staticmethod
     def _first_fit(i: int, by_offset: list[tuple[int, int]], problem: Problem) -> int:

@@ -63,15 +63,23 @@ def _overlaps(problem: Problem, offsets: Sequence[int | None], placed: list[int]
     nonempty = hi > lo
     out = []
     for a in range(len(placed)):
-        clash = ((first[a] <= last) & (first <= last[a]) & (lo[a] < hi) & (lo < hi[a])
-                 & nonempty & nonempty[a])
+        clash = (
+            (first[a] <= last)
+            & (first <= last[a])
+            & (lo[a] < hi)
+            & (lo < hi[a])
+            & nonempty
+            & nonempty[a]
+        )
         clash[: a + 1] = False
         for b in np.flatnonzero(clash):
             ia, ib = placed[a], placed[int(b)]
             step = max(bufs[ia].first, bufs[ib].first)
             start, end = max(lo[a], lo[b]), min(hi[a], hi[b])
-            out.append(f"buffers {bufs[ia].id} and {bufs[ib].id} overlap at step {step} "
-                       f"(bytes {start}..{end - 1})")
+            out.append(
+                f"buffers {bufs[ia].id} and {bufs[ib].id} overlap at step {step} "
+                f"(bytes {start}..{end - 1})"
+            )
             if len(out) >= MAX_REPORTED:
                 return out
     return out

@@ -108,7 +108,8 @@ def compute_lifetimes(model: Model) -> Lifetimes:
     marker = _Marker(model)
     marker.mark(0)
     tensors = tuple(
-        tuple(Lifetime(f, l) for f, l in zip(firsts, lasts, strict=True))
-        for firsts, lasts in zip(marker.first, marker.last, strict=True))
+        tuple(Lifetime(f, last) for f, last in zip(firsts, lasts, strict=True))
+        for firsts, lasts in zip(marker.first, marker.last, strict=True)
+    )
     ops = tuple(tuple(spans) for spans in marker.op_span)
     return Lifetimes(tensors, ops, marker.scope + 1)

@@ -116,8 +116,19 @@ def _detection_postprocess(ctx: _Ctx) -> list[int]:
     opts = ctx.custom()
     n, d = boxes.shape[1], int(opts.get("max_detections", 0))
     c = int(opts.get("num_classes", 0))
-    return [n, 16 * n, 4 * scores.shape[1] * scores.shape[2], 4 * n, 4 * n, 4 * d * n,
-            4 * d * n, 4 * n, 4 * d * n, 4 * max(c, d) * n, 4 * min(n, d) * n]
+    return [
+        n,
+        16 * n,
+        4 * scores.shape[1] * scores.shape[2],
+        4 * n,
+        4 * n,
+        4 * d * n,
+        4 * d * n,
+        4 * n,
+        4 * d * n,
+        4 * max(c, d) * n,
+        4 * min(n, d) * n,
+    ]
 
 
 def _rfft(ctx: _Ctx) -> list[int]:
@@ -144,8 +155,9 @@ _RULES: dict[str, Callable[[_Ctx], list[int]]] = {
 }
 
 
-def scratch_requests(model: Model, sizes: TensorBytes,
-                     pointer_size: int = HOST_POINTER_SIZE) -> tuple[ScratchRequest, ...]:
+def scratch_requests(
+    model: Model, sizes: TensorBytes, pointer_size: int = HOST_POINTER_SIZE
+) -> tuple[ScratchRequest, ...]:
     """Every scratch request of every operator, in TFLM's request order."""
     requests: list[ScratchRequest] = []
     for sg in model.subgraphs:

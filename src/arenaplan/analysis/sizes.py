@@ -35,4 +35,5 @@ def _resolved_bytes(sg: Subgraph, index: int) -> int:
                 return source.elements * tensor.dtype.itemsize
     raise UnsupportedModelError(
         f"subgraph {sg.index} tensor {index} ({tensor.name!r}) has an unknown dimension "
-        f"{tensor.shape}; its size cannot be known before the model runs")
+        f"{tensor.shape}; its size cannot be known before the model runs"
+    )

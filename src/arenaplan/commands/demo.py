@@ -17,12 +17,19 @@ from arenaplan.reader import read_model_bytes
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("demo", help="plan and verify a built-in example model end to end",
-                       description="Build a DS-CNN-like int8 model with a residual branch "
-                       "(the project's own .tflite writer), plan its arena, write the planned "
-                       "model and its JSON plan, and verify it in the TFLM runtime.")
-    p.add_argument("--out-dir", type=Path, default=Path("arenaplan-demo"),
-                   help="where to write the models and plan (default: ./arenaplan-demo)")
+    p = sub.add_parser(
+        "demo",
+        help="plan and verify a built-in example model end to end",
+        description="Build a DS-CNN-like int8 model with a residual branch "
+        "(the project's own .tflite writer), plan its arena, write the planned "
+        "model and its JSON plan, and verify it in the TFLM runtime.",
+    )
+    p.add_argument(
+        "--out-dir",
+        type=Path,
+        default=Path("arenaplan-demo"),
+        help="where to write the models and plan (default: ./arenaplan-demo)",
+    )
     p.add_argument("--no-verify", action="store_true", help="skip the TFLM run")
     p.set_defaults(run=run)
 
@@ -48,8 +55,10 @@ def run(args: argparse.Namespace, console: Console) -> int:
     from arenaplan.verify import compare_models, tflm_available
 
     if not tflm_available():
-        console.print("verification skipped: the TFLM runtime is not installed "
-                      "(pip install 'arenaplan[tflm]')")
+        console.print(
+            "verification skipped: the TFLM runtime is not installed "
+            "(pip install 'arenaplan[tflm]')"
+        )
         return 0
     report = compare_models(data, planned)
     return print_report(console, report, original_path.name, planned_path.name)

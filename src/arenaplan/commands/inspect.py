@@ -14,16 +14,25 @@ from arenaplan.commands.common import load
 from arenaplan.ir.model import Model, Operator
 from arenaplan.placement.buffers import arena_items
 
-_SHOWN_OPTIONS = ("padding", "stride_h", "stride_w", "filter_height", "filter_width",
-                  "dilation_h_factor", "dilation_w_factor", "depth_multiplier",
-                  "fused_activation_function")
+_SHOWN_OPTIONS = (
+    "padding",
+    "stride_h",
+    "stride_w",
+    "filter_height",
+    "filter_width",
+    "dilation_h_factor",
+    "dilation_w_factor",
+    "depth_multiplier",
+    "fused_activation_function",
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("inspect", help="list a model's subgraphs, operators and tensors")
     p.add_argument("model", type=Path, help="input .tflite")
-    p.add_argument("--all", action="store_true",
-                   help="also list constant tensors (weights, biases)")
+    p.add_argument(
+        "--all", action="store_true", help="also list constant tensors (weights, biases)"
+    )
     p.set_defaults(run=run)
 
 
@@ -48,20 +57,25 @@ def run(args: argparse.Namespace, console: Console) -> int:
     scratch_by_op: dict[tuple[int, int], list[int]] = {}
     for r in items.scratch:
         scratch_by_op.setdefault((r.subgraph, r.op), []).append(r.bytes)
-    console.print(f"[bold]{args.model.name}[/bold]: {len(model.subgraphs)} subgraph(s), "
-                  f"{model.operator_count} operators, {model.tensor_count} tensors"
-                  + (", has an offline plan" if model.offline_plan else ""))
-    console.print(f"lower bound of the head: {live_bytes_bound(Problem(items.buffers)):,} B "
-                  f"({len(items.tensors)} tensors, {len(items.scratch)} scratch requests, "
-                  "sizes rounded to 16)")
+    console.print(
+        f"[bold]{args.model.name}[/bold]: {len(model.subgraphs)} subgraph(s), "
+        f"{model.operator_count} operators, {model.tensor_count} tensors"
+        + (", has an offline plan" if model.offline_plan else "")
+    )
+    console.print(
+        f"lower bound of the head: {live_bytes_bound(Problem(items.buffers)):,} B "
+        f"({len(items.tensors)} tensors, {len(items.scratch)} scratch requests, "
+        "sizes rounded to 16)"
+    )
     for sg in model.subgraphs:
         _print_operators(console, model, sg.index, scratch_by_op)
         _print_tensors(console, model, sg.index, items, args.all)
     return 0
 
 
-def _print_operators(console: Console, model: Model, s: int,
-                     scratch_by_op: dict[tuple[int, int], list[int]]) -> None:
+def _print_operators(
+    console: Console, model: Model, s: int, scratch_by_op: dict[tuple[int, int], list[int]]
+) -> None:
     sg = model.subgraphs[s]
     table = Table(title=f"subgraph {s} {sg.name!r}: operators")
     for col in ("#", "op", "inputs", "outputs", "options", "scratch B"):
@@ -69,8 +83,14 @@ def _print_operators(console: Console, model: Model, s: int,
     for op in sg.operators:
         name = f"custom:{op.opcode}" if op.is_custom else op.opcode
         scratch = ", ".join(str(b) for b in scratch_by_op.get((s, op.index), []))
-        table.add_row(str(op.index), name, " ".join(map(str, op.inputs)),
-                      " ".join(map(str, op.outputs)), _options_text(op), scratch)
+        table.add_row(
+            str(op.index),
+            name,
+            " ".join(map(str, op.inputs)),
+            " ".join(map(str, op.outputs)),
+            _options_text(op),
+            scratch,
+        )
     console.print(table)
 
 
@@ -84,6 +104,13 @@ def _print_tensors(console: Console, model: Model, s: int, items, show_all: bool
             continue
         life = items.lifetimes.tensors[s][t.index]
         span = f"[{life.first}, {life.last}]" if life.last >= 0 else "-"
-        table.add_row(str(t.index), t.name, str(list(t.shape)), t.dtype.name,
-                      f"{items.sizes[s][t.index]:,}", _kind(t, sg), span)
+        table.add_row(
+            str(t.index),
+            t.name,
+            str(list(t.shape)),
+            t.dtype.name,
+            f"{items.sizes[s][t.index]:,}",
+            _kind(t, sg),
+            span,
+        )
     console.print(table)

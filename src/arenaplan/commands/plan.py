@@ -20,14 +20,21 @@ from arenaplan.reader import read_model_bytes
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("plan", help="plan the arena and write it into the model",
-                       description="Plan the non-persistent arena (TFLM's head) of a model, "
-                       "validate the plan, and write it as TFLM's offline plan.")
+    p = sub.add_parser(
+        "plan",
+        help="plan the arena and write it into the model",
+        description="Plan the non-persistent arena (TFLM's head) of a model, "
+        "validate the plan, and write it as TFLM's offline plan.",
+    )
     p.add_argument("model", type=Path, help="input .tflite (never modified)")
     p.add_argument("-o", "--output", type=Path, help="planned .tflite to write")
     p.add_argument("--json", type=Path, help="write the plan as JSON here")
-    p.add_argument("--allocator", choices=sorted(ALLOCATORS), default="portfolio",
-                   help="offset allocator (default: portfolio)")
+    p.add_argument(
+        "--allocator",
+        choices=sorted(ALLOCATORS),
+        default="portfolio",
+        help="offset allocator (default: portfolio)",
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
     p.set_defaults(run=run)
 
@@ -37,7 +44,9 @@ def planned_model_bytes(data: bytes, model: Model, plan: Plan) -> bytes:
     out = with_offline_plan(data, plan.offline_offsets)
     again = read_model_bytes(out)
     if again.subgraphs != model.subgraphs or again.offline_plan != plan.offline_offsets:
-        raise PlanValidationError(["the written model does not read back as the input plus the plan"])
+        raise PlanValidationError(
+            ["the written model does not read back as the input plus the plan"]
+        )
     return out
 
 

@@ -15,10 +15,13 @@ EXIT_REFUSED = 3
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("verify", help="run original and planned models in TFLM, compare outputs",
-                       description="Run both models in the real TFLM runtime (in a child "
-                       "process) on random inputs; compare every output bit for bit; report "
-                       "TFLM's measured head and tail and the smallest working arena.")
+    p = sub.add_parser(
+        "verify",
+        help="run original and planned models in TFLM, compare outputs",
+        description="Run both models in the real TFLM runtime (in a child "
+        "process) on random inputs; compare every output bit for bit; report "
+        "TFLM's measured head and tail and the smallest working arena.",
+    )
     p.add_argument("original", type=Path)
     p.add_argument("planned", type=Path)
     p.add_argument("--trials", type=int, default=3, help="random inputs to try (default 3)")
@@ -45,11 +48,15 @@ def print_report(console: Console, report, original_name: str, planned_name: str
     for name, m in ((original_name, report.original), (planned_name, report.planned)):
         table.add_row(name, f"{m.head:,}", f"{m.tail:,}", f"{m.head + m.tail:,}")
     console.print(table)
-    console.print(f"smallest working arena of the planned model: {report.smallest_arena:,} B "
-                  f"(predicted {report.predicted_arena:,} B, found by bisection)")
+    console.print(
+        f"smallest working arena of the planned model: {report.smallest_arena:,} B "
+        f"(predicted {report.predicted_arena:,} B, found by bisection)"
+    )
     if report.identical:
-        console.print(f"[bold green]outputs identical[/bold green] bit for bit on "
-                      f"{report.trials} random inputs")
+        console.print(
+            f"[bold green]outputs identical[/bold green] bit for bit on "
+            f"{report.trials} random inputs"
+        )
         return 0
     console.print(f"[bold red]outputs differ:[/bold red] {report.mismatch}")
     return EXIT_DIFFERENT

@@ -30,13 +30,29 @@ def plan_to_dict(model: Model, plan: Plan, source: str) -> dict[str, Any]:
             "strategy": plan.strategy,
         },
         "tensors": [
-            {"subgraph": t.subgraph, "index": t.index, "name": t.name, "bytes": t.bytes,
-             "size": t.size, "offset": t.offset, "first": t.first, "last": t.last}
+            {
+                "subgraph": t.subgraph,
+                "index": t.index,
+                "name": t.name,
+                "bytes": t.bytes,
+                "size": t.size,
+                "offset": t.offset,
+                "first": t.first,
+                "last": t.last,
+            }
             for t in plan.tensors
         ],
         "scratch": [
-            {"subgraph": s.subgraph, "operator": s.op, "request": s.order, "bytes": s.bytes,
-             "size": s.size, "offset": s.offset, "first": s.first, "last": s.last}
+            {
+                "subgraph": s.subgraph,
+                "operator": s.op,
+                "request": s.order,
+                "bytes": s.bytes,
+                "size": s.size,
+                "offset": s.offset,
+                "first": s.first,
+                "last": s.last,
+            }
             for s in plan.scratch
         ],
         "offline_offsets": list(plan.offline_offsets),

@@ -85,10 +85,13 @@ def _old_entries(data: bytes) -> tuple[list[int], list[tuple[str, int]]]:
         b = m.Buffers(i)
         if b.Offset() > 1:
             raise UnsupportedModelError(
-                "the model keeps buffer data outside the flatbuffer; not supported")
+                "the model keeps buffer data outside the flatbuffer; not supported"
+            )
         buffers.append(b._tab.Pos)
-    meta = [((m.Metadata(i).Name() or b"").decode("utf-8", "replace"), m.Metadata(i)._tab.Pos)
-            for i in range(m.MetadataLength())]
+    meta = [
+        ((m.Metadata(i).Name() or b"").decode("utf-8", "replace"), m.Metadata(i)._tab.Pos)
+        for i in range(m.MetadataLength())
+    ]
     return buffers, meta
 
 
@@ -115,7 +118,9 @@ def with_offline_plan(data: bytes, offsets: Sequence[int]) -> bytes:
         struct.pack_into("<H", out.data, field_slots[i], pos - table)
     # version: a scalar copied as is (schema default 0 when absent)
     if fields[_F_VERSION] is not None:
-        out.set_u32(model_field_pos[_F_VERSION], struct.unpack_from("<I", data, fields[_F_VERSION])[0])
+        out.set_u32(
+            model_field_pos[_F_VERSION], struct.unpack_from("<I", data, fields[_F_VERSION])[0]
+        )
     for i in range(1, _MODEL_FIELDS):
         if i in (_F_BUFFERS, _F_METADATA) or fields[i] is None:
             continue

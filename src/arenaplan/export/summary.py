@@ -21,10 +21,13 @@ class Peak:
 
 
 def find_peak(model: Model, plan: Plan) -> Peak:
-    items = [(_label(t.subgraph, t.index, t.name), t.size, t.offset, t.first, t.last)
-             for t in plan.tensors]
-    items += [(f"scratch #{s.order} (op {s.op})", s.size, s.offset, s.first, s.last)
-              for s in plan.scratch]
+    items = [
+        (_label(t.subgraph, t.index, t.name), t.size, t.offset, t.first, t.last)
+        for t in plan.tensors
+    ]
+    items += [
+        (f"scratch #{s.order} (op {s.op})", s.size, s.offset, s.first, s.last) for s in plan.scratch
+    ]
     scopes = {f for *_, f, _ in items} | {last for *_, last in items}
     best = Peak(0, 0, ())
     for scope in sorted(scopes):
@@ -50,18 +53,26 @@ def print_summary(console: Console, model: Model, plan: Plan, name: str) -> None
     table.add_column("bytes", justify="right")
     table.add_column("vs lower bound", justify="right")
     table.add_row("lower bound (live bytes at the peak)", f"{plan.lower_bound:,}", "1.00x")
-    table.add_row("TFLM greedy planner (no plan)", f"{plan.tflm_greedy:,}",
-                  _ratio(plan.tflm_greedy, plan.lower_bound))
+    table.add_row(
+        "TFLM greedy planner (no plan)",
+        f"{plan.tflm_greedy:,}",
+        _ratio(plan.tflm_greedy, plan.lower_bound),
+    )
     verdict = "optimal (= lower bound)" if plan.optimal else "not proven optimal"
-    table.add_row(f"[bold]arenaplan ({verdict})[/bold]", f"[bold]{plan.arena:,}[/bold]",
-                  _ratio(plan.arena, plan.lower_bound))
+    table.add_row(
+        f"[bold]arenaplan ({verdict})[/bold]",
+        f"[bold]{plan.arena:,}[/bold]",
+        _ratio(plan.arena, plan.lower_bound),
+    )
     console.print(table)
     saved = plan.tflm_greedy - plan.arena
     if saved > 0:
         console.print(f"saves {saved:,} B ({saved / plan.tflm_greedy:.1%}) against TFLM's planner")
-    console.print(f"{model.operator_count} operators, {len(plan.tensors)} tensors in the arena, "
-                  f"{len(plan.scratch)} kernel scratch buffers; planned in "
-                  f"{plan.seconds * 1000:.1f} ms ({plan.allocator}, {plan.strategy})")
+    console.print(
+        f"{model.operator_count} operators, {len(plan.tensors)} tensors in the arena, "
+        f"{len(plan.scratch)} kernel scratch buffers; planned in "
+        f"{plan.seconds * 1000:.1f} ms ({plan.allocator}, {plan.strategy})"
+    )
     _print_peak(console, find_peak(model, plan))
 
 

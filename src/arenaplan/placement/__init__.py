@@ -4,5 +4,4 @@ from arenaplan.placement.plan import Plan, PlanOptions, ScratchPlacement, Tensor
 from arenaplan.placement.planner import plan_model
 from arenaplan.placement.validate import check_plan
 
-__all__ = ["Plan", "PlanOptions", "ScratchPlacement", "TensorPlacement", "check_plan",
-           "plan_model"]
+__all__ = ["Plan", "PlanOptions", "ScratchPlacement", "TensorPlacement", "check_plan", "plan_model"]

@@ -37,7 +37,7 @@ class ArenaItems:
 
     @property
     def scratch_buffers(self) -> tuple[Buffer, ...]:
-        return self.buffers[len(self.tensors):]
+        return self.buffers[len(self.tensors) :]
 
 
 def is_planned(model: Model, sizes: tuple[tuple[int, ...], ...], s: int, t: int) -> bool:
@@ -49,15 +49,31 @@ def arena_items(model: Model, pointer_size: int = 8) -> ArenaItems:
     sizes = tensor_bytes(model)
     lt = compute_lifetimes(model)
     requests = scratch_requests(model, sizes, pointer_size)
-    tensors = tuple((sg.index, t.index) for sg in model.subgraphs for t in sg.tensors
-                    if is_planned(model, sizes, sg.index, t.index))
+    tensors = tuple(
+        (sg.index, t.index)
+        for sg in model.subgraphs
+        for t in sg.tensors
+        if is_planned(model, sizes, sg.index, t.index)
+    )
     buffers = [
-        Buffer(f"tensor {s}:{t}", lt.tensors[s][t].first, lt.tensors[s][t].last,
-               align_up(sizes[s][t], TFLM_ALIGNMENT), TFLM_ALIGNMENT)
+        Buffer(
+            f"tensor {s}:{t}",
+            lt.tensors[s][t].first,
+            lt.tensors[s][t].last,
+            align_up(sizes[s][t], TFLM_ALIGNMENT),
+            TFLM_ALIGNMENT,
+        )
         for s, t in tensors
     ]
     for r in requests:
         first, last = lt.operators[r.subgraph][r.op]
-        buffers.append(Buffer(f"scratch {r.order} (subgraph {r.subgraph} op {r.op})", first,
-                              last, align_up(r.bytes, TFLM_ALIGNMENT), TFLM_ALIGNMENT))
+        buffers.append(
+            Buffer(
+                f"scratch {r.order} (subgraph {r.subgraph} op {r.op})",
+                first,
+                last,
+                align_up(r.bytes, TFLM_ALIGNMENT),
+                TFLM_ALIGNMENT,
+            )
+        )
     return ArenaItems(tensors, requests, tuple(buffers), sizes, lt)

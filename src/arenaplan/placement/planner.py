@@ -35,8 +35,9 @@ from arenaplan.placement.validate import check_plan
 _TFLM = TflmGreedy()
 
 
-def plan_model(model: Model, options: PlanOptions = PlanOptions()) -> Plan:
+def plan_model(model: Model, options: PlanOptions | None = None) -> Plan:
     """A validated plan of ``model``'s head; raises if validation fails."""
+    options = options or PlanOptions()
     start = time.perf_counter()
     items = arena_items(model, options.pointer_size)
     problem = Problem(items.buffers)
@@ -47,11 +48,12 @@ def plan_model(model: Model, options: PlanOptions = PlanOptions()) -> Plan:
         candidates.append(("scratch-low", allocator.solve(_scratch_low(items))))
     candidates.append(("tflm", tflm))
     best_name, best = min(
-        ((name, _as_tflm_runs(items, sol)) for name, sol in candidates),
-        key=lambda c: c[1].height)
+        ((name, _as_tflm_runs(items, sol)) for name, sol in candidates), key=lambda c: c[1].height
+    )
     check_solution(problem, best.offsets)
-    plan = _make_plan(model, items, best, tflm.height, best_name, options,
-                      time.perf_counter() - start)
+    plan = _make_plan(
+        model, items, best, tflm.height, best_name, options, time.perf_counter() - start
+    )
     check_plan(model, plan)
     return plan
 
@@ -84,22 +86,45 @@ def _as_tflm_runs(items: ArenaItems, sol: Solution) -> Solution:
     return _TFLM.solve(Problem((*fixed, *items.scratch_buffers)))
 
 
-def _make_plan(model: Model, items: ArenaItems, sol: Solution, tflm_head: int, strategy: str,
-               options: PlanOptions, seconds: float) -> Plan:
+def _make_plan(
+    model: Model,
+    items: ArenaItems,
+    sol: Solution,
+    tflm_head: int,
+    strategy: str,
+    options: PlanOptions,
+    seconds: float,
+) -> Plan:
     n = len(items.tensors)
     tensors = tuple(
-        TensorPlacement(s, t, model.subgraphs[s].tensors[t].name, items.sizes[s][t], b.size,
-                        sol.offsets[k], b.first, b.last)
-        for k, ((s, t), b) in enumerate(zip(items.tensors, items.tensor_buffers, strict=True)))
+        TensorPlacement(
+            s,
+            t,
+            model.subgraphs[s].tensors[t].name,
+            items.sizes[s][t],
+            b.size,
+            sol.offsets[k],
+            b.first,
+            b.last,
+        )
+        for k, ((s, t), b) in enumerate(zip(items.tensors, items.tensor_buffers, strict=True))
+    )
     scratch = tuple(
-        ScratchPlacement(r.subgraph, r.op, r.order, r.bytes, b.size, sol.offsets[n + k],
-                         b.first, b.last)
-        for k, (r, b) in enumerate(zip(items.scratch, items.scratch_buffers, strict=True)))
+        ScratchPlacement(
+            r.subgraph, r.op, r.order, r.bytes, b.size, sol.offsets[n + k], b.first, b.last
+        )
+        for k, (r, b) in enumerate(zip(items.scratch, items.scratch_buffers, strict=True))
+    )
     offsets = {(p.subgraph, p.index): p.offset for p in tensors}
-    offline = tuple(offsets.get((sg.index, t.index), -1)
-                    for sg in model.subgraphs for t in sg.tensors)
-    raw = Problem(tuple(Buffer(b.id, b.first, b.last, items.sizes[s][t])
-                        for (s, t), b in zip(items.tensors, items.tensor_buffers, strict=True)))
+    offline = tuple(
+        offsets.get((sg.index, t.index), -1) for sg in model.subgraphs for t in sg.tensors
+    )
+    raw = Problem(
+        tuple(
+            Buffer(b.id, b.first, b.last, items.sizes[s][t])
+            for (s, t), b in zip(items.tensors, items.tensor_buffers, strict=True)
+        )
+    )
     return Plan(
         tensors=tensors,
         scratch=scratch,

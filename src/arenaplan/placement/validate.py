@@ -21,8 +21,10 @@ def plan_problems(model: Model, plan: Plan) -> list[str]:
     """Every violation, each naming the tensor or scratch buffer and the step."""
     found: list[str] = []
     if len(plan.offline_offsets) != model.tensor_count:
-        return [f"offline plan has {len(plan.offline_offsets)} offsets, "
-                f"the model has {model.tensor_count} tensors"]
+        return [
+            f"offline plan has {len(plan.offline_offsets)} offsets, "
+            f"the model has {model.tensor_count} tensors"
+        ]
     sizes = tensor_bytes(model)
     lt = compute_lifetimes(model)
     buffers: list[Buffer] = []
@@ -36,7 +38,13 @@ def plan_problems(model: Model, plan: Plan) -> list[str]:
             needs_plan = not t.is_constant and not t.is_variable and sizes[sg.index][t.index] > 0
             if not needs_plan:
                 if off != -1:
-                    why = "a constant" if t.is_constant else "a variable" if t.is_variable else "empty"
+                    why = (
+                        "a constant"
+                        if t.is_constant
+                        else "a variable"
+                        if t.is_variable
+                        else "empty"
+                    )
                     found.append(f"{label} is {why} but has offset {off}; it must be -1")
                 continue
             life = lt.tensors[sg.index][t.index]
@@ -45,8 +53,15 @@ def plan_problems(model: Model, plan: Plan) -> list[str]:
             offsets.append(None if off < 0 else off)
     for sc in plan.scratch:
         span = lt.operators[sc.subgraph][sc.op]
-        buffers.append(Buffer(f"scratch {sc.order} of operator {sc.op} (subgraph {sc.subgraph})",
-                              span[0], span[1], sc.size, TFLM_ALIGNMENT))
+        buffers.append(
+            Buffer(
+                f"scratch {sc.order} of operator {sc.op} (subgraph {sc.subgraph})",
+                span[0],
+                span[1],
+                sc.size,
+                TFLM_ALIGNMENT,
+            )
+        )
         offsets.append(sc.offset)
     found.extend(solution_problems(Problem(tuple(buffers), plan.arena), offsets))
     return found

@@ -1,0 +1,37 @@
+"""Shared test helpers: the real models of ../shared, skipped with a reason where absent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+MODELS_DIR = SHARED / "models"
+MODEL_PATHS = sorted(MODELS_DIR.glob("*.tflite")) if MODELS_DIR.is_dir() else []
+# Models the PyPI TFLM runtime refuses (models README): still valid planner input.
+TFLM_REFUSES = {
+    "arm-ml-examples__basic_lstm_quantized_small",
+    "mlcommons-tiny__kws_ref_model_float32",
+}
+
+
+def model_path(stem: str) -> Path:
+    path = MODELS_DIR / f"{stem}.tflite"
+    if not path.exists():
+        pytest.skip(f"../shared/models is absent (looked for {path})")
+    return path
+
+
+def shared_path(relative: str) -> Path:
+    path = SHARED / relative
+    if not path.exists():
+        pytest.skip(f"../shared is absent (looked for {path})")
+    return path
+
+
+def model_params() -> list:
+    """Parametrise over every real model; one skipped case where ../shared is absent."""
+    if not MODEL_PATHS:
+        return [pytest.param(None, marks=pytest.mark.skip(reason=f"{MODELS_DIR} is absent"))]
+    return [pytest.param(p, id=p.stem) for p in MODEL_PATHS]
