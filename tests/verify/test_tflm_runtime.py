@@ -1,0 +1,89 @@
+"""End to end in the real TFLM runtime: every model TFLM accepts, planned and run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from testkit import TFLM_REFUSES, model_params, model_path
+
+pytest.importorskip("tflite_micro", reason="the TFLM runtime (pip install tflite-micro) is absent")
+
+from arenaplan.cli import main
+from arenaplan.export.offline_plan import with_offline_plan
+from arenaplan.placement import plan_model
+from arenaplan.reader import read_model_bytes
+from arenaplan.verify import TflmRunner, compare_models, measure
+from arenaplan.verify.inputs import random_inputs
+
+
+@pytest.mark.parametrize("path", model_params())
+def test_planned_model_runs_bit_exact_with_the_planned_head(path: Path) -> None:
+    data = path.read_bytes()
+    plan = plan_model(read_model_bytes(data))
+    report = compare_models(data, with_offline_plan(data, plan.offline_offsets), trials=2)
+    if path.stem in TFLM_REFUSES:
+        assert report.refused and "TFLM refuses the original model" in report.refused
+        assert "\n" not in report.refused
+        return
+    assert report.refused is None
+    assert report.identical, report.mismatch
+    assert report.original.head == plan.tflm_greedy  # TFLM's own plan, predicted exactly
+    assert report.planned.head == plan.arena  # TFLM's head with our plan = our arena
+    assert report.planned.head <= report.original.head
+    assert report.planned.tail == report.original.tail
+    assert report.smallest_arena == report.predicted_arena
+
+
+def test_vww_measured_head_shrinks_from_73728_to_55296() -> None:
+    data = model_path("mlcommons-tiny__vww_96_int8").read_bytes()
+    plan = plan_model(read_model_bytes(data))
+    assert measure(data).head == 73728 and measure(data).tail == 29952
+    assert measure(with_offline_plan(data, plan.offline_offsets)).head == 55296
+
+
+def test_a_wrong_plan_is_caught_by_the_outputs() -> None:
+    """TFLM trusts any offline plan: all tensors at offset 0 runs, but computes garbage."""
+    data = model_path("mlcommons-tiny__pretrainedResnet_quant").read_bytes()
+    plan = plan_model(read_model_bytes(data))
+    wrong = [0 if o >= 0 else -1 for o in plan.offline_offsets]
+    report = compare_models(data, with_offline_plan(data, wrong), trials=2)
+    assert not report.identical
+    assert report.mismatch and "differs" in report.mismatch
+
+
+def test_runner_survives_a_dead_worker() -> None:
+    data = model_path("tflite-micro__hello_world_int8").read_bytes()
+    inputs = random_inputs(read_model_bytes(data), 1, 0)
+    with TflmRunner() as runner:
+        assert runner.run(data, 4096, inputs, 1).ok
+        runner._proc.kill()  # as if TFLM had aborted
+        runner._proc.join()
+        result = runner.run(data, 4096, inputs, 1)
+        assert result.ok and result.measurement.head == 32
+
+
+def test_too_small_an_arena_is_a_failure_not_a_crash() -> None:
+    data = model_path("mlcommons-tiny__vww_96_int8").read_bytes()
+    with TflmRunner() as runner:
+        result = runner.run(data, 1024, [], 1)
+    assert not result.ok and "failed to allocate" in result.error
+
+
+def test_verify_command_exit_codes(tmp_path: Path, capsys) -> None:
+    src = model_path("tflite-micro__keyword_scrambled")
+    planned = tmp_path / "k.tflite"
+    assert main(["plan", str(src), "-q", "-o", str(planned)]) == 0
+    assert main(["verify", str(src), str(planned)]) == 0
+    out = capsys.readouterr().out
+    assert "outputs identical" in out and "18,064" in out and "672" in out
+    refused = model_path("mlcommons-tiny__kws_ref_model_float32")
+    assert main(["verify", str(refused), str(refused)]) == 3
+    assert "Hybrid models are not supported" in capsys.readouterr().out
+    resnet = model_path("mlcommons-tiny__pretrainedResnet_quant")
+    data = resnet.read_bytes()
+    plan = plan_model(read_model_bytes(data))
+    bad = tmp_path / "bad.tflite"
+    bad.write_bytes(with_offline_plan(data, [0 if o >= 0 else -1 for o in plan.offline_offsets]))
+    assert main(["verify", str(resnet), str(bad)]) == 1
+    assert "outputs differ" in capsys.readouterr().out
