@@ -1,0 +1,134 @@
+"""Feasibility at a fixed capacity, exactly: the C search over each independent part.
+
+The answer is one of: a packing (``feasible``), a proof that none exists
+(``infeasible``, with the reason), or ``unknown`` when the time ran out. The
+search itself is complete; the preorder only changes how fast it gets there, so
+several preorders take turns with a growing node budget (the first to finish
+wins, and an "infeasible" from any of them is a proof).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from arenaplan.allocation import _search
+from arenaplan.allocation.problem import Problem
+from arenaplan.allocation.sweep import Part, make_part, preorder, split_parts
+
+FOUND, INFEASIBLE, NODE_LIMIT, DEADLINE, INTERRUPTED = range(5)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchParams:
+    """Each heuristic of the search as a named switch (all on by default)."""
+
+    canonical: bool = True
+    section_inference: bool = True
+    dominance: bool = True
+    unplaced_floor: bool = True
+    monotonic_floor: bool = True
+    hatless_pruning: bool = True
+    dynamic_ordering: bool = True
+    split_parts: bool = True
+    preorders: tuple[str, ...] = ("WAT", "TAW", "TWA")
+
+    def flags(self) -> int:
+        bits = (self.canonical, self.section_inference, self.dominance, self.unplaced_floor,
+                self.monotonic_floor, self.hatless_pruning, self.dynamic_ordering)
+        return sum(1 << k for k, on in enumerate(bits) if on)
+
+
+@dataclass(frozen=True, slots=True)
+class Feasibility:
+    """``status``: "feasible", "infeasible" or "unknown". Offsets only when feasible."""
+
+    status: str
+    capacity: int
+    offsets: tuple[int, ...] | None = None
+    reason: str = ""
+    nodes: int = 0
+    seconds: float = 0.0
+
+
+Progress = Callable[[dict], None]
+
+
+@dataclass
+class _Clock:
+    deadline: float | None
+    nodes: int = 0
+    started: float = field(default_factory=time.monotonic)
+
+    def left(self) -> float:
+        if self.deadline is None:
+            return 0.0  # the C search reads <= 0 as "no deadline"
+        return max(self.deadline - time.monotonic(), 1e-6)
+
+    def expired(self) -> bool:
+        return self.deadline is not None and time.monotonic() >= self.deadline
+
+
+def _overload(part: Part, capacity: int) -> str | None:
+    for t, load in enumerate(part.loads):
+        if load > capacity:
+            return (f"{load} bytes are live at step {part.starts[t]}, "
+                    f"more than the capacity of {capacity}")
+    for k, size in enumerate(part.size):
+        fixed = part.fixed[k]
+        if fixed >= 0 and fixed + size > capacity:
+            return f"a buffer fixed at {fixed} ends at {fixed + size}, over the capacity"
+    return None
+
+
+def _solve_part(part: Part, capacity: int, params: SearchParams, clock: _Clock,
+                progress: Progress | None) -> tuple[int, bytes | None]:
+    limit = 2 * max(len(part.buffers), 1)
+    orders = {h: preorder(part, h) for h in params.preorders}
+    while True:
+        for heuristic, order in orders.items():
+            code, offsets, nodes = _search.search(
+                part.size, part.align, part.fixed, part.sec_lo, part.sec_hi, part.ov_start,
+                part.ov, part.sb_start, part.sb, order, part.n_sections, capacity,
+                params.flags(), limit, clock.left())
+            clock.nodes += nodes
+            if progress is not None:
+                progress({"event": "attempt", "capacity": capacity, "preorder": heuristic,
+                          "nodes": clock.nodes, "code": code,
+                          "seconds": time.monotonic() - clock.started})
+            if code in (FOUND, INFEASIBLE, DEADLINE):
+                return code, offsets if code == FOUND else None
+            if code == INTERRUPTED:
+                raise KeyboardInterrupt
+        limit *= 2
+
+
+def check_capacity(problem: Problem, capacity: int, params: SearchParams = SearchParams(),
+                   seconds: float | None = None, progress: Progress | None = None) -> Feasibility:
+    """Is there a packing of ``problem`` within ``capacity`` bytes?"""
+    clock = _Clock(None if seconds is None else time.monotonic() + seconds)
+    bufs = problem.buffers
+    offsets = [b.offset if b.offset is not None else 0 for b in bufs]
+    members = [i for i, b in enumerate(bufs) if b.size > 0]
+    groups = split_parts(problem, members) if params.split_parts else [members]
+    parts = [make_part(problem, g) for g in groups if g]
+    for part in parts:  # cheap proofs first
+        why = _overload(part, capacity)
+        if why:
+            return Feasibility("infeasible", capacity, reason=why,
+                               seconds=time.monotonic() - clock.started)
+    for part in sorted(parts, key=lambda p: -len(p.buffers)):
+        code, found = _solve_part(part, capacity, params, clock, progress)
+        elapsed = time.monotonic() - clock.started
+        if code == INFEASIBLE:
+            return Feasibility("infeasible", capacity, reason="the search space is exhausted",
+                               nodes=clock.nodes, seconds=elapsed)
+        if code != FOUND or found is None:
+            return Feasibility("unknown", capacity, reason="time limit reached",
+                               nodes=clock.nodes, seconds=elapsed)
+        local = memoryview(found).cast("q")
+        for k, i in enumerate(part.buffers):
+            offsets[i] = local[k]
+    return Feasibility("feasible", capacity, tuple(offsets), nodes=clock.nodes,
+                       seconds=time.monotonic() - clock.started)

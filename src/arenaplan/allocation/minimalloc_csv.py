@@ -1,0 +1,97 @@
+"""The minimalloc CSV format: one buffer a row, half-open lifetimes.
+
+Header ``id,lower,upper,size`` with optional ``alignment`` and ``offset``
+(a fixed offset on input, the solution on output). A buffer lives over the
+half-open steps ``[lower, upper)``; in our ``Buffer`` that is the inclusive
+``[lower, upper - 1]``. Sizes, offsets and alignments are bytes.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+from pathlib import Path
+
+from arenaplan.allocation.problem import Buffer, Problem
+from arenaplan.errors import AllocationError
+
+REQUIRED = ("id", "lower", "upper", "size")
+OPTIONAL = ("alignment", "offset")
+
+
+def _int(row: dict[str, str], key: str, line: int) -> int:
+    text = (row.get(key) or "").strip()
+    try:
+        return int(text)
+    except ValueError:
+        raise AllocationError(f"row {line}: {key} {text!r} is not an integer") from None
+
+
+def _buffer(row: dict[str, str], line: int) -> Buffer:
+    ident = (row.get("id") or "").strip()
+    if not ident:
+        raise AllocationError(f"row {line}: empty id")
+    lower, upper, size = (_int(row, k, line) for k in ("lower", "upper", "size"))
+    if upper <= lower:
+        raise AllocationError(f"row {line} ({ident}): upper {upper} must be above lower {lower}")
+    if size < 0:
+        raise AllocationError(f"row {line} ({ident}): negative size {size}")
+    alignment = _int(row, "alignment", line) if (row.get("alignment") or "").strip() else 1
+    if alignment < 1:
+        raise AllocationError(f"row {line} ({ident}): alignment {alignment} must be at least 1")
+    offset = _int(row, "offset", line) if (row.get("offset") or "").strip() else None
+    if offset is not None and (offset < 0 or offset % alignment):
+        raise AllocationError(
+            f"row {line} ({ident}): fixed offset {offset} is negative or not aligned")
+    return Buffer(ident, lower, upper - 1, size, alignment, offset)
+
+
+def parse_problem(text: str, capacity: int | None = None) -> Problem:
+    """Parse CSV text; every error names its row (the header is row 1)."""
+    reader = csv.DictReader(io.StringIO(text))
+    header = [h.strip() for h in (reader.fieldnames or [])]
+    missing = [c for c in REQUIRED if c not in header]
+    if missing:
+        raise AllocationError(f"row 1: missing column(s) {', '.join(missing)} "
+                              f"(need {','.join(REQUIRED)})")
+    unknown = [c for c in header if c not in REQUIRED + OPTIONAL]
+    if unknown:
+        raise AllocationError(f"row 1: unknown column(s) {', '.join(unknown)}")
+    reader.fieldnames = header
+    buffers = []
+    seen: set[str] = set()
+    for line, row in enumerate(reader, start=2):
+        if None in row:
+            raise AllocationError(f"row {line}: more fields than columns")
+        b = _buffer(row, line)
+        if b.id in seen:
+            raise AllocationError(f"row {line}: duplicate id {b.id!r}")
+        seen.add(b.id)
+        buffers.append(b)
+    return Problem(tuple(buffers), capacity)
+
+
+def read_problem(path: Path, capacity: int | None = None) -> Problem:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise AllocationError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise AllocationError(f"{path}: cannot read: {exc}") from None
+    try:
+        return parse_problem(text, capacity)
+    except AllocationError as exc:
+        raise AllocationError(f"{path}: {exc}") from None
+
+
+def format_solution(problem: Problem, offsets: Sequence[int]) -> str:
+    """The problem's rows with an ``offset`` column (alignment kept where not 1)."""
+    with_align = any(b.alignment != 1 for b in problem.buffers)
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow([*REQUIRED, *(["alignment"] if with_align else []), "offset"])
+    for b, off in zip(problem.buffers, offsets, strict=True):
+        align = [b.alignment] if with_align else []
+        writer.writerow([b.id, b.first, b.last + 1, b.size, *align, off])
+    return out.getvalue()
