@@ -21,6 +21,8 @@
  *   HATLESS       a buffer with no unplaced time-neighbour left has only one
  *                 sensible position: do not try alternatives after it fails
  *   DYNAMIC_ORDER try unplaced buffers by (floor, preorder), not preorder alone
+ *   SPLIT         when no unplaced buffer crosses a section boundary any more,
+ *                 solve the two sides independently (no backtracking across)
  *
  * Result codes: 0 found, 1 infeasible (space exhausted), 2 node limit,
  * 3 deadline, 4 interrupted.
@@ -36,7 +38,7 @@
 
 enum {
   F_CANONICAL = 1, F_SECTIONS = 2, F_DOMINANCE = 4, F_UNPLACED_FLOOR = 8,
-  F_MONOTONIC = 16, F_HATLESS = 32, F_DYNAMIC_ORDER = 64
+  F_MONOTONIC = 16, F_HATLESS = 32, F_DYNAMIC_ORDER = 64, F_SPLIT = 128
 };
 enum { R_FOUND = 0, R_INFEASIBLE = 1, R_NODES = 2, R_DEADLINE = 3, R_INTERRUPT = 4 };
 
@@ -70,6 +72,11 @@ typedef struct {
   int64_t stamp;
   int64_t *maxes;    /* per depth: prefix max [0..S] then suffix max [0..S] of totals */
   int32_t *touched;  /* sections whose floor rose in the current placement */
+  int32_t *cuts;     /* per boundary t|t+1: unplaced buffers crossing it */
+  Cand *rose;        /* scratch: candidates whose floor rose since the parent */
+  const int64_t *first, *last; /* each buffer's steps, inclusive */
+  const char *heuristic;       /* preorder keys, one letter each (see preorder) */
+  int64_t *key_total;          /* scratch: current largest section total per buffer */
   int32_t n_touched;
   int32_t placed;
   /* limits */
@@ -159,10 +166,11 @@ static int place(Search *s, int32_t b, int64_t off, int *hatless, int *fixed_fai
       int32_t o = s->log_idx[e];
       if (o < 0) continue;
       for (int32_t t = s->sec_lo[o]; t < s->sec_hi[o]; t++) {
-        if (s->stamp_s[t] == s->stamp) continue;
+        /* the lowest unplaced floor there is at most o's: nothing to gain */
+        if (s->floor_s[t] >= s->floor_b[o] || s->stamp_s[t] == s->stamp) continue;
         s->stamp_s[t] = s->stamp;
         int64_t low = INT64_MAX;
-        for (int32_t j = s->sb_start[t]; j < s->sb_start[t + 1]; j++) {
+        for (int32_t j = s->sb_start[t]; j < s->sb_start[t + 1] && low > s->floor_s[t]; j++) {
           int32_t u = s->sb[j];
           if (s->offset[u] < 0 && s->floor_b[u] < low) low = s->floor_b[u];
         }
@@ -229,52 +237,197 @@ static int limits_hit(Search *s) {
   return -1;
 }
 
-static int search(Search *s, int64_t min_off, int32_t min_pre, int32_t depth) {
+/* A part of the problem under search: buffers (in preorder) and its sections. */
+typedef struct {
+  const int32_t *bufs;
+  int32_t n;
+  int32_t slo, shi; /* sections [slo, shi) */
+} Range;
+
+static int search(Search *s, Range r, int64_t min_off, int32_t min_pre, int32_t depth,
+                  const Cand *parent, int32_t parent_k);
+
+/* The preorder of a piece: like the one of the whole part (made in Python),
+ * by the heuristic's keys, each largest first, ties by buffer index; "T" uses
+ * the totals still to place, which have fallen since the start. Keys: W width
+ * (steps), A area, T largest section total, Z size, C sections, L first step,
+ * U last step, O time-neighbours. */
+static const Search *g_sort; /* the search being sorted for (single-threaded) */
+
+static int64_t key_of(const Search *s, int32_t b, char letter) {
+  int64_t width = s->last[b] - s->first[b] + 1;
+  switch (letter) {
+    case 'W': return width;
+    case 'A': return width * s->size[b];
+    case 'T': return s->key_total[b];
+    case 'Z': return s->size[b];
+    case 'C': return s->sec_hi[b] - s->sec_lo[b];
+    case 'L': return s->first[b];
+    case 'U': return s->last[b];
+    case 'O': return s->ov_start[b + 1] - s->ov_start[b];
+    default: return 0;
+  }
+}
+
+static int preorder_cmp(const void *pa, const void *pb) {
+  int32_t a = *(const int32_t *)pa, b = *(const int32_t *)pb;
+  for (const char *h = g_sort->heuristic; *h; h++) {
+    int64_t x = key_of(g_sort, a, *h), y = key_of(g_sort, b, *h);
+    if (x != y) return x > y ? -1 : 1;
+  }
+  return (a > b) - (a < b);
+}
+
+static void preorder_piece(Search *s, int32_t *bufs, int32_t n) {
+  for (int32_t i = 0; i < n; i++) {
+    int32_t b = bufs[i];
+    int64_t t_max = 0;
+    for (int32_t t = s->sec_lo[b]; t < s->sec_hi[b]; t++)
+      if (s->total_s[t] > t_max) t_max = s->total_s[t];
+    s->key_total[b] = t_max;
+  }
+  g_sort = s;
+  qsort(bufs, (size_t)n, sizeof(int32_t), preorder_cmp);
+}
+
+/* After placing b (at offset off, preorder position p): when some boundary
+ * inside r is now crossed by no unplaced buffer, solve the pieces between such
+ * cuts one after another (they share nothing, so no backtracking across them);
+ * otherwise go on searching r. Cut counts are restored on the way out. */
+static int descend(Search *s, Range r, int32_t b, int64_t off, int32_t p, int32_t depth,
+                   const Cand *c, int32_t k) {
+  int32_t lo = s->sec_lo[b], hi = s->sec_hi[b];
+  int32_t n_cuts = 0;
+  int split = (s->flags & F_SPLIT) != 0;
+  if (split)
+    for (int32_t t = lo; t + 1 < hi; t++)
+      if (--s->cuts[t] == 0 && t + 1 > r.slo && t + 1 < r.shi) n_cuts++;
+  int code;
+  if (n_cuts == 0) {
+    code = search(s, r, off, p, depth + 1, c, k);
+  } else {
+    int32_t *points = malloc(((size_t)n_cuts + 2) * sizeof(int32_t));
+    int32_t *sub = malloc(((size_t)r.n + 1) * sizeof(int32_t));
+    if (!points || !sub) {
+      code = -1;
+    } else {
+      int32_t m = 0;
+      points[m++] = r.slo;
+      for (int32_t t = lo; t + 1 < hi; t++)
+        if (s->cuts[t] == 0 && t + 1 > r.slo && t + 1 < r.shi) points[m++] = t + 1;
+      points[m++] = r.shi;
+      code = R_FOUND;
+      for (int32_t q = 0; q + 1 < m && code == R_FOUND; q++) {
+        int32_t n = 0;
+        for (int32_t i = 0; i < r.n; i++) {
+          int32_t u = r.bufs[i];
+          if (s->offset[u] < 0 && s->sec_lo[u] < points[q + 1] && s->sec_hi[u] > points[q])
+            sub[n++] = u;
+        }
+        if (n == 0) continue;
+        if (s->heuristic[0]) preorder_piece(s, sub, n);
+        Range piece = {sub, n, points[q], points[q + 1]};
+        code = search(s, piece, 0, -1, depth + 1, NULL, 0);
+      }
+    }
+    free(points);
+    free(sub);
+  }
+  if (split)
+    for (int32_t t = lo; t + 1 < hi; t++) s->cuts[t]++;
+  return code;
+}
+
+/* The unplaced buffers of r as candidates, ordered by (floor, preorder) when
+ * DYNAMIC_ORDER is on, else by preorder. From the parent's list when given:
+ * floors only rise, so the entries whose floor is unchanged stay in order and
+ * the few that rose are sorted apart and merged back in. Returns the count. */
+static int32_t candidates(Search *s, Range r, Cand *c, const Cand *parent, int32_t parent_k) {
+  int32_t k = 0;
+  if (parent == NULL || !(s->flags & F_DYNAMIC_ORDER)) {
+    for (int32_t p = 0; p < r.n; p++) {
+      int32_t b = r.bufs[p];
+      if (s->offset[b] >= 0) continue;
+      c[k].floor = s->floor_b[b];
+      c[k].pre = p;
+      k++;
+    }
+    if (s->flags & F_DYNAMIC_ORDER) qsort(c, (size_t)k, sizeof(Cand), cand_cmp);
+    return k;
+  }
+  Cand *rose = s->rose;
+  int32_t m = 0;
+  for (int32_t i = 0; i < parent_k; i++) {
+    int32_t b = r.bufs[parent[i].pre];
+    if (s->offset[b] >= 0) continue;
+    if (s->floor_b[b] == parent[i].floor) {
+      c[k++] = parent[i];
+    } else {
+      rose[m].floor = s->floor_b[b];
+      rose[m].pre = parent[i].pre;
+      m++;
+    }
+  }
+  for (int32_t i = 1; i < m; i++) { /* insertion sort: m is small */
+    Cand x = rose[i];
+    int32_t j = i - 1;
+    while (j >= 0 && cand_cmp(&rose[j], &x) > 0) {
+      rose[j + 1] = rose[j];
+      j--;
+    }
+    rose[j + 1] = x;
+  }
+  /* merge from the back: c[0..k) and rose[0..m) into c[0..k+m) */
+  int32_t i = k - 1, j = m - 1, out = k + m - 1;
+  while (j >= 0) {
+    if (i >= 0 && cand_cmp(&c[i], &rose[j]) > 0)
+      c[out--] = c[i--];
+    else
+      c[out--] = rose[j--];
+  }
+  return k + m;
+}
+
+static int search(Search *s, Range r, int64_t min_off, int32_t min_pre, int32_t depth,
+                  const Cand *parent, int32_t parent_k) {
   s->nodes++;
   int hit = limits_hit(s);
   if (hit >= 0) return hit;
   /* slice of depth d starts at sum_{i<d} (n - i) = d*n - d*(d-1)/2 */
   Cand *c = s->cands + ((size_t)depth * (size_t)s->n - (size_t)depth * (size_t)(depth - 1) / 2);
-  int32_t k = 0;
-  for (int32_t p = 0; p < s->n; p++) {
-    int32_t b = s->pre[p];
-    if (s->offset[b] >= 0) continue;
-    c[k].floor = s->floor_b[b];
-    c[k].pre = p;
-    k++;
-  }
-  if (k == 0) {
-    memcpy(s->best, s->offset, (size_t)s->n * sizeof(int64_t));
-    return R_FOUND;
-  }
-  if (s->flags & F_DYNAMIC_ORDER) qsort(c, (size_t)k, sizeof(Cand), cand_cmp);
-  /* prefix maxima pre[t] = max total over sections < t; suffix suf[t] over >= t */
-  int32_t S = s->n_sections;
-  int64_t *pre = s->maxes + (size_t)depth * 2 * ((size_t)S + 1), *suf = pre + S + 1;
+  int32_t k = candidates(s, r, c, parent, parent_k);
+  if (k == 0) return R_FOUND;
+  /* over r's sections: pre[i] = max total of sections slo..slo+i-1, suf[i] of slo+i.. */
+  int32_t S = r.shi - r.slo;
+  int64_t *pre = s->maxes + (size_t)depth * 2 * ((size_t)s->n_sections + 1), *suf = pre + S + 1;
+  const int64_t *tot = s->total_s + r.slo;
   pre[0] = 0;
-  for (int32_t t = 0; t < S; t++) pre[t + 1] = pre[t] > s->total_s[t] ? pre[t] : s->total_s[t];
+  for (int32_t t = 0; t < S; t++) pre[t + 1] = pre[t] > tot[t] ? pre[t] : tot[t];
   suf[S] = 0;
-  for (int32_t t = S - 1; t >= 0; t--) suf[t] = suf[t + 1] > s->total_s[t] ? suf[t + 1] : s->total_s[t];
+  for (int32_t t = S - 1; t >= 0; t--) suf[t] = suf[t + 1] > tot[t] ? suf[t + 1] : tot[t];
   int64_t min_top = INT64_MAX;
   for (int32_t i = 0; i < k; i++) {
-    int64_t top = c[i].floor + s->size[s->pre[c[i].pre]];
+    int64_t top = c[i].floor + s->size[r.bufs[c[i].pre]];
     if (top < min_top) min_top = top;
   }
   for (int32_t i = 0; i < k; i++) {
     int64_t off = c[i].floor;
-    int32_t p = c[i].pre, b = s->pre[p];
+    int32_t p = c[i].pre, b = r.bufs[p];
     if ((s->flags & F_CANONICAL) && (off < min_off || (off == min_off && p < min_pre))) continue;
     if ((s->flags & F_DOMINANCE) && off >= min_top) continue;
     if (s->fixed[b] >= 0 && off != s->fixed[b]) continue;
     if (off + s->size[b] > s->capacity) continue;
-    if (!precheck(s, b, off, pre, suf)) continue;
+    if (!precheck(s, b, off, pre - r.slo, suf - r.slo)) continue;
     int64_t mark = s->log_top;
     int hatless, fixed_fail;
     if (place(s, b, off, &hatless, &fixed_fail)) return -1;
-    int r = R_INFEASIBLE;
-    if (!fixed_fail && touched_ok(s)) r = search(s, off, p, depth + 1);
+    int code = R_INFEASIBLE;
+    if (!fixed_fail && touched_ok(s)) {
+      code = descend(s, r, b, off, p, depth, c, k);
+    }
     unplace(s, b, mark);
-    if (r != R_INFEASIBLE) return r;
+    if (code == R_FOUND) s->best[b] = off;
+    if (code != R_INFEASIBLE) return code;
     if (hatless && (s->flags & F_HATLESS)) break;
   }
   return R_INFEASIBLE;
@@ -296,22 +449,24 @@ static int get_buf(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, Py_ssize
 
 PyDoc_STRVAR(search_doc,
              "search(size, align, fixed, sec_lo, sec_hi, ov_start, ov, sb_start, sb, pre,\n"
-             "       n_sections, capacity, flags, node_limit, seconds)\n"
+             "       first, last, heuristic, n_sections, capacity, flags, node_limit, seconds)\n"
              "-> (code, offsets bytes (int64), nodes)\n\n"
-             "Arrays are native-endian buffers: int64 for size/align/fixed, int32 for the\n"
-             "rest. seconds <= 0 means no deadline; node_limit <= 0 means none.");
+             "Arrays are native-endian buffers: int64 for size/align/fixed/first/last, int32\n"
+             "for the rest. heuristic: preorder keys for pieces after a split (\"\": keep).\n"
+             "seconds <= 0 means no deadline; node_limit <= 0 means none.");
 
 static PyObject *py_search(PyObject *self, PyObject *args) {
   (void)self;
-  PyObject *o[10];
+  PyObject *o[12];
   int n_sections, flags;
   long long capacity, node_limit;
   double seconds;
-  if (!PyArg_ParseTuple(args, "OOOOOOOOOOiLiLd", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5],
-                        &o[6], &o[7], &o[8], &o[9], &n_sections, &capacity, &flags,
-                        &node_limit, &seconds))
+  const char *heuristic;
+  if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOsiLiLd", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5],
+                        &o[6], &o[7], &o[8], &o[9], &o[10], &o[11], &heuristic, &n_sections,
+                        &capacity, &flags, &node_limit, &seconds))
     return NULL;
-  Py_buffer v[10];
+  Py_buffer v[12];
   int got = 0;
   PyObject *result = NULL;
   Search s;
@@ -338,6 +493,13 @@ static PyObject *py_search(PyObject *self, PyObject *args) {
   got = 9;
   if (get_buf(o[9], &v[9], 4, n, "pre") < 0) goto done;
   got = 10;
+  if (get_buf(o[10], &v[10], 8, n, "first") < 0) goto done;
+  got = 11;
+  if (get_buf(o[11], &v[11], 8, n, "last") < 0) goto done;
+  got = 12;
+  s.first = v[10].buf;
+  s.last = v[11].buf;
+  s.heuristic = heuristic;
 
   s.n = (int32_t)n;
   s.n_sections = n_sections;
@@ -368,8 +530,11 @@ static PyObject *py_search(PyObject *self, PyObject *args) {
   s.stamp_s = calloc((size_t)n_sections + 1, sizeof(int64_t));
   s.maxes = malloc((nn + 1) * 2 * ((size_t)n_sections + 1) * sizeof(int64_t));
   s.touched = malloc(((size_t)n_sections + 1) * sizeof(int32_t));
+  s.cuts = calloc((size_t)n_sections + 1, sizeof(int32_t));
+  s.rose = malloc(nn * sizeof(Cand));
+  s.key_total = malloc(nn * sizeof(int64_t));
   if (!s.offset || !s.floor_b || !s.best || !s.floor_s || !s.total_s || !s.log_val ||
-      !s.log_idx || !s.cands || !s.stamp_s || !s.maxes || !s.touched) {
+      !s.log_idx || !s.cands || !s.stamp_s || !s.maxes || !s.touched || !s.cuts || !s.rose || !s.key_total) {
     PyErr_NoMemory();
     goto done;
   }
@@ -378,7 +543,10 @@ static PyObject *py_search(PyObject *self, PyObject *args) {
     s.floor_b[b] = s.fixed[b] >= 0 ? s.fixed[b] : 0;
     for (int32_t t = s.sec_lo[b]; t < s.sec_hi[b]; t++) s.total_s[t] += s.size[b];
   }
-  int code = search(&s, 0, -1, 0);
+  for (Py_ssize_t b = 0; b < n; b++)
+    for (int32_t t = s.sec_lo[b]; t + 1 < s.sec_hi[b]; t++) s.cuts[t]++;
+  Range all = {s.pre, s.n, 0, n_sections};
+  int code = search(&s, all, 0, -1, 0, NULL, 0);
   if (code == -1) {
     PyErr_NoMemory();
     goto done;
@@ -399,6 +567,9 @@ done:
   free(s.stamp_s);
   free(s.maxes);
   free(s.touched);
+  free(s.cuts);
+  free(s.rose);
+  free(s.key_total);
   return result;
 }
 

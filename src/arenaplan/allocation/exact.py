@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from arenaplan.allocation import _search
 from arenaplan.allocation.problem import Problem
 from arenaplan.allocation.sweep import Part, make_part, preorder, split_parts
+from arenaplan.allocation.validate import check_solution
 
 FOUND, INFEASIBLE, NODE_LIMIT, DEADLINE, INTERRUPTED = range(5)
 
@@ -31,12 +32,15 @@ class SearchParams:
     monotonic_floor: bool = True
     hatless_pruning: bool = True
     dynamic_ordering: bool = True
+    dynamic_split: bool = True
+    repreorder: bool = True
     split_parts: bool = True
     preorders: tuple[str, ...] = ("WAT", "TAW", "TWA")
 
     def flags(self) -> int:
         bits = (self.canonical, self.section_inference, self.dominance, self.unplaced_floor,
-                self.monotonic_floor, self.hatless_pruning, self.dynamic_ordering)
+                self.monotonic_floor, self.hatless_pruning, self.dynamic_ordering,
+                self.dynamic_split)
         return sum(1 << k for k, on in enumerate(bits) if on)
 
 
@@ -90,7 +94,8 @@ def _solve_part(part: Part, capacity: int, params: SearchParams, clock: _Clock,
         for heuristic, order in orders.items():
             code, offsets, nodes = _search.search(
                 part.size, part.align, part.fixed, part.sec_lo, part.sec_hi, part.ov_start,
-                part.ov, part.sb_start, part.sb, order, part.n_sections, capacity,
+                part.ov, part.sb_start, part.sb, order, part.first, part.last,
+                heuristic if params.repreorder else "", part.n_sections, capacity,
                 params.flags(), limit, clock.left())
             clock.nodes += nodes
             if progress is not None:
@@ -130,5 +135,6 @@ def check_capacity(problem: Problem, capacity: int, params: SearchParams = Searc
         local = memoryview(found).cast("q")
         for k, i in enumerate(part.buffers):
             offsets[i] = local[k]
+    check_solution(Problem(bufs, capacity), offsets)  # never return an unchecked packing
     return Feasibility("feasible", capacity, tuple(offsets), nodes=clock.nodes,
                        seconds=time.monotonic() - clock.started)

@@ -38,6 +38,8 @@ class Part:
     loads: tuple[int, ...]
     starts: tuple[int, ...]  # first step of each section (for messages)
     steps: tuple[tuple[int, int], ...]  # each buffer's inclusive [first, last]
+    first: array  # int64 copies of the steps, for the C search
+    last: array
 
     @property
     def n_sections(self) -> int:
@@ -101,6 +103,8 @@ def make_part(problem: Problem, members: list[int]) -> Part:
         loads=tuple(loads),
         starts=tuple(bounds[:-1]),
         steps=tuple((b.first, b.last) for b in bufs),
+        first=array("q", [b.first for b in bufs]),
+        last=array("q", [b.last for b in bufs]),
     )
 
 
