@@ -39,7 +39,7 @@ def _measured(data: bytes, planned: bytes) -> tuple[str, str]:
     try:
         before = measure(data)
         after = measure(planned)
-    except Exception as exc:  # noqa: BLE001 - a benchmark reports and goes on
+    except Exception as exc:  # a benchmark reports and goes on
         return "refused", type(exc).__name__
     return f"{before.head:,}", f"{after.head:,}"
 
@@ -55,8 +55,17 @@ def main() -> int:
         print(f"no models in {args.models}", file=sys.stderr)
         return 2
     table = Table(title="arenaplan on real models (bytes; time in ms)")
-    for col in ("model", "ops", "tensors", "lower bound", "TFLM greedy", "arenaplan",
-                "TFLM head", "TFLM head w/ plan", "plan ms"):
+    for col in (
+        "model",
+        "ops",
+        "tensors",
+        "lower bound",
+        "TFLM greedy",
+        "arenaplan",
+        "TFLM head",
+        "TFLM head w/ plan",
+        "plan ms",
+    ):
         table.add_column(col, justify="left" if col == "model" else "right")
     total = 0.0
     for path in paths:
@@ -68,14 +77,23 @@ def main() -> int:
         if not args.no_tflm:
             head, head_planned = _measured(data, with_offline_plan(data, plan.offline_offsets))
         mark = "" if plan.optimal else " *"
-        table.add_row(path.stem, str(model.operator_count),
-                      f"{len(plan.tensors)}/{model.tensor_count}", f"{plan.lower_bound:,}",
-                      f"{plan.tflm_greedy:,}", f"{plan.arena:,}{mark}", head, head_planned,
-                      f"{seconds * 1000:.1f}")
+        table.add_row(
+            path.stem,
+            str(model.operator_count),
+            f"{len(plan.tensors)}/{model.tensor_count}",
+            f"{plan.lower_bound:,}",
+            f"{plan.tflm_greedy:,}",
+            f"{plan.arena:,}{mark}",
+            head,
+            head_planned,
+            f"{seconds * 1000:.1f}",
+        )
     console = Console(width=200)
     console.print(table)
-    console.print(f"total planning time, {len(paths)} models: {total * 1000:.0f} ms "
-                  "(read + plan + validate; * = not proven optimal)")
+    console.print(
+        f"total planning time, {len(paths)} models: {total * 1000:.0f} ms "
+        "(read + plan + validate; * = not proven optimal)"
+    )
     return 0
 
 

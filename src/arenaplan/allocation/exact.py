@@ -38,9 +38,16 @@ class SearchParams:
     preorders: tuple[str, ...] = ("WAT", "TAW", "TWA")
 
     def flags(self) -> int:
-        bits = (self.canonical, self.section_inference, self.dominance, self.unplaced_floor,
-                self.monotonic_floor, self.hatless_pruning, self.dynamic_ordering,
-                self.dynamic_split)
+        bits = (
+            self.canonical,
+            self.section_inference,
+            self.dominance,
+            self.unplaced_floor,
+            self.monotonic_floor,
+            self.hatless_pruning,
+            self.dynamic_ordering,
+            self.dynamic_split,
+        )
         return sum(1 << k for k, on in enumerate(bits) if on)
 
 
@@ -77,8 +84,10 @@ class _Clock:
 def _overload(part: Part, capacity: int) -> str | None:
     for t, load in enumerate(part.loads):
         if load > capacity:
-            return (f"{load} bytes are live at step {part.starts[t]}, "
-                    f"more than the capacity of {capacity}")
+            return (
+                f"{load} bytes are live at step {part.starts[t]}, "
+                f"more than the capacity of {capacity}"
+            )
     for k, size in enumerate(part.size):
         fixed = part.fixed[k]
         if fixed >= 0 and fixed + size > capacity:
@@ -86,22 +95,45 @@ def _overload(part: Part, capacity: int) -> str | None:
     return None
 
 
-def _solve_part(part: Part, capacity: int, params: SearchParams, clock: _Clock,
-                progress: Progress | None) -> tuple[int, bytes | None]:
+def _solve_part(
+    part: Part, capacity: int, params: SearchParams, clock: _Clock, progress: Progress | None
+) -> tuple[int, bytes | None]:
     limit = 2 * max(len(part.buffers), 1)
     orders = {h: preorder(part, h) for h in params.preorders}
     while True:
         for heuristic, order in orders.items():
             code, offsets, nodes = _search.search(
-                part.size, part.align, part.fixed, part.sec_lo, part.sec_hi, part.ov_start,
-                part.ov, part.sb_start, part.sb, order, part.first, part.last,
-                heuristic if params.repreorder else "", part.n_sections, capacity,
-                params.flags(), limit, clock.left())
+                part.size,
+                part.align,
+                part.fixed,
+                part.sec_lo,
+                part.sec_hi,
+                part.ov_start,
+                part.ov,
+                part.sb_start,
+                part.sb,
+                order,
+                part.first,
+                part.last,
+                heuristic if params.repreorder else "",
+                part.n_sections,
+                capacity,
+                params.flags(),
+                limit,
+                clock.left(),
+            )
             clock.nodes += nodes
             if progress is not None:
-                progress({"event": "attempt", "capacity": capacity, "preorder": heuristic,
-                          "nodes": clock.nodes, "code": code,
-                          "seconds": time.monotonic() - clock.started})
+                progress(
+                    {
+                        "event": "attempt",
+                        "capacity": capacity,
+                        "preorder": heuristic,
+                        "nodes": clock.nodes,
+                        "code": code,
+                        "seconds": time.monotonic() - clock.started,
+                    }
+                )
             if code in (FOUND, INFEASIBLE, DEADLINE):
                 return code, offsets if code == FOUND else None
             if code == INTERRUPTED:
@@ -109,8 +141,13 @@ def _solve_part(part: Part, capacity: int, params: SearchParams, clock: _Clock,
         limit *= 2
 
 
-def check_capacity(problem: Problem, capacity: int, params: SearchParams = SearchParams(),
-                   seconds: float | None = None, progress: Progress | None = None) -> Feasibility:
+def check_capacity(
+    problem: Problem,
+    capacity: int,
+    params: SearchParams = SearchParams(),
+    seconds: float | None = None,
+    progress: Progress | None = None,
+) -> Feasibility:
     """Is there a packing of ``problem`` within ``capacity`` bytes?"""
     clock = _Clock(None if seconds is None else time.monotonic() + seconds)
     bufs = problem.buffers
@@ -121,20 +158,32 @@ def check_capacity(problem: Problem, capacity: int, params: SearchParams = Searc
     for part in parts:  # cheap proofs first
         why = _overload(part, capacity)
         if why:
-            return Feasibility("infeasible", capacity, reason=why,
-                               seconds=time.monotonic() - clock.started)
+            return Feasibility(
+                "infeasible", capacity, reason=why, seconds=time.monotonic() - clock.started
+            )
     for part in sorted(parts, key=lambda p: -len(p.buffers)):
         code, found = _solve_part(part, capacity, params, clock, progress)
         elapsed = time.monotonic() - clock.started
         if code == INFEASIBLE:
-            return Feasibility("infeasible", capacity, reason="the search space is exhausted",
-                               nodes=clock.nodes, seconds=elapsed)
+            return Feasibility(
+                "infeasible",
+                capacity,
+                reason="the search space is exhausted",
+                nodes=clock.nodes,
+                seconds=elapsed,
+            )
         if code != FOUND or found is None:
-            return Feasibility("unknown", capacity, reason="time limit reached",
-                               nodes=clock.nodes, seconds=elapsed)
+            return Feasibility(
+                "unknown", capacity, reason="time limit reached", nodes=clock.nodes, seconds=elapsed
+            )
         local = memoryview(found).cast("q")
         for k, i in enumerate(part.buffers):
             offsets[i] = local[k]
     check_solution(Problem(bufs, capacity), offsets)  # never return an unchecked packing
-    return Feasibility("feasible", capacity, tuple(offsets), nodes=clock.nodes,
-                       seconds=time.monotonic() - clock.started)
+    return Feasibility(
+        "feasible",
+        capacity,
+        tuple(offsets),
+        nodes=clock.nodes,
+        seconds=time.monotonic() - clock.started,
+    )

@@ -43,7 +43,8 @@ def _buffer(row: dict[str, str], line: int) -> Buffer:
     offset = _int(row, "offset", line) if (row.get("offset") or "").strip() else None
     if offset is not None and (offset < 0 or offset % alignment):
         raise AllocationError(
-            f"row {line} ({ident}): fixed offset {offset} is negative or not aligned")
+            f"row {line} ({ident}): fixed offset {offset} is negative or not aligned"
+        )
     return Buffer(ident, lower, upper - 1, size, alignment, offset)
 
 
@@ -53,8 +54,9 @@ def parse_problem(text: str, capacity: int | None = None) -> Problem:
     header = [h.strip() for h in (reader.fieldnames or [])]
     missing = [c for c in REQUIRED if c not in header]
     if missing:
-        raise AllocationError(f"row 1: missing column(s) {', '.join(missing)} "
-                              f"(need {','.join(REQUIRED)})")
+        raise AllocationError(
+            f"row 1: missing column(s) {', '.join(missing)} (need {','.join(REQUIRED)})"
+        )
     unknown = [c for c in header if c not in REQUIRED + OPTIONAL]
     if unknown:
         raise AllocationError(f"row 1: unknown column(s) {', '.join(unknown)}")

@@ -121,9 +121,14 @@ def preorder(part: Part, heuristic: str) -> array:
         first, last = part.steps[k]
         width = last - first + 1
         data = {
-            "W": width, "A": width * part.size[k], "Z": part.size[k], "C": hi - lo,
-            "T": max(part.loads[lo:hi], default=0), "L": first, "U": last,
+            "W": width,
+            "A": width * part.size[k],
+            "Z": part.size[k],
+            "C": hi - lo,
+            "T": max(part.loads[lo:hi], default=0),
+            "L": first,
+            "U": last,
             "O": part.ov_start[k + 1] - part.ov_start[k],
         }
-        keys.append(tuple(-data[c] for c in heuristic) + (k,))
+        keys.append((*(-data[c] for c in heuristic), k))
     return array("i", sorted(range(n), key=lambda k: keys[k]))

@@ -38,7 +38,7 @@ class _Net:
         lo, hi = (0.0, float(x.max())) if relu else (float(x.min()), float(x.max()))
         lo, hi = min(lo, 0.0), max(hi, 1e-3)
         scale = (hi - lo) / 255.0
-        zero = int(round(-128 - lo / scale))
+        zero = round(-128 - lo / scale)
         t = self.b.add_tensor(
             name, x.shape, DType.INT8, quantization=Quantization((scale,), (zero,))
         )

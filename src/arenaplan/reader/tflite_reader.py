@@ -24,8 +24,17 @@ from arenaplan.reader.options import read_options
 FILE_IDENTIFIER = b"TFL3"
 OFFLINE_PLAN_NAME = "OfflineMemoryAllocation"
 _CUSTOM_CODE = 32  # BuiltinOperator.CUSTOM
-_PARSE_ERRORS = (struct.error, IndexError, ValueError, TypeError, OverflowError,
-                 UnicodeDecodeError, AttributeError, RecursionError, MemoryError)
+_PARSE_ERRORS = (
+    struct.error,
+    IndexError,
+    ValueError,
+    TypeError,
+    OverflowError,
+    UnicodeDecodeError,
+    AttributeError,
+    RecursionError,
+    MemoryError,
+)
 
 
 class _Budget:
@@ -36,7 +45,9 @@ class _Budget:
 
     def take(self, n: int, what: str) -> int:
         if n < 0 or n > self.left:
-            raise ModelFormatError(f"corrupt model: {what} claims {n} elements, more than the file holds")
+            raise ModelFormatError(
+                f"corrupt model: {what} claims {n} elements, more than the file holds"
+            )
         self.left -= n
         return n
 
@@ -72,22 +83,29 @@ def read_model_bytes(data: bytes) -> Model:
     except ModelFormatError:
         raise
     except _PARSE_ERRORS as exc:
-        raise ModelFormatError(f"corrupt model: {type(exc).__name__} while parsing ({exc})") from None
+        raise ModelFormatError(
+            f"corrupt model: {type(exc).__name__} while parsing ({exc})"
+        ) from None
 
 
 def _check_envelope(data: bytes) -> None:
     if len(data) == 0:
         raise ModelFormatError("empty file, not a TFLite model")
     if len(data) < 8:
-        raise ModelFormatError(f"truncated file: {len(data)} bytes, a TFLite model needs at least 8")
+        raise ModelFormatError(
+            f"truncated file: {len(data)} bytes, a TFLite model needs at least 8"
+        )
     ident = data[4:8]
     if ident != FILE_IDENTIFIER:
         raise ModelFormatError(
-            f"not a TFLite model: file identifier is {ident!r}, expected {FILE_IDENTIFIER!r}")
+            f"not a TFLite model: file identifier is {ident!r}, expected {FILE_IDENTIFIER!r}"
+        )
     root = struct.unpack_from("<I", data, 0)[0]
     if root < 8 or root + 4 > len(data):
         raise ModelFormatError(
-            f"truncated or corrupt file: root table offset {root} is outside the file ({len(data)} bytes)")
+            f"truncated or corrupt file: root table offset {root} "
+            f"is outside the file ({len(data)} bytes)"
+        )
 
 
 def _read(data: bytes) -> Model:
@@ -101,7 +119,8 @@ def _read(data: bytes) -> Model:
         raise ModelFormatError("model has no subgraphs")
     subgraphs = tuple(
         _read_subgraph(m.Subgraphs(s), s, opcodes, buffer_sizes, budget, len(data), n_sub)
-        for s in range(n_sub))
+        for s in range(n_sub)
+    )
     metadata = _read_metadata(m, budget, len(buffer_sizes))
     model = Model(
         subgraphs=subgraphs,
@@ -132,7 +151,9 @@ def _read_buffer_sizes(m: tflite.Model, budget: _Budget, size: int) -> tuple[int
         _check_pos(buf, size, f"buffer {b}")
         n = buf.DataLength()
         if n > size:
-            raise ModelFormatError(f"corrupt model: buffer {b} claims {n} bytes, the file has {size}")
+            raise ModelFormatError(
+                f"corrupt model: buffer {b} claims {n} bytes, the file has {size}"
+            )
         if n == 0 and buf.Offset() > 1:
             n = buf.Size()  # data stored outside the flatbuffer (large models)
         sizes.append(n)
@@ -154,23 +175,33 @@ def _read_opcodes(m: tflite.Model, budget: _Budget) -> tuple[tuple[str, bool], .
     return tuple(codes)
 
 
-def _read_subgraph(sg: tflite.SubGraph, s: int, opcodes: tuple[tuple[str, bool], ...],
-                   buffer_sizes: tuple[int, ...], budget: _Budget, size: int,
-                   n_sub: int) -> Subgraph:
+def _read_subgraph(
+    sg: tflite.SubGraph,
+    s: int,
+    opcodes: tuple[tuple[str, bool], ...],
+    buffer_sizes: tuple[int, ...],
+    budget: _Budget,
+    size: int,
+    n_sub: int,
+) -> Subgraph:
     _check_pos(sg, size, f"subgraph {s}")
     n_tensors = budget.take(sg.TensorsLength(), f"subgraph {s} tensor list")
-    tensors = tuple(_read_tensor(sg.Tensors(t), s, t, buffer_sizes, budget, size)
-                    for t in range(n_tensors))
+    tensors = tuple(
+        _read_tensor(sg.Tensors(t), s, t, buffer_sizes, budget, size) for t in range(n_tensors)
+    )
     where = f"subgraph {s}"
     inputs = _indices(sg.InputsAsNumpy(), n_tensors, f"{where} inputs", budget)
     outputs = _indices(sg.OutputsAsNumpy(), n_tensors, f"{where} outputs", budget)
-    ops = tuple(_read_operator(sg.Operators(i), s, i, opcodes, n_tensors, budget, size, n_sub)
-                for i in range(budget.take(sg.OperatorsLength(), f"{where} operator list")))
+    ops = tuple(
+        _read_operator(sg.Operators(i), s, i, opcodes, n_tensors, budget, size, n_sub)
+        for i in range(budget.take(sg.OperatorsLength(), f"{where} operator list"))
+    )
     return Subgraph(s, _string(sg.Name()), tensors, ops, inputs, outputs)
 
 
-def _indices(arr: object, n_tensors: int, what: str, budget: _Budget,
-             optional: bool = False) -> tuple[int, ...]:
+def _indices(
+    arr: object, n_tensors: int, what: str, budget: _Budget, optional: bool = False
+) -> tuple[int, ...]:
     """A vector of tensor indices, each checked; -1 allowed where ``optional``."""
     if not isinstance(arr, np.ndarray):  # generated code returns 0 for an absent vector
         return ()
@@ -180,12 +211,14 @@ def _indices(arr: object, n_tensors: int, what: str, budget: _Budget,
     for v in values:
         if not low <= v < n_tensors:
             raise ModelFormatError(
-                f"corrupt model: {what} refer to tensor {v}, but there are {n_tensors} tensors")
+                f"corrupt model: {what} refer to tensor {v}, but there are {n_tensors} tensors"
+            )
     return values
 
 
-def _read_tensor(t: tflite.Tensor, s: int, i: int, buffer_sizes: tuple[int, ...],
-                 budget: _Budget, size: int) -> Tensor:
+def _read_tensor(
+    t: tflite.Tensor, s: int, i: int, buffer_sizes: tuple[int, ...], budget: _Budget, size: int
+) -> Tensor:
     where = f"subgraph {s} tensor {i}"
     _check_pos(t, size, where)
     shape = tuple(int(t.Shape(j)) for j in range(budget.take(t.ShapeLength(), f"{where} shape")))
@@ -197,7 +230,9 @@ def _read_tensor(t: tflite.Tensor, s: int, i: int, buffer_sizes: tuple[int, ...]
     buffer = t.Buffer()
     if buffer >= max(len(buffer_sizes), 1):
         raise ModelFormatError(
-            f"corrupt model: {where} uses buffer {buffer}, but there are {len(buffer_sizes)} buffers")
+            f"corrupt model: {where} uses buffer {buffer}, "
+            f"but there are {len(buffer_sizes)} buffers"
+        )
     is_constant = buffer > 0 and buffer_sizes[buffer] > 0
     return Tensor(
         index=i,
@@ -211,8 +246,9 @@ def _read_tensor(t: tflite.Tensor, s: int, i: int, buffer_sizes: tuple[int, ...]
     )
 
 
-def _read_quantization(q: tflite.QuantizationParameters | None, budget: _Budget,
-                       where: str) -> Quantization | None:
+def _read_quantization(
+    q: tflite.QuantizationParameters | None, budget: _Budget, where: str
+) -> Quantization | None:
     if q is None:
         return None
     scales = q.ScaleAsNumpy()
@@ -225,20 +261,29 @@ def _read_quantization(q: tflite.QuantizationParameters | None, budget: _Budget,
     return Quantization(tuple(float(x) for x in scales), zero_points, int(q.QuantizedDimension()))
 
 
-def _read_operator(op: tflite.Operator, s: int, i: int, opcodes: tuple[tuple[str, bool], ...],
-                   n_tensors: int, budget: _Budget, size: int, n_sub: int) -> Operator:
+def _read_operator(
+    op: tflite.Operator,
+    s: int,
+    i: int,
+    opcodes: tuple[tuple[str, bool], ...],
+    n_tensors: int,
+    budget: _Budget,
+    size: int,
+    n_sub: int,
+) -> Operator:
     where = f"subgraph {s} operator {i}"
     _check_pos(op, size, where)
     code_index = op.OpcodeIndex()
     if code_index >= len(opcodes):
         raise ModelFormatError(
-            f"corrupt model: {where} uses operator code {code_index}, "
-            f"but there are {len(opcodes)}")
+            f"corrupt model: {where} uses operator code {code_index}, but there are {len(opcodes)}"
+        )
     opcode, is_custom = opcodes[code_index]
     options = read_options(tflite.BuiltinOptions, op.BuiltinOptionsType(), op.BuiltinOptions())
     if not options.items:
-        options = read_options(tflite.BuiltinOptions2, op.BuiltinOptions2Type(),
-                               op.BuiltinOptions2())
+        options = read_options(
+            tflite.BuiltinOptions2, op.BuiltinOptions2Type(), op.BuiltinOptions2()
+        )
     custom = op.CustomOptionsAsNumpy()
     custom_options = bytes(custom) if isinstance(custom, np.ndarray) else b""
     budget.take(len(custom_options), f"{where} custom options")
@@ -249,8 +294,9 @@ def _read_operator(op: tflite.Operator, s: int, i: int, opcodes: tuple[tuple[str
         is_custom=is_custom,
         inputs=_indices(op.InputsAsNumpy(), n_tensors, f"{where} inputs", budget, optional=True),
         outputs=_indices(op.OutputsAsNumpy(), n_tensors, f"{where} outputs", budget),
-        intermediates=_indices(op.IntermediatesAsNumpy(), n_tensors,
-                               f"{where} intermediates", budget),
+        intermediates=_indices(
+            op.IntermediatesAsNumpy(), n_tensors, f"{where} intermediates", budget
+        ),
         options=options,
         custom_options=custom_options,
     )
@@ -261,7 +307,8 @@ def _check_subgraph_refs(options: dict, n_sub: int, where: str) -> None:
     for key, value in options.items():
         if key.endswith("subgraph_index") and isinstance(value, int) and not 0 <= value < n_sub:
             raise ModelFormatError(
-                f"corrupt model: {where} calls subgraph {value}, but there are {n_sub}")
+                f"corrupt model: {where} calls subgraph {value}, but there are {n_sub}"
+            )
 
 
 def _read_metadata(m: tflite.Model, budget: _Budget, n_buffers: int) -> tuple[tuple[str, int], ...]:
@@ -272,7 +319,8 @@ def _read_metadata(m: tflite.Model, budget: _Budget, n_buffers: int) -> tuple[tu
         if buffer >= n_buffers:
             raise ModelFormatError(
                 f"corrupt model: metadata {name!r} uses buffer {buffer}, "
-                f"but there are {n_buffers} buffers")
+                f"but there are {n_buffers} buffers"
+            )
         entries.append((name, buffer))
     return tuple(entries)
 
@@ -290,6 +338,13 @@ def _with_offline_plan(model: Model, data: bytes, m: tflite.Model) -> Model:
     if count != len(words) - 3 or count != model.tensor_count:
         raise ModelFormatError(
             f"corrupt model: the OfflineMemoryAllocation plan has {len(words) - 3} offsets "
-            f"(header says {count}), the model has {model.tensor_count} tensors")
-    return Model(model.subgraphs, model.version, model.description, model.metadata,
-                 model.buffer_sizes, tuple(int(w) for w in words[3:]))
+            f"(header says {count}), the model has {model.tensor_count} tensors"
+        )
+    return Model(
+        model.subgraphs,
+        model.version,
+        model.description,
+        model.metadata,
+        model.buffer_sizes,
+        tuple(int(w) for w in words[3:]),
+    )
