@@ -1,0 +1,113 @@
+"""Minimise the height: the lowest capacity at which a packing exists.
+
+Start from the best greedy packing (an upper bound ``ub``) and the live-bytes
+lower bound ``lo``; ask the exact search for a packing at a capacity between
+them, first ``lo`` itself (the optimum is often the bound), then halfway. A
+packing lowers ``ub`` to its height; a proof of infeasibility raises ``lo``
+above the capacity tried; running out of a time slice proves nothing, so the
+next try moves up towards ``ub``. Whatever happens, the best packing so far is
+returned with the best proven bound: the gap between them is honest.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from arenaplan.allocation.bounds import lower_bound
+from arenaplan.allocation.exact import Feasibility, SearchParams, check_capacity
+from arenaplan.allocation.heuristics import best_greedy
+from arenaplan.allocation.problem import Problem, Solution, height_of
+from arenaplan.allocation.validate import check_solution
+from arenaplan.errors import AllocationError
+
+Progress = Callable[[dict], None]
+FIRST_SLICE = 0.15  # share of the time left given to the try at the lower bound
+LEAP_SLICE = 0.05  # share for a try halfway between the bounds
+DESCENT_SLICE = 0.08  # share for a try below the best packing
+
+
+@dataclass
+class _State:
+    lo: int  # no packing is lower than this (proven)
+    ub: int  # height of the best packing found
+    offsets: list[int]
+    how: str
+    hard: int = 0  # highest capacity where a try ran out of time (proves nothing)
+    misses: int = 0  # tries below the best packing that ran out of time in a row
+    tries: list[Feasibility] = field(default_factory=list)
+
+
+def _report(progress: Progress | None, state: _State, attempt: Feasibility) -> None:
+    if progress is not None:
+        progress({"event": "result", "capacity": attempt.capacity, "status": attempt.status,
+                  "reason": attempt.reason, "seconds": attempt.seconds, "nodes": attempt.nodes,
+                  "best": state.ub, "bound": state.lo})
+
+
+def _next_try(state: _State, last: Feasibility | None) -> tuple[int, float]:
+    """(capacity, share of the time left) of the next try.
+
+    First the lower bound itself. Then, while the gap above the hardest
+    capacity tried is wide, a cheap leap to its middle. Then descend below the
+    best packing: how hard a capacity is varies wildly from one to the next, so
+    after a try runs out of time the next one goes a step lower rather than
+    stopping (steps of about 1/1024 of the height), until the bound is reached,
+    then round again with larger slices.
+    """
+    if last is None:
+        return state.lo, FIRST_SLICE
+    floor = max(state.lo, state.hard + 1)
+    if state.misses == 0 and state.ub - floor > max(state.ub // 256, 64):
+        return (floor + state.ub) // 2, LEAP_SLICE
+    step = max(state.ub // 1024, 1)
+    cap = state.ub - 1 - step * state.misses
+    if cap < state.lo:
+        state.misses, cap = 0, state.ub - 1
+    return cap, DESCENT_SLICE
+
+
+def minimize(problem: Problem, params: SearchParams | None = None,
+             seconds: float | None = None, progress: Progress | None = None) -> Solution:
+    """The lowest packing found in ``seconds`` (None: until proven optimal)."""
+    params = params or SearchParams()
+    deadline = None if seconds is None else time.monotonic() + seconds
+    greedy = best_greedy(problem)
+    if greedy is None:
+        raise AllocationError("the problem has no buffers to place")
+    how, offsets = greedy
+    state = _State(lower_bound(problem), height_of(problem, offsets), offsets, f"greedy:{how}")
+    last: Feasibility | None = None
+    while state.lo < state.ub:
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and left <= 0.01:
+            break
+        cap, share = _next_try(state, last)
+        last = check_capacity(problem, cap, params, None if left is None else left * share,
+                              progress)
+        state.tries.append(last)
+        if last.status == "feasible" and last.offsets is not None:
+            state.offsets, state.how = list(last.offsets), "exact"
+            state.ub = height_of(problem, last.offsets)
+            state.misses = 0
+        elif last.status == "infeasible":
+            state.lo = max(state.lo, cap + 1)
+        else:
+            state.hard = max(state.hard, cap)
+            state.misses += 1
+        _report(progress, state, last)
+    check_solution(problem, state.offsets)
+    return Solution(tuple(state.offsets), state.ub, min(state.lo, state.ub), state.how)
+
+
+@dataclass(frozen=True, slots=True)
+class ExactSolver:
+    """The exact solver as an allocator: minimise within ``seconds`` per problem."""
+
+    name: str = "exact"
+    seconds: float | None = 10.0
+    params: SearchParams = field(default_factory=SearchParams)
+
+    def solve(self, problem: Problem) -> Solution:
+        return minimize(problem, self.params, self.seconds)
