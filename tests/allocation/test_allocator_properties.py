@@ -7,7 +7,6 @@ from hypothesis import strategies as st
 
 from arenaplan.allocation import ALLOCATORS, Buffer, Problem, check_solution
 from arenaplan.allocation.bounds import lower_bound
-from arenaplan.allocation.search import SearchBudget, search_at_capacity
 
 
 @st.composite
@@ -40,7 +39,7 @@ def problems(draw, max_buffers: int = 14, fixed: bool = True) -> Problem:
 @settings(max_examples=150, deadline=None, derandomize=True)
 @given(problems())
 def test_portfolio_and_greedy_solutions_are_valid(problem: Problem) -> None:
-    for name in ("portfolio", "greedy"):
+    for name in ("portfolio", "greedy", "exact"):
         solution = ALLOCATORS[name].solve(problem)
         check_solution(problem, solution.offsets)
         assert solution.height >= lower_bound(problem)
@@ -54,15 +53,6 @@ def test_tflm_greedy_is_valid_without_fixed_buffers(problem: Problem) -> None:
     plain = Problem.of([Buffer(b.id, b.first, b.last, b.size) for b in problem.buffers])
     solution = ALLOCATORS["tflm-greedy"].solve(plain)
     check_solution(plain, solution.offsets)
-
-
-@settings(max_examples=150, deadline=None, derandomize=True)
-@given(problems(max_buffers=10))
-def test_search_at_capacity_stays_within_capacity(problem: Problem) -> None:
-    capacity = lower_bound(problem) + 32
-    found = search_at_capacity(problem, capacity, SearchBudget(nodes=2_000, seconds=1.0))
-    if found is not None:
-        check_solution(Problem(problem.buffers, capacity), found)
 
 
 def test_chain_reaches_the_bound_where_greedy_by_size_does_not() -> None:

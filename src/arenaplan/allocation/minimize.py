@@ -72,6 +72,7 @@ def minimize(problem: Problem, params: SearchParams | None = None,
              seconds: float | None = None, progress: Progress | None = None) -> Solution:
     """The lowest packing found in ``seconds`` (None: until proven optimal)."""
     params = params or SearchParams()
+    _check_fixed(problem)
     deadline = None if seconds is None else time.monotonic() + seconds
     greedy = best_greedy(problem)
     if greedy is None:
@@ -99,6 +100,17 @@ def minimize(problem: Problem, params: SearchParams | None = None,
         _report(progress, state, last)
     check_solution(problem, state.offsets)
     return Solution(tuple(state.offsets), state.ub, min(state.lo, state.ub), state.how)
+
+
+def _check_fixed(problem: Problem) -> None:
+    """Fixed buffers that overlap each other make every capacity infeasible."""
+    fixed = [b for b in problem.buffers if b.offset is not None and b.size > 0]
+    for k, a in enumerate(fixed):
+        for b in fixed[:k]:
+            if a.overlaps_in_time(b) and a.offset < b.offset + b.size \
+                    and b.offset < a.offset + a.size:
+                raise AllocationError(
+                    f"fixed buffers {b.id} and {a.id} overlap: no packing exists")
 
 
 @dataclass(frozen=True, slots=True)

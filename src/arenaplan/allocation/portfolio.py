@@ -1,30 +1,30 @@
-"""The default allocator: greedy orders first, a bounded search when they stop short.
+"""The default allocator: greedy orders first, the exact solver when they stop short.
 
 1. Lower bound LB = max(peak live bytes, top of any fixed buffer).
 2. First-fit under every order of ``heuristics.ORDERS``; keep the lowest.
-3. If that is above LB, search for a packing at LB (bounded), then keep the lower.
-A solution whose height equals LB is proven optimal.
+3. If that is above LB, run the exact solver (``minimize``) for at most
+   ``seconds``: it returns a packing no higher, and the best proven bound.
+A solution whose height equals its proven bound is optimal.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from arenaplan.allocation.bounds import lower_bound
 from arenaplan.allocation.heuristics import best_greedy
-from arenaplan.allocation.packing import align_up
+from arenaplan.allocation.minimize import minimize
 from arenaplan.allocation.problem import Problem, Solution, height_of
-from arenaplan.allocation.search import SearchBudget, search_at_capacity
 from arenaplan.errors import AllocationError
 
 
 @dataclass(frozen=True, slots=True)
 class Portfolio:
-    """Greedy portfolio plus a bounded search at the lower bound."""
+    """Greedy portfolio, then the exact solver within ``seconds`` if above the bound."""
 
     name: str = "portfolio"
-    budget: SearchBudget = field(default_factory=SearchBudget)
-    use_search: bool = True
+    use_exact: bool = True
+    seconds: float = 2.0
 
     def solve(self, problem: Problem) -> Solution:
         lb = lower_bound(problem)
@@ -32,13 +32,12 @@ class Portfolio:
         if greedy is None:
             raise AllocationError(
                 f"no packing found within the capacity of {problem.capacity} bytes "
-                f"(lower bound {lb} bytes)"
-            )
+                f"(lower bound {lb} bytes)")
         how, offsets = greedy
         height = height_of(problem, offsets)
-        if height > lb and self.use_search:
-            target = align_up(lb, max((b.alignment for b in problem.buffers), default=1))
-            found = search_at_capacity(problem, target, self.budget)
-            if found is not None and height_of(problem, found) < height:
-                how, offsets, height = "search", found, height_of(problem, found)
-        return Solution(tuple(offsets), height, lb, f"{self.name}:{how}")
+        if height <= lb or not self.use_exact or problem.capacity is not None:
+            return Solution(tuple(offsets), height, lb, f"{self.name}:{how}")
+        exact = minimize(problem, seconds=self.seconds)
+        if exact.height < height:
+            return Solution(exact.offsets, exact.height, exact.lower_bound, f"{self.name}:exact")
+        return Solution(tuple(offsets), height, exact.lower_bound, f"{self.name}:{how}")

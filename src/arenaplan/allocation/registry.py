@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from arenaplan.allocation.minimize import ExactSolver
 from arenaplan.allocation.portfolio import Portfolio
 from arenaplan.allocation.problem import Allocator
 from arenaplan.allocation.tflm_greedy import TflmGreedy
@@ -9,7 +10,8 @@ from arenaplan.errors import UsageError
 
 ALLOCATORS: dict[str, Allocator] = {
     "portfolio": Portfolio(),
-    "greedy": Portfolio(use_search=False),
+    "greedy": Portfolio(use_exact=False),
+    "exact": ExactSolver(),
     "tflm-greedy": TflmGreedy(),
 }
 
