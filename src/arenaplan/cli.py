@@ -1,8 +1,9 @@
 """The ``arenaplan`` command line: the only place errors become exit codes.
 
-Exit status: 0 success; 1 verification found different outputs; 2 bad input or
-usage (one line on stderr, no traceback, no partial output file); 3 TFLM refuses
-the model, so it cannot be verified.
+Exit status: 0 success; 1 verification found different outputs, or a capacity
+is proven infeasible; 2 bad input or usage (one line on stderr, no traceback, no
+partial output file); 3 TFLM refuses the model (so it cannot be verified), or
+the time limit came before an answer.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Sequence
 from rich.console import Console
 
 from arenaplan import __version__
-from arenaplan.commands import demo, inspect, plan, verify
+from arenaplan.commands import demo, inspect, plan, solve, verify
 from arenaplan.errors import ArenaplanError
 
 
@@ -25,7 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"arenaplan {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (plan, verify, inspect, demo):
+    for module in (plan, verify, inspect, solve, demo):
         module.register(sub)
     return parser
 

@@ -28,13 +28,16 @@ def _brute_force(problem: Problem, capacity: int) -> bool:
         if i == len(bufs):
             return True
         b = bufs[i]
-        choices = [b.offset] if b.offset is not None else range(0, capacity - b.size + 1,
-                                                                 b.alignment)
+        choices = (
+            [b.offset] if b.offset is not None else range(0, capacity - b.size + 1, b.alignment)
+        )
         for off in choices:
             if off + b.size > capacity:
                 continue
-            if any(f <= b.last and b.first <= l and off < hi and lo < off + b.size
-                   for f, l, lo, hi in placed):
+            if any(
+                f <= b.last and b.first <= last and off < hi and lo < off + b.size
+                for f, last, lo, hi in placed
+            ):
                 continue
             placed.append((b.first, b.last, off, off + b.size))
             if place(i + 1):
@@ -80,10 +83,24 @@ def test_every_switch_off_still_answers_right(switch: str) -> None:
 
 def _fixed_cases() -> list[Problem]:
     return [
-        Problem.of([Buffer("b1", 0, 2, 4), Buffer("b2", 3, 8, 4), Buffer("b3", 0, 8, 4),
-                    Buffer("b4", 9, 20, 4), Buffer("b5", 0, 20, 4)]),
-        Problem.of([Buffer("a", 0, 3, 3), Buffer("b", 1, 2, 5), Buffer("c", 2, 5, 2),
-                    Buffer("d", 4, 6, 4), Buffer("e", 0, 6, 1)]),
+        Problem.of(
+            [
+                Buffer("b1", 0, 2, 4),
+                Buffer("b2", 3, 8, 4),
+                Buffer("b3", 0, 8, 4),
+                Buffer("b4", 9, 20, 4),
+                Buffer("b5", 0, 20, 4),
+            ]
+        ),
+        Problem.of(
+            [
+                Buffer("a", 0, 3, 3),
+                Buffer("b", 1, 2, 5),
+                Buffer("c", 2, 5, 2),
+                Buffer("d", 4, 6, 4),
+                Buffer("e", 0, 6, 1),
+            ]
+        ),
         Problem.of([Buffer("x", 0, 1, 4, 2), Buffer("y", 1, 2, 3), Buffer("z", 0, 2, 2, 2, 4)]),
     ]
 

@@ -102,6 +102,8 @@ def _solve_part(
     orders = {h: preorder(part, h) for h in params.preorders}
     while True:
         for heuristic, order in orders.items():
+            if clock.expired():
+                return DEADLINE, None
             code, offsets, nodes = _search.search(
                 part.size,
                 part.align,

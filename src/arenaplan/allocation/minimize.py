@@ -41,9 +41,18 @@ class _State:
 
 def _report(progress: Progress | None, state: _State, attempt: Feasibility) -> None:
     if progress is not None:
-        progress({"event": "result", "capacity": attempt.capacity, "status": attempt.status,
-                  "reason": attempt.reason, "seconds": attempt.seconds, "nodes": attempt.nodes,
-                  "best": state.ub, "bound": state.lo})
+        progress(
+            {
+                "event": "result",
+                "capacity": attempt.capacity,
+                "status": attempt.status,
+                "reason": attempt.reason,
+                "seconds": attempt.seconds,
+                "nodes": attempt.nodes,
+                "best": state.ub,
+                "bound": state.lo,
+            }
+        )
 
 
 def _next_try(state: _State, last: Feasibility | None) -> tuple[int, float]:
@@ -68,8 +77,12 @@ def _next_try(state: _State, last: Feasibility | None) -> tuple[int, float]:
     return cap, DESCENT_SLICE
 
 
-def minimize(problem: Problem, params: SearchParams | None = None,
-             seconds: float | None = None, progress: Progress | None = None) -> Solution:
+def minimize(
+    problem: Problem,
+    params: SearchParams | None = None,
+    seconds: float | None = None,
+    progress: Progress | None = None,
+) -> Solution:
     """The lowest packing found in ``seconds`` (None: until proven optimal)."""
     params = params or SearchParams()
     _check_fixed(problem)
@@ -85,8 +98,9 @@ def minimize(problem: Problem, params: SearchParams | None = None,
         if left is not None and left <= 0.01:
             break
         cap, share = _next_try(state, last)
-        last = check_capacity(problem, cap, params, None if left is None else left * share,
-                              progress)
+        last = check_capacity(
+            problem, cap, params, None if left is None else left * share, progress
+        )
         state.tries.append(last)
         if last.status == "feasible" and last.offsets is not None:
             state.offsets, state.how = list(last.offsets), "exact"
@@ -107,10 +121,12 @@ def _check_fixed(problem: Problem) -> None:
     fixed = [b for b in problem.buffers if b.offset is not None and b.size > 0]
     for k, a in enumerate(fixed):
         for b in fixed[:k]:
-            if a.overlaps_in_time(b) and a.offset < b.offset + b.size \
-                    and b.offset < a.offset + a.size:
-                raise AllocationError(
-                    f"fixed buffers {b.id} and {a.id} overlap: no packing exists")
+            if (
+                a.overlaps_in_time(b)
+                and a.offset < b.offset + b.size
+                and b.offset < a.offset + a.size
+            ):
+                raise AllocationError(f"fixed buffers {b.id} and {a.id} overlap: no packing exists")
 
 
 @dataclass(frozen=True, slots=True)

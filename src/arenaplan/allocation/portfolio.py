@@ -32,7 +32,8 @@ class Portfolio:
         if greedy is None:
             raise AllocationError(
                 f"no packing found within the capacity of {problem.capacity} bytes "
-                f"(lower bound {lb} bytes)")
+                f"(lower bound {lb} bytes)"
+            )
         how, offsets = greedy
         height = height_of(problem, offsets)
         if height <= lb or not self.use_exact or problem.capacity is not None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from arenaplan.allocation.minimize import ExactSolver
 from arenaplan.allocation.portfolio import Portfolio
 from arenaplan.allocation.problem import Allocator
@@ -16,9 +18,12 @@ ALLOCATORS: dict[str, Allocator] = {
 }
 
 
-def get_allocator(name: str) -> Allocator:
-    try:
-        return ALLOCATORS[name]
-    except KeyError:
+def get_allocator(name: str, seconds: float | None = None) -> Allocator:
+    """The allocator called ``name``; ``seconds`` bounds its exact search, if it has one."""
+    if name not in ALLOCATORS:
         known = ", ".join(sorted(ALLOCATORS))
-        raise UsageError(f"unknown allocator {name!r} (known: {known})") from None
+        raise UsageError(f"unknown allocator {name!r} (known: {known})")
+    allocator = ALLOCATORS[name]
+    if seconds is not None and isinstance(allocator, Portfolio | ExactSolver):
+        return dataclasses.replace(allocator, seconds=seconds)
+    return allocator

@@ -9,7 +9,7 @@ from rich.console import Console
 
 from arenaplan.allocation.registry import ALLOCATORS
 from arenaplan.commands.common import load
-from arenaplan.errors import PlanValidationError
+from arenaplan.errors import PlanValidationError, UsageError
 from arenaplan.export.files import refuse_overwrite, write_atomic
 from arenaplan.export.json_plan import plan_to_json
 from arenaplan.export.offline_plan import with_offline_plan
@@ -35,6 +35,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         default="portfolio",
         help="offset allocator (default: portfolio)",
     )
+    p.add_argument(
+        "--time-limit",
+        type=float,
+        default=2.0,
+        metavar="S",
+        help="seconds for the exact solver when the greedy orders stop above "
+        "the lower bound (default 2)",
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
     p.set_defaults(run=run)
 
@@ -55,7 +63,9 @@ def run(args: argparse.Namespace, console: Console) -> int:
     for out in (args.output, args.json):
         if out is not None:
             refuse_overwrite(out, args.model)
-    plan = plan_model(model, PlanOptions(allocator=args.allocator))
+    if args.time_limit <= 0:
+        raise UsageError("--time-limit must be positive")
+    plan = plan_model(model, PlanOptions(allocator=args.allocator, time_limit=args.time_limit))
     outputs: list[tuple[Path, bytes]] = []
     if args.output is not None:
         outputs.append((args.output, planned_model_bytes(data, model, plan)))

@@ -14,6 +14,7 @@ class PlanOptions:
     allocator: str = "portfolio"
     scratch_aware: bool = True
     pointer_size: int = 8
+    time_limit: float = 2.0  # seconds for the exact search, when greedy stops above the bound
 
 
 @dataclass(frozen=True, slots=True)

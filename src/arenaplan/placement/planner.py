@@ -42,7 +42,7 @@ def plan_model(model: Model, options: PlanOptions | None = None) -> Plan:
     items = arena_items(model, options.pointer_size)
     problem = Problem(items.buffers)
     tflm = _TFLM.solve(problem)
-    allocator = get_allocator(options.allocator)
+    allocator = get_allocator(options.allocator, options.time_limit)
     candidates = [("joint", allocator.solve(problem))]
     if options.scratch_aware and items.scratch:
         candidates.append(("scratch-low", allocator.solve(_scratch_low(items))))

@@ -1,0 +1,132 @@
+"""``arenaplan solve PROBLEM.csv [--capacity N] [--time-limit S] -o SOLUTION.csv``.
+
+Without ``--capacity``: minimise the height (best packing and proven bound at the
+time limit). With it: is there a packing within N bytes? Exit status 0 with a
+packing, 1 when proven infeasible, 3 when the time ran out first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import time
+from pathlib import Path
+
+from rich.console import Console
+
+from arenaplan.allocation.exact import SearchParams, check_capacity
+from arenaplan.allocation.minimalloc_csv import format_solution, read_problem
+from arenaplan.allocation.minimize import minimize
+from arenaplan.errors import UsageError
+from arenaplan.export.files import refuse_overwrite, write_atomic
+
+EXIT_INFEASIBLE, EXIT_UNKNOWN = 1, 3
+SWITCHES = tuple(
+    f.name.replace("_", "-") for f in dataclasses.fields(SearchParams) if f.type == "bool"
+)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "solve",
+        help="exact offset assignment of a minimalloc CSV problem",
+        description="Pack buffers (minimalloc CSV: id,lower,upper,size"
+        "[,alignment][,offset]) into the least height, or decide a capacity.",
+    )
+    p.add_argument("problem", type=Path)
+    p.add_argument("-o", "--output", type=Path, help="write the solution CSV here")
+    p.add_argument("--capacity", type=int, help="decide this capacity instead of minimising")
+    p.add_argument(
+        "--time-limit",
+        type=float,
+        default=60.0,
+        metavar="S",
+        help="seconds before returning the best so far (default 60)",
+    )
+    p.add_argument(
+        "--disable",
+        default="",
+        metavar="NAMES",
+        help=f"comma-separated search heuristics to switch off: {', '.join(SWITCHES)}",
+    )
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress or summary")
+    p.set_defaults(run=run)
+
+
+def _params(names: str) -> SearchParams:
+    off = [n.strip() for n in names.split(",") if n.strip()]
+    unknown = [n for n in off if n not in SWITCHES]
+    if unknown:
+        raise UsageError(f"unknown heuristic(s) {', '.join(unknown)}; known: {', '.join(SWITCHES)}")
+    return SearchParams(**{n.replace("-", "_"): False for n in off})
+
+
+class _Progress:
+    """Prints one line per capacity tried, and keeps a spinner while searching."""
+
+    def __init__(self, console: Console, quiet: bool) -> None:
+        self.console, self.quiet = console, quiet
+        self.status = None if quiet else console.status("searching...")
+        self.started = time.monotonic()
+
+    def __call__(self, event: dict) -> None:
+        if self.quiet:
+            return
+        elapsed = time.monotonic() - self.started
+        if event["event"] == "attempt":
+            self.status.update(
+                f"capacity {event['capacity']:,}: {event['nodes']:,} nodes, {elapsed:.1f} s"
+            )
+        elif event["event"] == "result":
+            gap = (event["best"] - event["bound"]) / max(event["bound"], 1)
+            self.console.print(
+                f"{elapsed:6.1f}s cap {event['capacity']:>11,} "
+                f"{event['status']:<10} best {event['best']:>11,} "
+                f"bound {event['bound']:>11,} gap {gap:6.2%}"
+            )
+
+
+def run(args: argparse.Namespace, console: Console) -> int:
+    if args.time_limit <= 0:
+        raise UsageError("--time-limit must be positive")
+    problem = read_problem(args.problem)
+    if args.output is not None:
+        refuse_overwrite(args.output, args.problem)
+    params = _params(args.disable)
+    progress = _Progress(console, args.quiet)
+    if progress.status is not None:
+        progress.status.start()
+    try:
+        if args.capacity is not None:
+            return _decide(args, console, problem, params, progress)
+        solution = minimize(problem, params, args.time_limit, progress)
+    finally:
+        if progress.status is not None:
+            progress.status.stop()
+    if args.output is not None:
+        write_atomic(args.output, format_solution(problem, solution.offsets).encode())
+    if not args.quiet:
+        verdict = (
+            "proven optimal"
+            if solution.optimal
+            else f"gap {(solution.height - solution.lower_bound) / solution.lower_bound:.2%} "
+            "to the proven bound"
+        )
+        console.print(
+            f"height {solution.height:,} (bound {solution.lower_bound:,}, {verdict}); "
+            f"{len(problem.buffers)} buffers in {time.monotonic() - progress.started:.2f} s"
+        )
+    return 0
+
+
+def _decide(args, console: Console, problem, params: SearchParams, progress: _Progress) -> int:
+    answer = check_capacity(problem, args.capacity, params, args.time_limit, progress)
+    if answer.status == "feasible" and answer.offsets is not None:
+        if args.output is not None:
+            write_atomic(args.output, format_solution(problem, answer.offsets).encode())
+        if not args.quiet:
+            console.print(f"feasible at {args.capacity:,} ({answer.seconds:.2f} s)")
+        return 0
+    if not args.quiet:
+        console.print(f"{answer.status} at {args.capacity:,}: {answer.reason}")
+    return EXIT_INFEASIBLE if answer.status == "infeasible" else EXIT_UNKNOWN
