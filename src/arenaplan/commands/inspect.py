@@ -10,9 +10,9 @@ from rich.table import Table
 
 from arenaplan.allocation.bounds import live_bytes_bound
 from arenaplan.allocation.problem import Problem
-from arenaplan.commands.common import load
 from arenaplan.ir.model import Model, Operator
 from arenaplan.placement.buffers import arena_items
+from arenaplan.reader import load_model
 
 _SHOWN_OPTIONS = (
     "padding",
@@ -52,7 +52,7 @@ def _kind(t, sg) -> str:
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
-    _, model = load(args.model)
+    _, model = load_model(args.model)
     items = arena_items(model)
     scratch_by_op: dict[tuple[int, int], list[int]] = {}
     for r in items.scratch:

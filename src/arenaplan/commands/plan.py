@@ -8,7 +8,6 @@ from pathlib import Path
 from rich.console import Console
 
 from arenaplan.allocation.registry import ALLOCATORS
-from arenaplan.commands.common import load
 from arenaplan.errors import PlanValidationError, UsageError
 from arenaplan.export.files import refuse_overwrite, write_atomic
 from arenaplan.export.json_plan import plan_to_json
@@ -16,7 +15,7 @@ from arenaplan.export.offline_plan import with_offline_plan
 from arenaplan.export.summary import print_summary
 from arenaplan.ir.model import Model
 from arenaplan.placement import Plan, PlanOptions, plan_model
-from arenaplan.reader import read_model_bytes
+from arenaplan.reader import load_model, read_model_bytes
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -59,7 +58,7 @@ def planned_model_bytes(data: bytes, model: Model, plan: Plan) -> bytes:
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
-    data, model = load(args.model)
+    data, model = load_model(args.model)
     for out in (args.output, args.json):
         if out is not None:
             refuse_overwrite(out, args.model)

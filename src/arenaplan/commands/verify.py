@@ -8,7 +8,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from arenaplan.commands.common import load
+from arenaplan.reader import load_model
 
 EXIT_DIFFERENT = 1
 EXIT_REFUSED = 3
@@ -32,8 +32,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace, console: Console) -> int:
     from arenaplan.verify import compare_models
 
-    original, _ = load(args.original)
-    planned, _ = load(args.planned)
+    original, _ = load_model(args.original)
+    planned, _ = load_model(args.planned)
     report = compare_models(original, planned, trials=args.trials, seed=args.seed)
     return print_report(console, report, args.original.name, args.planned.name)
 

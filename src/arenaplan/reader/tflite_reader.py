@@ -58,19 +58,29 @@ def _builtin_names() -> dict[int, str]:
     return {v: k for k, v in vars(ops).items() if not k.startswith("_") and isinstance(v, int)}
 
 
-def read_model(path: str | Path) -> Model:
-    """Read the model at ``path``; every failure is a one-line ``ModelFormatError``."""
+def read_file(path: str | Path) -> bytes:
+    """The bytes of a model file; a missing or unreadable file is a ``ModelFormatError``."""
     path = Path(path)
     try:
-        data = path.read_bytes()
+        return path.read_bytes()
     except FileNotFoundError:
         raise ModelFormatError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise ModelFormatError(f"{path}: is a directory, not a .tflite file") from None
     except OSError as exc:
         raise ModelFormatError(f"{path}: cannot read: {exc.strerror}") from None
+
+
+def read_model(path: str | Path) -> Model:
+    """Read the model at ``path``; every failure is a one-line ``ModelFormatError``."""
+    return load_model(path)[1]
+
+
+def load_model(path: str | Path) -> tuple[bytes, Model]:
+    """The file's bytes and its IR (exporters need the bytes to edit the model)."""
+    data = read_file(path)
     try:
-        return read_model_bytes(data)
+        return data, read_model_bytes(data)
     except ModelFormatError as exc:
         raise ModelFormatError(f"{path}: {exc}") from None
 
