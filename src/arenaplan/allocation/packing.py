@@ -1,8 +1,8 @@
 """First-fit packing of buffers in a given order: the building block of the heuristics.
 
-Each buffer, in turn, takes the lowest aligned offset (or, ``from_top``, the
-highest below ``capacity``) where it overlaps no placed buffer that is live at
-the same time. Fixed-offset buffers are placed before all others.
+Each buffer, in turn, takes the lowest aligned offset where it overlaps no
+placed buffer that is live at the same time. Fixed-offset buffers are placed
+before all others.
 """
 
 from __future__ import annotations
@@ -16,10 +16,6 @@ from arenaplan.allocation.problem import Problem
 
 def align_up(x: int, a: int) -> int:
     return -(-x // a) * a
-
-
-def align_down(x: int, a: int) -> int:
-    return (x // a) * a
 
 
 class Skyline:
@@ -36,9 +32,6 @@ class Skyline:
         k = self.count
         self.first[k], self.last[k], self.lo[k], self.hi[k] = first, last, lo, lo + size
         self.count = k + 1
-
-    def pop(self) -> None:
-        self.count -= 1
 
     def busy(self, first: int, last: int) -> tuple[np.ndarray, np.ndarray]:
         """Byte ranges ``[lo, hi)`` of placed buffers live during ``[first, last]``."""
@@ -57,23 +50,7 @@ def lowest_fit(lo: np.ndarray, hi: np.ndarray, size: int, align: int) -> int:
     return cand
 
 
-def highest_fit(lo: np.ndarray, hi: np.ndarray, size: int, align: int, capacity: int) -> int:
-    """Highest aligned offset with ``off + size <= capacity`` avoiding every range; -1 if none."""
-    cand = align_down(capacity - size, align)
-    for k in np.argsort(-hi, kind="stable"):  # ranges by end, highest first
-        if hi[k] <= cand:
-            break  # this and every later range end below the candidate
-        if lo[k] >= cand + size:
-            continue  # wholly above the candidate
-        cand = align_down(int(lo[k]) - size, align)
-        if cand < 0:
-            return -1
-    return cand if cand >= 0 else -1
-
-
-def pack(
-    problem: Problem, order: Sequence[int], capacity: int | None = None, from_top: bool = False
-) -> list[int] | None:
+def pack(problem: Problem, order: Sequence[int], capacity: int | None = None) -> list[int] | None:
     """Place buffers in ``order`` (fixed ones first); None if ``capacity`` is exceeded."""
     bufs = problem.buffers
     sky = Skyline(len(bufs))
@@ -87,12 +64,7 @@ def pack(
     for i in free:
         b = bufs[i]
         lo, hi = sky.busy(b.first, b.last)
-        if from_top and capacity is not None:
-            off = highest_fit(lo, hi, b.size, b.alignment, capacity)
-            if off < 0:
-                return None
-        else:
-            off = lowest_fit(lo, hi, b.size, b.alignment)
+        off = lowest_fit(lo, hi, b.size, b.alignment)
         if capacity is not None and off + b.size > capacity:
             return None
         offsets[i] = off
