@@ -76,11 +76,17 @@ def print_summary(console: Console, model: Model, plan: Plan, name: str) -> None
     _print_peak(console, find_peak(model, plan))
 
 
-def _print_peak(console: Console, peak: Peak) -> None:
+def _print_peak(console: Console, peak: Peak, shown: int = 12) -> None:
+    """The largest buffers live at the peak, by offset; the rest summed up."""
+    largest = sorted(peak.tensors, key=lambda x: -x[1])[:shown]
     table = Table(title=f"live at the peak (scope {peak.scope}: {peak.live_bytes:,} B)")
     table.add_column("buffer")
     table.add_column("offset", justify="right")
     table.add_column("bytes", justify="right")
-    for label, size, off in peak.tensors:
+    for label, size, off in sorted(largest, key=lambda x: x[2]):
         table.add_row(label, f"{off:,}", f"{size:,}")
+    rest = len(peak.tensors) - len(largest)
+    if rest:
+        rest_bytes = peak.live_bytes - sum(size for _, size, _ in largest)
+        table.add_row(f"... {rest} smaller buffers", "", f"{rest_bytes:,}")
     console.print(table)
