@@ -88,5 +88,5 @@ def _print_peak(console: Console, peak: Peak, shown: int = 12) -> None:
     rest = len(peak.tensors) - len(largest)
     if rest:
         rest_bytes = peak.live_bytes - sum(size for _, size, _ in largest)
-        table.add_row(f"... {rest} smaller buffers", "", f"{rest_bytes:,}")
+        table.add_row(f"... {rest} more buffers", "", f"{rest_bytes:,}")
     console.print(table)
