@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from arenaplan import __version__
+from arenaplan.analysis.persistent import PROFILES, min_arena, predict_tail
 from arenaplan.ir.model import Model
 from arenaplan.placement.plan import Plan
 
@@ -55,9 +56,22 @@ def plan_to_dict(model: Model, plan: Plan, source: str) -> dict[str, Any]:
             }
             for s in plan.scratch
         ],
+        "persistent": persistent_figures(model, plan),
         "offline_offsets": list(plan.offline_offsets),
         "operators": model.operator_count,
         "tensor_count": model.tensor_count,
+    }
+
+
+def persistent_figures(model: Model, plan: Plan) -> dict[str, dict[str, int]]:
+    """Per TFLM build profile: the predicted tail and the smallest working arena."""
+    n_planned = len(plan.tensors) + len(plan.scratch)
+    return {
+        name: {
+            "tail": predict_tail(model, name),
+            "min_arena": min_arena(model, plan.arena, n_planned, name),
+        }
+        for name in PROFILES
     }
 
 

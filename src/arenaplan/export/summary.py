@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from rich.console import Console
 from rich.table import Table
 
+from arenaplan.export.json_plan import persistent_figures
 from arenaplan.ir.model import Model
 from arenaplan.placement.plan import Plan
 
@@ -72,6 +73,13 @@ def print_summary(console: Console, model: Model, plan: Plan, name: str) -> None
         f"{model.operator_count} operators, {len(plan.tensors)} tensors in the arena, "
         f"{len(plan.scratch)} kernel scratch buffers; planned in "
         f"{plan.seconds * 1000:.1f} ms ({plan.allocator}, {plan.strategy})"
+    )
+    figures = persistent_figures(model, plan)
+    host, arm = figures["pypi"], figures["arm32"]
+    console.print(
+        f"TFLM tail (persistent, predicted): {host['tail']:,} B on the 64-bit host, "
+        f"{arm['tail']:,} B on 32-bit ARM; smallest working arena with this plan: "
+        f"{host['min_arena']:,} B / {arm['min_arena']:,} B"
     )
     _print_peak(console, find_peak(model, plan))
 

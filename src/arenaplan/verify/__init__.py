@@ -1,6 +1,5 @@
 """Proof in the real TFLM runtime (PyPI ``tflite-micro``), always in a child process."""
 
-from arenaplan.verify.arena import io_view_bytes, predict_min_arena
 from arenaplan.verify.compare import VerifyReport, compare_models
 from arenaplan.verify.runner import Measurement, TflmRunner, measure, tflm_available
 
@@ -9,8 +8,6 @@ __all__ = [
     "TflmRunner",
     "VerifyReport",
     "compare_models",
-    "io_view_bytes",
     "measure",
-    "predict_min_arena",
     "tflm_available",
 ]

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from arenaplan.analysis.persistent import min_arena
 from arenaplan.placement.buffers import arena_items
 from arenaplan.reader import read_model_bytes
-from arenaplan.verify.arena import predict_min_arena, tail_without_io
 from arenaplan.verify.inputs import random_inputs
 from arenaplan.verify.runner import GENEROUS_ARENA, Measurement, TflmRunner
 
@@ -63,17 +63,10 @@ def smallest_arena(
 
 
 def _predicted(planned: bytes, m: Measurement) -> int:
+    """The smallest arena predicted from the model and the head alone (no tail measured)."""
     ir = read_model_bytes(planned)
     items = arena_items(ir)
-    return predict_min_arena(
-        m.head,
-        m.tail,
-        tail_without_io(ir, m.tail, len(items.scratch)),
-        len(items.scratch),
-        ir.tensor_count,
-        len(items.tensors) + len(items.scratch),
-        len(ir.subgraphs),
-    )
+    return min_arena(ir, m.head, len(items.tensors) + len(items.scratch))
 
 
 def compare_models(

@@ -1,0 +1,62 @@
+"""TFLM's tail predicted from the model alone, per build profile."""
+
+from __future__ import annotations
+
+import pytest
+from testkit import TFLM_REFUSES, model_params, model_path
+
+from arenaplan.analysis.persistent import PROFILES, min_arena, predict_tail
+from arenaplan.reader import read_model
+
+# Measured tails on 32-bit ARM (arm-none-eabi-gcc under qemu), tflm-arena-reference.md B4
+ARM32 = {
+    "arm-ml-examples__cnn_s_quantized": 1856,
+    "arm-ml-examples__dnn_s_quantized": 992,
+    "arm-ml-examples__ds_cnn_s_quantized": 6976,
+    "google-coral-test-data__keras_lstm_mnist_ptq": 1828,
+    "mlcommons-tiny__ad01_int8": 1492,
+    "mlcommons-tiny__kws_ref_model": 6772,
+    "mlcommons-tiny__pretrainedResnet_quant": 5188,
+    "mlcommons-tiny__str_ww_ref_model": 8596,
+    "mlcommons-tiny__vww_96_int8": 26932,
+    "tflite-micro__audio_preprocessor_int8": 5408,
+    "tflite-micro__hello_world_float": 608,
+    "tflite-micro__hello_world_int8": 644,
+    "tflite-micro__keyword_scrambled": 12500,
+    "tflite-micro__micro_speech_quantized": 820,
+    "tflite-micro__simple_add_model": 452,
+    "tflite-micro__test_conv_model": 1440,
+    "tflite-micro__trained_lstm_int8": 1684,
+}
+
+
+@pytest.mark.parametrize("stem", sorted(ARM32))
+def test_arm32_tails_match_the_reference_measurements(stem: str) -> None:
+    assert predict_tail(read_model(model_path(stem)), "arm32") == ARM32[stem]
+
+
+@pytest.mark.parametrize("path", model_params())
+def test_host_tail_matches_the_runtime(path) -> None:
+    if path.stem in TFLM_REFUSES:
+        pytest.skip("TFLM refuses this model: no tail to measure")
+    pytest.importorskip("tflite_micro", reason="the TFLM runtime is absent")
+    from arenaplan.verify import measure
+
+    model = read_model(path)
+    measured = measure(path.read_bytes())
+    assert predict_tail(model, "pypi") == measured.tail
+
+
+def test_profiles_differ_where_the_structs_do() -> None:
+    model = read_model(model_path("tflite-micro__hello_world_int8"))
+    # int-sized enums: FC options 16/4 instead of 5/1, TfLiteTensor 40 instead of 32
+    assert predict_tail(model, "int32") > predict_tail(model, "arm32")
+    assert set(PROFILES) == {"pypi", "arm32", "int32"}
+
+
+def test_minimum_arena_exceeds_head_plus_tail_when_the_head_is_small() -> None:
+    model = read_model(model_path("tflite-micro__keyword_scrambled"))
+    # 16 tensors and 14 scratch requests in the plan; reference: 18,064 on the host
+    assert min_arena(model, head=672, n_planned=30) == 18064
+    assert min_arena(model, head=672, n_planned=30) > 672 + predict_tail(model)
+    assert min_arena(model, head=672, n_planned=30, profile="arm32") == 15520  # reference B6
