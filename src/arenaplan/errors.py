@@ -39,6 +39,10 @@ class PlanValidationError(ArenaplanError):
         super().__init__(f"invalid plan: {shown}{more}")
 
 
+class TargetError(ArenaplanError):
+    """A target description (TOML) is missing, malformed or inconsistent."""
+
+
 class RuntimeUnavailableError(ArenaplanError):
     """The TFLM runtime (PyPI ``tflite-micro``) is not installed."""
 

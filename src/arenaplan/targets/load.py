@@ -1,0 +1,160 @@
+"""Load and check target TOML files; every problem is one ``TargetError`` line.
+
+Format (all keys checked; sizes are bytes or strings like "512KiB", "2MB")::
+
+    name = "generic"
+    description = "..."
+    clock_hz = 120e6
+    [compute]            # MACs (or elements) per cycle, per operator kind
+    conv = 0.25
+    default = 0.2
+    [[memory]]           # fastest first
+    name = "sram"
+    capacity = "640KiB"
+    read_bandwidth = 480e6   # bytes/s
+    write_bandwidth = 480e6
+    latency = 1              # cycles
+    holds = ["activations", "persistent"]
+    section = ".bss"         # optional
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from arenaplan.errors import TargetError
+from arenaplan.targets.model import HOLDS, Memory, Target
+
+_UNITS = {
+    "": 1,
+    "B": 1,
+    "KB": 1000,
+    "MB": 1000**2,
+    "GB": 1000**3,
+    "KIB": 1024,
+    "MIB": 1024**2,
+    "GIB": 1024**3,
+}
+_TOP_KEYS = {"name", "description", "clock_hz", "compute", "memory"}
+_MEMORY_KEYS = {
+    "name",
+    "capacity",
+    "read_bandwidth",
+    "write_bandwidth",
+    "latency",
+    "holds",
+    "section",
+    "note",
+}
+
+
+def parse_size(value: object, where: str) -> int:
+    """Bytes from an integer or a string such as "512KiB" or "2 MB"."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        size = value
+    elif isinstance(value, str):
+        m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMG]i?B|B)?\s*", value, re.IGNORECASE)
+        if not m:
+            raise TargetError(f"{where}: {value!r} is not a size (try 512KiB or 2MB)")
+        size = int(float(m.group(1)) * _UNITS[(m.group(2) or "").upper()])
+    else:
+        raise TargetError(f"{where}: {value!r} is not a size")
+    if size <= 0:
+        raise TargetError(f"{where}: size must be positive, got {value!r}")
+    return size
+
+
+def _number(table: dict, key: str, where: str, zero_ok: bool = False) -> float:
+    """A number that must be positive (or at least zero, with ``zero_ok``)."""
+    value = table.get(key)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TargetError(f"{where}: {key} must be a number, got {value!r}")
+    if value < 0 or (value == 0 and not zero_ok):
+        raise TargetError(f"{where}: {key} must be positive, got {value!r}")
+    return float(value)
+
+
+def _memory(table: Any, k: int) -> Memory:
+    where = f"memory {k + 1}"
+    if not isinstance(table, dict):
+        raise TargetError(f"{where}: must be a table")
+    unknown = set(table) - _MEMORY_KEYS
+    if unknown:
+        raise TargetError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
+    name = table.get("name")
+    if not isinstance(name, str) or not name:
+        raise TargetError(f"{where}: needs a name")
+    where = f"memory {name!r}"
+    holds = table.get("holds", [])
+    if not isinstance(holds, list) or not holds or any(h not in HOLDS for h in holds):
+        raise TargetError(f"{where}: holds must list some of {', '.join(HOLDS)}, got {holds!r}")
+    return Memory(
+        name=name,
+        capacity=parse_size(table.get("capacity"), f"{where} capacity"),
+        read_bandwidth=_number(table, "read_bandwidth", where),
+        write_bandwidth=_number(
+            table, "write_bandwidth", where, zero_ok=holds == ["weights"]
+        ),  # read-only memory
+        latency=int(_number(table, "latency", where, zero_ok=True)),
+        holds=tuple(holds),
+        section=str(table.get("section", "")),
+        note=str(table.get("note", "")),
+    )
+
+
+def parse_target(data: dict, source: str) -> Target:
+    try:
+        unknown = set(data) - _TOP_KEYS
+        if unknown:
+            raise TargetError(f"unknown key(s) {', '.join(sorted(unknown))}")
+        name = data.get("name")
+        if not isinstance(name, str) or not name:
+            raise TargetError("needs a name")
+        memories = data.get("memory")
+        if not isinstance(memories, list) or not memories:
+            raise TargetError("needs at least one [[memory]]")
+        mems = tuple(_memory(t, k) for k, t in enumerate(memories))
+        names = [m.name for m in mems]
+        if len(set(names)) != len(names):
+            raise TargetError(f"memory names repeat: {', '.join(names)}")
+        if not any("activations" in m.holds for m in mems):
+            raise TargetError("no memory holds activations")
+        compute = data.get("compute", {})
+        if not isinstance(compute, dict):
+            raise TargetError("[compute] must be a table")
+        rates = {str(k): _number(compute, k, "[compute]") for k in compute}
+        return Target(
+            name, str(data.get("description", "")), _number(data, "clock_hz", "target"), mems, rates
+        )
+    except TargetError as exc:
+        raise TargetError(f"{source}: {exc}") from None
+
+
+def load_target(path: str | Path) -> Target:
+    """A target from a user's TOML file."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise TargetError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TargetError(f"{path}: cannot read: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise TargetError(f"{path}: not valid TOML: {exc}") from None
+    return parse_target(data, str(path))
+
+
+def builtin_names() -> list[str]:
+    folder = resources.files("arenaplan.targets") / "builtin"
+    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".toml"))
+
+
+def load_builtin(name: str) -> Target:
+    if name not in builtin_names():
+        raise TargetError(f"unknown target {name!r} (built in: {', '.join(builtin_names())})")
+    text = (resources.files("arenaplan.targets") / "builtin" / f"{name}.toml").read_text()
+    return parse_target(tomllib.loads(text), f"built-in target {name}")

@@ -1,0 +1,48 @@
+"""What a target is: memories (capacity, bandwidth, latency, what may live there)
+and the core's compute rate per operator kind. Units: bytes, bytes/s, cycles, Hz."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# what a memory may hold
+HOLDS = ("activations", "persistent", "weights")
+
+
+@dataclass(frozen=True, slots=True)
+class Memory:
+    """One memory. ``capacity`` bytes; bandwidths in bytes/s; ``latency`` in cycles
+    of the target clock per access burst; ``section``: linker section for arrays."""
+
+    name: str
+    capacity: int
+    read_bandwidth: float
+    write_bandwidth: float
+    latency: int
+    holds: tuple[str, ...]
+    section: str = ""
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """A chip: its memories (fastest first, as listed) and compute rates.
+
+    ``macs_per_cycle`` maps an operator kind (conv, depthwise, fully_connected,
+    elementwise, default) to int8 MACs (or elements) per cycle of ``clock_hz``.
+    """
+
+    name: str
+    description: str
+    clock_hz: float
+    memories: tuple[Memory, ...]
+    macs_per_cycle: dict[str, float] = field(default_factory=dict)
+
+    def memory(self, name: str) -> Memory:
+        for m in self.memories:
+            if m.name == name:
+                return m
+        raise KeyError(name)
+
+    def rate(self, kind: str) -> float:
+        return self.macs_per_cycle.get(kind, self.macs_per_cycle.get("default", 1.0))

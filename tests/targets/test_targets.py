@@ -1,0 +1,101 @@
+"""Targets as data: built-in TOML files load, bad files get one clear error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from arenaplan.cli import main
+from arenaplan.errors import TargetError
+from arenaplan.targets import builtin_names, load_builtin, load_target, parse_size
+
+GOOD = """
+name = "mine"
+clock_hz = 100e6
+[compute]
+conv = 0.5
+[[memory]]
+name = "sram"
+capacity = "256KiB"
+read_bandwidth = 400e6
+write_bandwidth = 400e6
+latency = 1
+holds = ["activations", "persistent"]
+[[memory]]
+name = "flash"
+capacity = 1048576
+read_bandwidth = 50e6
+write_bandwidth = 0
+latency = 10
+holds = ["weights"]
+"""
+
+
+def test_builtin_targets_load_with_their_figures() -> None:
+    assert builtin_names() == [
+        "cortex_m55_ethos_u55",
+        "esp32s3",
+        "generic",
+        "imxrt1170",
+        "xcore_ai",
+    ]
+    rt = load_builtin("imxrt1170")
+    assert [m.name for m in rt.memories] == ["tcm", "ocram", "hyperram", "flash"]
+    assert rt.memory("tcm").capacity == 512 * 1024 and rt.memory("tcm").read_bandwidth == 8e9
+    assert rt.memory("ocram").read_bandwidth == 2e9
+    assert rt.memory("hyperram").write_bandwidth == 0.1e9
+    xcore = load_builtin("xcore_ai")
+    assert xcore.memory("sram").capacity == 512 * 1024
+    assert xcore.memory("lpddr").section == ".ExtMem.bss"
+    assert load_builtin("generic").rate("conv") == 0.25
+    assert load_builtin("generic").rate("unheard_of") == 0.2  # the default rate
+
+
+def test_a_users_file(tmp_path: Path) -> None:
+    path = tmp_path / "mine.toml"
+    path.write_text(GOOD)
+    t = load_target(path)
+    assert t.memory("sram").capacity == 262144 and t.memory("flash").capacity == 1048576
+    assert t.rate("conv") == 0.5
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (("clock_hz = 100e6", "clock_hz = -1"), "clock_hz must be positive"),
+        (('capacity = "256KiB"', 'capacity = "lots"'), "'lots' is not a size"),
+        (('holds = ["activations", "persistent"]', 'holds = ["cats"]'), "holds must list"),
+        (("latency = 1\n", "latency = 1\ncolour = 3\n"), "unknown key(s) colour"),
+        (('name = "flash"', 'name = "sram"'), "memory names repeat"),
+        (("write_bandwidth = 400e6", "write_bandwidth = 0"), "write_bandwidth must be positive"),
+        (("[compute]", "[compute\n"), "not valid TOML"),
+    ],
+)
+def test_bad_files_name_the_problem(tmp_path: Path, edit: tuple[str, str], message: str) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(GOOD.replace(*edit, 1))
+    with pytest.raises(TargetError) as info:
+        load_target(path)
+    assert message in str(info.value) and str(path) in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_sizes() -> None:
+    assert parse_size("512KiB", "x") == 524288 and parse_size("2MB", "x") == 2_000_000
+    assert parse_size(64, "x") == 64 and parse_size("1.5 MiB", "x") == 1572864
+    with pytest.raises(TargetError):
+        parse_size(0, "x")
+
+
+def test_targets_command(tmp_path: Path, capsys) -> None:
+    assert main(["targets"]) == 0
+    assert "xcore_ai" in capsys.readouterr().out
+    assert main(["targets", "esp32s3"]) == 0
+    assert "psram" in capsys.readouterr().out
+    assert main(["targets", "nope"]) == 2
+    assert "unknown target 'nope'" in capsys.readouterr().err
+    bad = tmp_path / "t.toml"
+    bad.write_text('name = "x"\n')
+    assert main(["targets", "--file", str(bad)]) == 2
+    assert "needs at least one [[memory]]" in capsys.readouterr().err
