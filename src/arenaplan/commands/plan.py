@@ -12,10 +12,13 @@ from arenaplan.errors import PlanValidationError, UsageError
 from arenaplan.export.files import refuse_overwrite, write_atomic
 from arenaplan.export.json_plan import plan_to_json
 from arenaplan.export.offline_plan import with_offline_plan
+from arenaplan.export.picture import picture_format, render
+from arenaplan.export.report import html_report
 from arenaplan.export.summary import print_summary
 from arenaplan.ir.model import Model
 from arenaplan.placement import Plan, PlanOptions, plan_model
 from arenaplan.reader import load_model, read_model_bytes
+from arenaplan.targets import Target, load_builtin, load_target
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -28,6 +31,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("model", type=Path, help="input .tflite (never modified)")
     p.add_argument("-o", "--output", type=Path, help="planned .tflite to write")
     p.add_argument("--json", type=Path, help="write the plan as JSON here")
+    p.add_argument("--picture", type=Path, help="write the time x address picture (.png/.svg)")
+    p.add_argument("--report", type=Path, help="write a self-contained HTML report")
+    p.add_argument(
+        "--target", help="built-in target for the report's operator table (see arenaplan targets)"
+    )
+    p.add_argument("--target-file", type=Path, help="your own target TOML file instead")
     p.add_argument(
         "--allocator",
         choices=sorted(ALLOCATORS),
@@ -57,11 +66,19 @@ def planned_model_bytes(data: bytes, model: Model, plan: Plan) -> bytes:
     return out
 
 
+def _target(args: argparse.Namespace) -> Target | None:
+    if args.target_file is not None:
+        return load_target(args.target_file)
+    return load_builtin(args.target) if args.target else None
+
+
 def run(args: argparse.Namespace, console: Console) -> int:
     data, model = load_model(args.model)
-    for out in (args.output, args.json):
+    for out in (args.output, args.json, args.picture, args.report):
         if out is not None:
             refuse_overwrite(out, args.model)
+    target = _target(args)
+    fmt = picture_format(args.picture) if args.picture is not None else None
     if args.time_limit <= 0:
         raise UsageError("--time-limit must be positive")
     plan = plan_model(model, PlanOptions(allocator=args.allocator, time_limit=args.time_limit))
@@ -70,6 +87,10 @@ def run(args: argparse.Namespace, console: Console) -> int:
         outputs.append((args.output, planned_model_bytes(data, model, plan)))
     if args.json is not None:
         outputs.append((args.json, plan_to_json(model, plan, args.model.name).encode()))
+    if args.picture is not None and fmt is not None:
+        outputs.append((args.picture, render(plan, f"arena plan: {args.model.name}", fmt)))
+    if args.report is not None:
+        outputs.append((args.report, html_report(model, plan, args.model.name, target).encode()))
     for path, payload in outputs:
         write_atomic(path, payload)
     if not args.quiet:

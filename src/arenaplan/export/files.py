@@ -24,6 +24,9 @@ def write_atomic(path: Path, data: bytes) -> None:
         raise UsageError(f"{path}: directory {directory} does not exist")
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes 0600; outputs are ordinary files
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.replace(tmp, path)

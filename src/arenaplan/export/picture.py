@@ -1,0 +1,94 @@
+"""The time x address picture of a plan (matplotlib, an optional extra).
+
+Each tensor is a rectangle over its inclusive scopes ``[first, last]`` (x) and
+its bytes ``[offset, offset + size)`` (y); scratch buffers are hatched. The
+dashed line is the lower bound, the solid one the arena. Output is PNG or SVG,
+byte-identical for the same plan (no dates, fixed SVG ids).
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from arenaplan.errors import UsageError
+from arenaplan.placement.plan import Plan
+
+
+def _pyplot():
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise UsageError("pictures need matplotlib: pip install 'arenaplan[report]'") from None
+    matplotlib.rcParams["svg.hashsalt"] = "arenaplan"
+    return plt
+
+
+def render(plan: Plan, title: str, fmt: str) -> bytes:
+    """The picture as ``fmt`` ("png" or "svg") bytes."""
+    if fmt not in ("png", "svg"):
+        raise UsageError(f"unknown picture format {fmt!r} (png or svg)")
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(10, 5), dpi=100)
+    for k, t in enumerate(plan.tensors):
+        ax.add_patch(
+            plt.Rectangle(
+                (t.first - 0.45, t.offset),
+                t.last - t.first + 0.9,
+                t.size,
+                facecolor=plt.cm.tab20(k % 20),
+                edgecolor="black",
+                linewidth=0.4,
+            )
+        )
+    for s in plan.scratch:
+        ax.add_patch(
+            plt.Rectangle(
+                (s.first - 0.45, s.offset),
+                s.last - s.first + 0.9,
+                s.size,
+                facecolor="white",
+                edgecolor="black",
+                hatch="///",
+                linewidth=0.4,
+            )
+        )
+    last = max([t.last for t in plan.tensors] + [s.last for s in plan.scratch] + [1])
+    first = min([t.first for t in plan.tensors] + [0])
+    ax.axhline(
+        plan.lower_bound,
+        color="grey",
+        linestyle="--",
+        linewidth=1,
+        label=f"lower bound {plan.lower_bound:,} B",
+    )
+    ax.axhline(plan.arena, color="black", linewidth=1, label=f"arena {plan.arena:,} B")
+    if plan.tflm_greedy > plan.arena:
+        ax.axhline(
+            plan.tflm_greedy,
+            color="red",
+            linestyle=":",
+            linewidth=1,
+            label=f"TFLM's planner {plan.tflm_greedy:,} B",
+        )
+    ax.set_xlim(first - 1, last + 1)
+    ax.set_ylim(0, max(plan.arena, plan.tflm_greedy) * 1.05 + 1)
+    ax.set_xlabel("scope (TFLM: 0 = inputs, operator i runs in scope i+1)")
+    ax.set_ylabel("offset in the arena (bytes)")
+    ax.set_title(title)
+    ax.legend(loc="upper right", fontsize="small")
+    out = io.BytesIO()
+    meta = {"Date": None} if fmt == "svg" else {"Software": None}
+    fig.savefig(out, format=fmt, metadata=meta, bbox_inches="tight")
+    plt.close(fig)
+    return out.getvalue()
+
+
+def picture_format(path: Path) -> str:
+    fmt = path.suffix.lower().lstrip(".")
+    if fmt not in ("png", "svg"):
+        raise UsageError(f"{path}: a picture must end in .png or .svg")
+    return fmt
