@@ -8,8 +8,10 @@ from pathlib import Path
 from rich.console import Console
 
 from arenaplan.allocation.registry import ALLOCATORS
+from arenaplan.analysis.persistent import PROFILES
 from arenaplan.errors import PlanValidationError, UsageError
 from arenaplan.export.files import refuse_overwrite, write_atomic
+from arenaplan.export.firmware import firmware_header
 from arenaplan.export.json_plan import plan_to_json
 from arenaplan.export.offline_plan import with_offline_plan
 from arenaplan.export.picture import picture_format, render
@@ -37,6 +39,22 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--target", help="built-in target for the report's operator table (see arenaplan targets)"
     )
     p.add_argument("--target-file", type=Path, help="your own target TOML file instead")
+    p.add_argument("--header", type=Path, help="write C/C++ arena definitions (.h)")
+    p.add_argument(
+        "--profile",
+        choices=sorted(PROFILES),
+        default="arm32",
+        help="TFLM build profile for the header's tail (default arm32)",
+    )
+    p.add_argument(
+        "--arena-memory",
+        help="target memory of the (non-persistent) arena: "
+        "its linker section is used (default: the target's fastest)",
+    )
+    p.add_argument(
+        "--persistent-memory",
+        help="put TFLM's persistent arena in this target memory: two arenas (needs --target)",
+    )
     p.add_argument(
         "--allocator",
         choices=sorted(ALLOCATORS),
@@ -72,9 +90,36 @@ def _target(args: argparse.Namespace) -> Target | None:
     return load_builtin(args.target) if args.target else None
 
 
+def _header(args: argparse.Namespace, model: Model, plan: Plan, target: Target | None) -> str:
+    if target is None and (args.arena_memory or args.persistent_memory):
+        raise UsageError("--arena-memory and --persistent-memory need --target")
+    arena_section, persistent_section = "", None
+    if target is not None:
+        arena = _memory(target, args.arena_memory, "activations")
+        arena_section = arena.section
+        if args.persistent_memory:
+            persistent_section = _memory(target, args.persistent_memory, "persistent").section
+    return firmware_header(
+        model, plan, args.model.name, args.profile, arena_section, persistent_section
+    )
+
+
+def _memory(target: Target, name: str | None, holds: str):
+    if name is None:
+        return next(m for m in target.memories if holds in m.holds)
+    try:
+        memory = target.memory(name)
+    except KeyError:
+        known = ", ".join(m.name for m in target.memories)
+        raise UsageError(f"target {target.name} has no memory {name!r} ({known})") from None
+    if holds not in memory.holds:
+        raise UsageError(f"memory {name!r} of {target.name} may not hold {holds} data")
+    return memory
+
+
 def run(args: argparse.Namespace, console: Console) -> int:
     data, model = load_model(args.model)
-    for out in (args.output, args.json, args.picture, args.report):
+    for out in (args.output, args.json, args.picture, args.report, args.header):
         if out is not None:
             refuse_overwrite(out, args.model)
     target = _target(args)
@@ -89,6 +134,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
         outputs.append((args.json, plan_to_json(model, plan, args.model.name).encode()))
     if args.picture is not None and fmt is not None:
         outputs.append((args.picture, render(plan, f"arena plan: {args.model.name}", fmt)))
+    if args.header is not None:
+        outputs.append((args.header, _header(args, model, plan, target).encode()))
     if args.report is not None:
         outputs.append((args.report, html_report(model, plan, args.model.name, target).encode()))
     for path, payload in outputs:
