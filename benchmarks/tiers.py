@@ -1,0 +1,137 @@
+"""Memory tiers: estimated latency of placements over a target's memories.
+
+    python benchmarks/tiers.py [--models DIR] [--targets generic,esp32s3,imxrt1170]
+
+Per model and target, with the target's fastest memory as "SRAM" and the next
+one that holds activations as "external": the estimated latency (ms, roofline
+cost model) of all activations in SRAM (if they fit), all in external RAM, our
+placement and Vela's strategy with SRAM limited to 50% of the lower bound, and
+the worst ratio ours/Vela over SRAM capacities from 100% down to 25% of the bound
+(<= 1.00 means ours is never worse).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from arenaplan.analysis.cost import default_memory, estimate
+from arenaplan.errors import AllocationError
+from arenaplan.placement import plan_model
+from arenaplan.placement.tiers import place_tiers
+from arenaplan.reader import read_model
+from arenaplan.targets import load_builtin
+
+DEFAULT_MODELS = Path(__file__).resolve().parents[2] / "shared" / "models"
+FRACTIONS = (1.0, 0.75, 0.5, 0.35, 0.25)
+MAX_TENSORS = 200  # the placement search repacks per move: larger graphs take minutes
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3f}"
+
+
+def _all_in(model, target, memory: str) -> float:
+    """Estimated seconds with every activation in ``memory`` (weights where they live)."""
+    where = default_memory(model, target)
+    acts = {k: memory for k in where if not model.subgraphs[k[0]].tensors[k[1]].is_constant}
+    return sum(t.seconds for t in estimate(model, target, {**where, **acts}))
+
+
+def row(model, name: str, target) -> list[str]:
+    acts = [m for m in target.memories if "activations" in m.holds]
+    sram, ext = acts[0].name, acts[1].name
+    lb = plan_model(model).lower_bound
+    all_sram = _ms(_all_in(model, target, sram)) if lb <= acts[0].capacity else "no fit"
+    half = {sram: lb // 2}
+    try:
+        ours, vela = place_tiers(model, target, half), place_tiers(model, target, half, "vela")
+        ours_s, vela_s = _ms(ours.seconds), _ms(vela.seconds)
+        arenas = ", ".join(f"{k} {v:,}" for k, v in ours.heights.items() if v)
+    except AllocationError as exc:
+        ours_s = vela_s = arenas = f"({exc})"
+    worst = 0.0
+    for f in FRACTIONS:
+        cap = {sram: int(lb * f)}
+        try:
+            a = place_tiers(model, target, cap).seconds
+            b = place_tiers(model, target, cap, "vela").seconds
+        except AllocationError:
+            continue
+        worst = max(worst, a / b if b else 1.0)
+    return [
+        name,
+        target.name,
+        f"{lb:,}",
+        all_sram,
+        _ms(_all_in(model, target, ext)),
+        arenas,
+        ours_s,
+        vela_s,
+        f"{worst:.3f}",
+    ]
+
+
+def _slowed(target, bandwidth: float):
+    acts = [m for m in target.memories if "activations" in m.holds]
+    slow = {
+        m.name: dataclasses.replace(m, read_bandwidth=bandwidth, write_bandwidth=bandwidth)
+        for m in acts[1:]
+    }
+    return dataclasses.replace(target, memories=tuple(slow.get(m.name, m) for m in target.memories))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", type=Path, default=DEFAULT_MODELS)
+    parser.add_argument("--targets", default="generic,esp32s3,imxrt1170")
+    parser.add_argument(
+        "--slow-external",
+        type=float,
+        metavar="BYTES_PER_S",
+        help="override the external memories' bandwidth (to see placement "
+        "matter where the roofline is compute-bound)",
+    )
+    args = parser.parse_args()
+    paths = sorted(args.models.glob("*.tflite"))
+    if not paths:
+        print(f"no models in {args.models}", file=sys.stderr)
+        return 2
+    targets = [load_builtin(t) for t in args.targets.split(",")]
+    if args.slow_external:
+        targets = [_slowed(t, args.slow_external) for t in targets]
+    table = Table(
+        title="estimated latency (ms) by placement; SRAM at 50% of the bound for ours and Vela's"
+    )
+    for col in (
+        "model",
+        "target",
+        "lower bound",
+        "all SRAM",
+        "all external",
+        "ours @50%: arenas",
+        "ours @50%",
+        "Vela @50%",
+        "worst ours/Vela",
+    ):
+        table.add_column(col, justify="left" if col in ("model", "target") else "right")
+    for path in paths:
+        model = read_model(path)
+        for target in targets:
+            if model.tensor_count > MAX_TENSORS:
+                table.add_row(
+                    path.stem, target.name, f"skipped: more than {MAX_TENSORS} tensors", *[""] * 6
+                )
+                continue
+            table.add_row(*row(model, path.stem, target))
+    Console(width=200).print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

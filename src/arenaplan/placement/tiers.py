@@ -1,0 +1,269 @@
+"""Place non-persistent tensors over several memories, within each one's capacity.
+
+Every tensor TFLM plans goes to one memory that may hold activations; kernel
+scratch buffers stay in the fastest (TFLM places them at run time in the
+first region). Each memory's tensors are then packed for real (offsets,
+validated), not just summed.
+
+Ours: start with everything in the fastest memory; while a memory's packing is
+over its capacity, move to the next memory the tensor, live where it overflows,
+whose move costs the least estimated time per byte freed. Then, from that
+placement and from Vela's, move tensors back up while they fit, most time saved
+per byte first, and keep the faster of the two. Vela's strategy (the
+baseline): keep feature maps in the fast memory, evict those that never fit,
+then at each overflowing step keep the subset of the competing live tensors
+(at most 20) with the most accesses (operators reading or writing them) that
+fits, and evict the rest.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from arenaplan.allocation.bounds import live_bytes_bound
+from arenaplan.allocation.problem import Problem
+from arenaplan.allocation.registry import get_allocator
+from arenaplan.allocation.validate import check_solution
+from arenaplan.analysis.cost import OpWork, TensorKey, default_memory, op_time, operator_work
+from arenaplan.errors import AllocationError
+from arenaplan.ir.model import Model
+from arenaplan.placement.buffers import ArenaItems, arena_items
+from arenaplan.targets.model import Target
+
+VELA_GROUP = 20  # Vela searches competing live ranges in groups of at most 20
+
+
+@dataclass(frozen=True, slots=True)
+class TierPlacement:
+    """Where every planned tensor lives, its offset there, and the estimated time.
+
+    ``memory_of`` covers planned tensors; ``offsets`` are bytes from the start of
+    that memory's arena; ``heights`` the bytes each memory's arena needs.
+    """
+
+    strategy: str
+    memory_of: dict[TensorKey, str]
+    offsets: dict[TensorKey, int]
+    heights: dict[str, int]
+    seconds: float
+
+
+class _State:
+    """The model's items, the target, capacities and the cost of placements."""
+
+    def __init__(self, model: Model, target: Target, capacities: Mapping[str, int]) -> None:
+        self.model, self.target = model, target
+        self.items: ArenaItems = arena_items(model)
+        self.memories = [m.name for m in target.memories if "activations" in m.holds]
+        self.capacity = {m: capacities.get(m, target.memory(m).capacity) for m in self.memories}
+        self.work = operator_work(model)
+        self.touching: dict[TensorKey, list[OpWork]] = defaultdict(list)
+        for w in self.work:
+            for key, _ in (*w.reads, *w.writes):
+                self.touching[key].append(w)
+        self.base = default_memory(model, target)
+        self.buffer = dict(zip(self.items.tensors, self.items.tensor_buffers, strict=True))
+
+    def seconds(self, memory_of: Mapping[TensorKey, str]) -> float:
+        where = {**self.base, **memory_of}
+        return sum(op_time(w, where, self.target).seconds for w in self.work)
+
+    def move_cost(self, memory_of: dict[TensorKey, str], key: TensorKey, to: str) -> float:
+        """Change of estimated seconds if ``key`` moved to memory ``to``."""
+        where = {**self.base, **memory_of}
+        before = sum(op_time(w, where, self.target).seconds for w in self.touching[key])
+        where[key] = to
+        return sum(op_time(w, where, self.target).seconds for w in self.touching[key]) - before
+
+    def problem(self, memory: str, memory_of: Mapping[TensorKey, str]) -> Problem:
+        bufs = [self.buffer[k] for k in self.items.tensors if memory_of[k] == memory]
+        if memory == self.memories[0]:
+            bufs += list(self.items.scratch_buffers)
+        return Problem(tuple(bufs))
+
+    def pack(
+        self, memory: str, memory_of: Mapping[TensorKey, str], allocator: str = "greedy"
+    ) -> tuple[int, Problem, tuple[int, ...]]:
+        problem = self.problem(memory, memory_of)
+        if not problem.buffers:
+            return 0, problem, ()
+        sol = get_allocator(allocator, 0.5).solve(problem)
+        return sol.height, problem, sol.offsets
+
+
+def _overflow_keys(state: _State, memory: str, memory_of: Mapping[TensorKey, str]) -> list:
+    """Tensors of ``memory`` live at a step where its live bytes exceed the capacity,
+    or, if none does, live at the top of its packing."""
+    cap = state.capacity[memory]
+    keys = [k for k in state.items.tensors if memory_of[k] == memory]
+    steps = sorted({s for k in keys for s in (state.buffer[k].first, state.buffer[k].last)})
+    hot = []
+    for s in steps:
+        live = [k for k in keys if state.buffer[k].first <= s <= state.buffer[k].last]
+        if sum(state.buffer[k].size for k in live) > cap:
+            hot.extend(live)
+    return sorted(set(hot)) or keys
+
+
+def _fits(state: _State, memory_of: Mapping[TensorKey, str]) -> str | None:
+    """The first memory whose packing is over its capacity, if any."""
+    for m in state.memories:
+        height, _, _ = state.pack(m, memory_of)
+        if height > state.capacity[m]:
+            return m
+    return None
+
+
+def _finish(state: _State, strategy: str, memory_of: dict[TensorKey, str]) -> TierPlacement:
+    offsets: dict[TensorKey, int] = {}
+    heights = {}
+    for m in state.memories:
+        height, problem, offs = state.pack(m, memory_of, allocator="portfolio")
+        if height > state.capacity[m]:
+            raise AllocationError(
+                f"{strategy}: memory {m} needs {height} bytes, has {state.capacity[m]}"
+            )
+        check_solution(Problem(problem.buffers, state.capacity[m]), offs)
+        heights[m] = height
+        keys = [k for k in state.items.tensors if memory_of[k] == m]
+        offsets.update(zip(keys, offs[: len(keys)], strict=True))
+    return TierPlacement(strategy, dict(memory_of), offsets, heights, state.seconds(memory_of))
+
+
+def _next_memory(state: _State, memory: str) -> str:
+    k = state.memories.index(memory)
+    if k + 1 == len(state.memories):
+        need = live_bytes_bound(state.problem(memory, {key: memory for key in state.items.tensors}))
+        raise AllocationError(
+            f"the activations do not fit: {memory} ({state.capacity[memory]:,} B) is the last "
+            f"memory that may hold them; all of them in one memory would need {need:,} B"
+        )
+    return state.memories[k + 1]
+
+
+def _scratch_too_big(state: _State, memory: str) -> None:
+    need = live_bytes_bound(Problem(state.items.scratch_buffers))
+    raise AllocationError(
+        f"{memory}: the kernel scratch buffers alone need {need:,} B there, "
+        f"more than its {state.capacity[memory]:,} B"
+    )
+
+
+def _evict_cheapest(state: _State) -> dict[TensorKey, str]:
+    memory_of = {k: state.memories[0] for k in state.items.tensors}
+    while (full := _fits(state, memory_of)) is not None:
+        to = _next_memory(state, full)
+        candidates = _overflow_keys(state, full, memory_of)
+        if not candidates:
+            _scratch_too_big(state, full)
+        key = min(
+            candidates,
+            key=lambda k: (state.move_cost(memory_of, k, to) / max(state.buffer[k].size, 1), k),
+        )
+        memory_of[key] = to
+    return memory_of
+
+
+def place_ours(state: _State) -> TierPlacement:
+    starts = [_evict_cheapest(state), dict(place_vela(state).memory_of)]
+    for memory_of in starts:
+        _move_back(state, memory_of)
+    best = min(starts, key=state.seconds)  # ties: the first
+    return _finish(state, "arenaplan", best)
+
+
+def _move_back(state: _State, memory_of: dict[TensorKey, str]) -> None:
+    """Bring tensors up one memory while everything still fits, best gain first."""
+    changed = True
+    while changed:
+        changed = False
+        gains = []
+        for k, m in memory_of.items():
+            i = state.memories.index(m)
+            if i > 0:
+                up = state.memories[i - 1]
+                gains.append(
+                    (state.move_cost(memory_of, k, up) / max(state.buffer[k].size, 1), k, up)
+                )
+        for gain, k, up in sorted(gains):
+            if gain >= 0:
+                break
+            old = memory_of[k]
+            memory_of[k] = up
+            if _fits(state, memory_of) is None:
+                changed = True
+                break
+            memory_of[k] = old
+
+
+def _accesses(state: _State, key: TensorKey) -> int:
+    return len(state.touching[key])
+
+
+def _best_subset(state: _State, live: list[TensorKey], room: int) -> set[TensorKey]:
+    """Exhaustive search (as Vela): the subset of ``live`` (<= 20) that fits ``room``
+    bytes with the most accesses; ties to fewer bytes."""
+    best: tuple[int, int, set] = (-1, 0, set())
+
+    def walk(i: int, used: int, score: int, chosen: list[TensorKey]) -> None:
+        nonlocal best
+        if (score, -used) > (best[0], -best[1]):
+            best = (score, used, set(chosen))
+        for j in range(i, len(live)):
+            size = state.buffer[live[j]].size
+            if used + size <= room:
+                chosen.append(live[j])
+                walk(j + 1, used + size, score + _accesses(state, live[j]), chosen)
+                chosen.pop()
+
+    walk(0, 0, 0, [])
+    return best[2]
+
+
+def place_vela(state: _State) -> TierPlacement:
+    fast = state.memories[0]
+    cap = state.capacity[fast]
+    memory_of = {k: fast for k in state.items.tensors}
+    for k in state.items.tensors:  # feature maps that never fit
+        if state.buffer[k].size > cap:
+            memory_of[k] = _next_memory(state, fast)
+    scratch_peak = live_bytes_bound(Problem(state.items.scratch_buffers))
+    steps = sorted({state.buffer[k].first for k in state.items.tensors})
+    for s in steps:
+        live = [
+            k
+            for k in state.items.tensors
+            if memory_of[k] == fast and state.buffer[k].first <= s <= state.buffer[k].last
+        ]
+        if sum(state.buffer[k].size for k in live) + scratch_peak <= cap:
+            continue
+        live.sort(key=lambda k: (-_accesses(state, k), k))
+        group, rest = live[:VELA_GROUP], live[VELA_GROUP:]
+        keep = _best_subset(state, group, cap - scratch_peak)
+        for k in (*rest, *(k for k in group if k not in keep)):
+            memory_of[k] = _next_memory(state, fast)
+    while (full := _fits(state, memory_of)) is not None:  # fragmentation: evict more
+        to = _next_memory(state, full)
+        keys = [k for k in state.items.tensors if memory_of[k] == full]
+        if not keys:
+            _scratch_too_big(state, full)
+        memory_of[min(keys, key=lambda k: (_accesses(state, k), -state.buffer[k].size))] = to
+    return _finish(state, "vela", memory_of)
+
+
+STRATEGIES: dict[str, Callable[[_State], TierPlacement]] = {
+    "arenaplan": place_ours,
+    "vela": place_vela,
+}
+
+
+def place_tiers(
+    model: Model,
+    target: Target,
+    capacities: Mapping[str, int] | None = None,
+    strategy: str = "arenaplan",
+) -> TierPlacement:
+    """Place the model's activations over the target's memories."""
+    return STRATEGIES[strategy](_State(model, target, capacities or {}))
