@@ -27,6 +27,21 @@ def _pyplot():
     return plt
 
 
+def _box(ax, plt, item, **style) -> None:
+    """One buffer: scopes [first, last] (x, a bar 0.9 wide per scope), bytes (y)."""
+    width = item.last - item.first + 0.9
+    ax.add_patch(
+        plt.Rectangle(
+            (item.first - 0.45, item.offset),
+            width,
+            item.size,
+            edgecolor="black",
+            linewidth=0.4,
+            **style,
+        )
+    )
+
+
 def render(plan: Plan, title: str, fmt: str) -> bytes:
     """The picture as ``fmt`` ("png" or "svg") bytes."""
     if fmt not in ("png", "svg"):
@@ -34,28 +49,9 @@ def render(plan: Plan, title: str, fmt: str) -> bytes:
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(10, 5), dpi=100)
     for k, t in enumerate(plan.tensors):
-        ax.add_patch(
-            plt.Rectangle(
-                (t.first - 0.45, t.offset),
-                t.last - t.first + 0.9,
-                t.size,
-                facecolor=plt.cm.tab20(k % 20),
-                edgecolor="black",
-                linewidth=0.4,
-            )
-        )
-    for s in plan.scratch:
-        ax.add_patch(
-            plt.Rectangle(
-                (s.first - 0.45, s.offset),
-                s.last - s.first + 0.9,
-                s.size,
-                facecolor="white",
-                edgecolor="black",
-                hatch="///",
-                linewidth=0.4,
-            )
-        )
+        _box(ax, plt, t, facecolor=plt.cm.tab20(k % 20))
+    for sc in plan.scratch:
+        _box(ax, plt, sc, facecolor="white", hatch="///")
     last = max([t.last for t in plan.tensors] + [s.last for s in plan.scratch] + [1])
     first = min([t.first for t in plan.tensors] + [0])
     ax.axhline(
