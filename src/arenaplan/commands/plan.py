@@ -9,6 +9,7 @@ from rich.console import Console
 
 from arenaplan.allocation.registry import ALLOCATORS
 from arenaplan.analysis.persistent import PROFILES
+from arenaplan.commands.memories import fit_to_target, parse_memories, print_memories
 from arenaplan.errors import PlanValidationError, UsageError
 from arenaplan.export.files import refuse_overwrite, write_atomic
 from arenaplan.export.firmware import firmware_header
@@ -39,6 +40,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--target", help="built-in target for the report's operator table (see arenaplan targets)"
     )
     p.add_argument("--target-file", type=Path, help="your own target TOML file instead")
+    p.add_argument(
+        "--memory",
+        action="append",
+        default=[],
+        metavar="NAME=SIZE",
+        help="capacity of a target memory, e.g. sram=256KiB (repeatable); when the "
+        "plan does not fit the fastest, activations spread over the memories",
+    )
     p.add_argument("--header", type=Path, help="write C/C++ arena definitions (.h)")
     p.add_argument(
         "--profile",
@@ -126,7 +135,12 @@ def run(args: argparse.Namespace, console: Console) -> int:
     fmt = picture_format(args.picture) if args.picture is not None else None
     if args.time_limit <= 0:
         raise UsageError("--time-limit must be positive")
-    plan = plan_model(model, PlanOptions(allocator=args.allocator, time_limit=args.time_limit))
+    options = PlanOptions(allocator=args.allocator, time_limit=args.time_limit)
+    caps = parse_memories(args.memory, target)
+    plan = plan_model(model, options)
+    tiers = None
+    if target is not None:
+        plan, tiers = fit_to_target(model, plan, target, caps, options)
     outputs: list[tuple[Path, bytes]] = []
     if args.output is not None:
         outputs.append((args.output, planned_model_bytes(data, model, plan)))
@@ -142,6 +156,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
         write_atomic(path, payload)
     if not args.quiet:
         print_summary(console, model, plan, args.model.name)
+        if target is not None:
+            print_memories(console, target, caps, plan, tiers)
         for path, _ in outputs:
             console.print(f"wrote {path}")
     return 0

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+from collections.abc import Mapping
 
 from arenaplan.allocation.bounds import live_bytes_bound
 from arenaplan.allocation.problem import Buffer, Problem, Solution
@@ -53,6 +54,29 @@ def plan_model(model: Model, options: PlanOptions | None = None) -> Plan:
     check_solution(problem, best.offsets)
     plan = _make_plan(
         model, items, best, tflm.height, best_name, options, time.perf_counter() - start
+    )
+    check_plan(model, plan)
+    return plan
+
+
+def layout_plan(
+    model: Model,
+    tensor_offsets: Mapping[tuple[int, int], int],
+    strategy: str,
+    options: PlanOptions | None = None,
+) -> Plan:
+    """A validated plan from given tensor offsets (e.g. memories laid end to end);
+    TFLM's own placement of the scratch buffers around them is simulated."""
+    options = options or PlanOptions()
+    start = time.perf_counter()
+    items = arena_items(model, options.pointer_size)
+    problem = Problem(items.buffers)
+    tflm = _TFLM.solve(problem)
+    offsets = tuple(tensor_offsets[k] for k in items.tensors) + (0,) * len(items.scratch)
+    laid = _as_tflm_runs(items, Solution(offsets, 0, 0, strategy))
+    check_solution(problem, laid.offsets)
+    plan = _make_plan(
+        model, items, laid, tflm.height, strategy, options, time.perf_counter() - start
     )
     check_plan(model, plan)
     return plan

@@ -267,3 +267,20 @@ def place_tiers(
 ) -> TierPlacement:
     """Place the model's activations over the target's memories."""
     return STRATEGIES[strategy](_State(model, target, capacities or {}))
+
+
+def region_bases(placement: TierPlacement, memories: list[str]) -> dict[str, int]:
+    """Where each memory's region starts when the regions are laid end to end (bytes,
+    16-aligned), fastest first: how TFLM's single head can carry a multi-memory plan."""
+    bases, top = {}, 0
+    for m in memories:
+        bases[m] = top
+        top += -(-placement.heights.get(m, 0) // 16) * 16
+    return bases
+
+
+def laid_out_offsets(placement: TierPlacement, target: Target) -> dict[TensorKey, int]:
+    """Offsets in one head: a tensor's region base plus its offset in its memory."""
+    order = [m.name for m in target.memories if m.name in placement.heights]
+    bases = region_bases(placement, order)
+    return {k: bases[m] + placement.offsets[k] for k, m in placement.memory_of.items()}

@@ -1,0 +1,68 @@
+"""``plan --target --memory``: a plan over several memories, verified in TFLM."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from testkit import model_path
+
+from arenaplan.cli import main
+from arenaplan.reader import read_model
+
+
+def test_fits_the_fast_memory_stays_one_arena(tmp_path: Path, capsys) -> None:
+    src = model_path("mlcommons-tiny__vww_96_int8")
+    js = tmp_path / "p.json"
+    assert main(["plan", str(src), "--target", "imxrt1170", "--json", str(js)]) == 0
+    assert "memories of imxrt1170" in capsys.readouterr().out
+    assert json.loads(js.read_text())["arena"]["size"] == 55296
+
+
+def test_spreads_over_memories_and_runs_bit_exact(tmp_path: Path, capsys) -> None:
+    src = model_path("mlcommons-tiny__vww_96_int8")
+    out = tmp_path / "vww.tflite"
+    assert (
+        main(["plan", str(src), "--target", "imxrt1170", "--memory", "tcm=32KiB", "-o", str(out)])
+        == 0
+    )
+    text = capsys.readouterr().out
+    assert "ocram" in text and "memories end to" in text
+    offsets = read_model(out).offline_plan
+    assert offsets is not None and max(offsets) >= 32 * 1024  # some tensors past the tcm
+    pytest.importorskip("tflite_micro", reason="the TFLM runtime is absent")
+    from arenaplan.verify import compare_models
+
+    report = compare_models(src.read_bytes(), out.read_bytes(), trials=2)
+    assert report.identical
+    plan_json = tmp_path / "p.json"
+    main(
+        [
+            "plan",
+            str(src),
+            "-q",
+            "--target",
+            "imxrt1170",
+            "--memory",
+            "tcm=32KiB",
+            "--json",
+            str(plan_json),
+        ]
+    )
+    assert report.planned.head == json.loads(plan_json.read_text())["arena"]["size"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--memory", "tcm=1KiB"], "--memory needs --target"),
+        (["--target", "imxrt1170", "--memory", "tcm"], "expected NAME=SIZE"),
+        (["--target", "imxrt1170", "--memory", "dram=1KiB"], "no memory 'dram'"),
+        (["--target", "imxrt1170", "--memory", "tcm=lots"], "'lots' is not a size"),
+    ],
+)
+def test_memory_option_errors(argv: list[str], message: str, capsys) -> None:
+    src = model_path("tflite-micro__hello_world_int8")
+    assert main(["plan", str(src), *argv]) == 2
+    assert message in capsys.readouterr().err
