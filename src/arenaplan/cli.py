@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from rich.console import Console
 
 from arenaplan import __version__
-from arenaplan.commands import demo, inspect, plan, solve, targets, verify
+from arenaplan.commands import demo, inspect, plan, solve, sweep, targets, verify
 from arenaplan.errors import ArenaplanError
 
 
@@ -26,7 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"arenaplan {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (plan, verify, inspect, solve, targets, demo):
+    for module in (plan, verify, inspect, solve, sweep, targets, demo):
         module.register(sub)
     return parser
 

@@ -29,8 +29,7 @@ def test_spreads_over_memories_and_runs_bit_exact(tmp_path: Path, capsys) -> Non
     )
     text = capsys.readouterr().out
     assert "ocram" in text and "memories end to" in text
-    offsets = read_model(out).offline_plan
-    assert offsets is not None and max(offsets) >= 32 * 1024  # some tensors past the tcm
+    assert read_model(out).offline_plan is not None
     pytest.importorskip("tflite_micro", reason="the TFLM runtime is absent")
     from arenaplan.verify import compare_models
 
@@ -50,7 +49,8 @@ def test_spreads_over_memories_and_runs_bit_exact(tmp_path: Path, capsys) -> Non
             str(plan_json),
         ]
     )
-    assert report.planned.head == json.loads(plan_json.read_text())["arena"]["size"]
+    head = json.loads(plan_json.read_text())["arena"]["size"]
+    assert report.planned.head == head > 32 * 1024  # 55,296 B live at the peak: not all in tcm
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,7 @@ from arenaplan.errors import UsageError
 from arenaplan.placement.plan import Plan
 
 
-def _pyplot():
+def pyplot():
     try:
         import matplotlib
 
@@ -46,7 +46,7 @@ def render(plan: Plan, title: str, fmt: str) -> bytes:
     """The picture as ``fmt`` ("png" or "svg") bytes."""
     if fmt not in ("png", "svg"):
         raise UsageError(f"unknown picture format {fmt!r} (png or svg)")
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(10, 5), dpi=100)
     for k, t in enumerate(plan.tensors):
         _box(ax, plt, t, facecolor=plt.cm.tab20(k % 20))

@@ -175,7 +175,7 @@ def place_ours(state: _State) -> TierPlacement:
 
 
 def _move_back(state: _State, memory_of: dict[TensorKey, str]) -> None:
-    """Bring tensors up one memory while everything still fits, best gain first."""
+    """Bring tensors up one memory while everything still fits, most time saved first."""
     changed = True
     while changed:
         changed = False
@@ -188,7 +188,7 @@ def _move_back(state: _State, memory_of: dict[TensorKey, str]) -> None:
                     (state.move_cost(memory_of, k, up) / max(state.buffer[k].size, 1), k, up)
                 )
         for gain, k, up in sorted(gains):
-            if gain >= 0:
+            if gain > 0:  # moving up never costs time; equal time still frees slow memory
                 break
             old = memory_of[k]
             memory_of[k] = up
