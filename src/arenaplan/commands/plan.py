@@ -16,10 +16,12 @@ from arenaplan.export.firmware import firmware_header
 from arenaplan.export.json_plan import plan_to_json
 from arenaplan.export.offline_plan import with_offline_plan
 from arenaplan.export.picture import picture_format, render
+from arenaplan.export.planner_cpp import planner_source
 from arenaplan.export.report import html_report
 from arenaplan.export.summary import print_summary
 from arenaplan.ir.model import Model
 from arenaplan.placement import Plan, PlanOptions, plan_model
+from arenaplan.placement.tiers import place_tiers
 from arenaplan.reader import load_model, read_model_bytes
 from arenaplan.targets import Target, load_builtin, load_target
 
@@ -49,6 +51,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "plan does not fit the fastest, activations spread over the memories",
     )
     p.add_argument("--header", type=Path, help="write C/C++ arena definitions (.h)")
+    p.add_argument(
+        "--planner-cpp",
+        type=Path,
+        help="write a C++ MicroMemoryPlanner with the "
+        "offset table of a placement over the target's memories (needs --target)",
+    )
     p.add_argument(
         "--profile",
         choices=sorted(PROFILES),
@@ -128,7 +136,7 @@ def _memory(target: Target, name: str | None, holds: str):
 
 def run(args: argparse.Namespace, console: Console) -> int:
     data, model = load_model(args.model)
-    for out in (args.output, args.json, args.picture, args.report, args.header):
+    for out in (args.output, args.json, args.picture, args.report, args.header, args.planner_cpp):
         if out is not None:
             refuse_overwrite(out, args.model)
     target = _target(args)
@@ -150,6 +158,13 @@ def run(args: argparse.Namespace, console: Console) -> int:
         outputs.append((args.picture, render(plan, f"arena plan: {args.model.name}", fmt)))
     if args.header is not None:
         outputs.append((args.header, _header(args, model, plan, target).encode()))
+    if args.planner_cpp is not None:
+        if target is None:
+            raise UsageError("--planner-cpp needs --target")
+        placement = tiers or place_tiers(model, target, caps)
+        outputs.append(
+            (args.planner_cpp, planner_source(model, placement, target, args.model.name).encode())
+        )
     if args.report is not None:
         outputs.append((args.report, html_report(model, plan, args.model.name, target).encode()))
     for path, payload in outputs:

@@ -40,7 +40,9 @@ class TierPlacement:
     """Where every planned tensor lives, its offset there, and the estimated time.
 
     ``memory_of`` covers planned tensors; ``offsets`` are bytes from the start of
-    that memory's arena; ``heights`` the bytes each memory's arena needs.
+    that memory's arena; ``heights`` the bytes each memory's arena needs;
+    ``scratch_offsets`` the kernel scratch buffers' offsets in the fastest memory,
+    in TFLM's request order.
     """
 
     strategy: str
@@ -48,6 +50,7 @@ class TierPlacement:
     offsets: dict[TensorKey, int]
     heights: dict[str, int]
     seconds: float
+    scratch_offsets: tuple[int, ...] = ()
 
 
 class _State:
@@ -119,6 +122,7 @@ def _fits(state: _State, memory_of: Mapping[TensorKey, str]) -> str | None:
 def _finish(state: _State, strategy: str, memory_of: dict[TensorKey, str]) -> TierPlacement:
     offsets: dict[TensorKey, int] = {}
     heights = {}
+    scratch: tuple[int, ...] = ()
     for m in state.memories:
         height, problem, offs = state.pack(m, memory_of, allocator="portfolio")
         if height > state.capacity[m]:
@@ -129,7 +133,11 @@ def _finish(state: _State, strategy: str, memory_of: dict[TensorKey, str]) -> Ti
         heights[m] = height
         keys = [k for k in state.items.tensors if memory_of[k] == m]
         offsets.update(zip(keys, offs[: len(keys)], strict=True))
-    return TierPlacement(strategy, dict(memory_of), offsets, heights, state.seconds(memory_of))
+        if m == state.memories[0]:
+            scratch = tuple(offs[len(keys) :])
+    return TierPlacement(
+        strategy, dict(memory_of), offsets, heights, state.seconds(memory_of), scratch
+    )
 
 
 def _next_memory(state: _State, memory: str) -> str:
