@@ -5,7 +5,9 @@
 Per model and target, with the target's fastest memory as "SRAM" and the next
 one that holds activations as "external": the estimated latency (ms, roofline
 cost model) of all activations in SRAM (if they fit), all in external RAM, our
-placement and Vela's strategy with SRAM limited to 50% of the lower bound, and
+placement and Vela's strategy with SRAM limited to 50% of the lower bound, the
+two arenas when the persistent one (TFLM's tail, 32-bit ARM) goes to external RAM
+(its latency equals all-SRAM: the cost model does not count persistent data), and
 the worst ratio ours/Vela over SRAM capacities from 100% down to 25% of the bound
 (<= 1.00 means ours is never worse).
 """
@@ -21,6 +23,7 @@ from rich.console import Console
 from rich.table import Table
 
 from arenaplan.analysis.cost import default_memory, estimate
+from arenaplan.analysis.persistent import predict_tail
 from arenaplan.errors import AllocationError
 from arenaplan.placement import plan_model
 from arenaplan.placement.tiers import place_tiers
@@ -64,12 +67,15 @@ def row(model, name: str, target) -> list[str]:
         except AllocationError:
             continue
         worst = max(worst, a / b if b else 1.0)
+    tail = predict_tail(model, "arm32")
+    split = f"{lb:,} / {tail:,}" + ("" if lb <= acts[0].capacity else " (no fit)")
     return [
         name,
         target.name,
         f"{lb:,}",
         all_sram,
         _ms(_all_in(model, target, ext)),
+        split,
         arenas,
         ours_s,
         vela_s,
