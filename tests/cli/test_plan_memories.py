@@ -66,3 +66,13 @@ def test_memory_option_errors(argv: list[str], message: str, capsys) -> None:
     src = model_path("tflite-micro__hello_world_int8")
     assert main(["plan", str(src), *argv]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_persistent_arena_advice(capsys) -> None:
+    src = model_path("mlcommons-tiny__vww_96_int8")
+    assert main(["plan", str(src), "--target", "imxrt1170", "--memory", "tcm=100KiB"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "arm32 tail 26,932 B) fits beside the head: one arena of 82,228 B in tcm" in out
+    assert main(["plan", str(src), "--target", "imxrt1170", "--memory", "tcm=64KiB"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "does not fit beside the head in tcm: put it in ocram" in out

@@ -50,6 +50,7 @@ def test_builtin_targets_load_with_their_figures() -> None:
     assert xcore.memory("lpddr").section == ".ExtMem.bss"
     assert load_builtin("generic").rate("conv") == 0.25
     assert load_builtin("generic").rate("unheard_of") == 0.2  # the default rate
+    assert load_builtin("esp32s3").tflm_profile == "int32"  # Xtensa: int-sized enums
 
 
 def test_a_users_file(tmp_path: Path) -> None:
@@ -70,6 +71,7 @@ def test_a_users_file(tmp_path: Path) -> None:
         (('name = "flash"', 'name = "sram"'), "memory names repeat"),
         (("write_bandwidth = 400e6", "write_bandwidth = 0"), "write_bandwidth must be positive"),
         (("[compute]", "[compute\n"), "not valid TOML"),
+        (("clock_hz = 100e6", 'clock_hz = 100e6\ntflm_profile = "x86"'), "tflm_profile must be"),
     ],
 )
 def test_bad_files_name_the_problem(tmp_path: Path, edit: tuple[str, str], message: str) -> None:

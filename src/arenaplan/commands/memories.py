@@ -11,6 +11,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from arenaplan.analysis.persistent import min_arena, predict_tail
 from arenaplan.errors import UsageError
 from arenaplan.ir.model import Model
 from arenaplan.placement import Plan, PlanOptions
@@ -50,7 +51,12 @@ def fit_to_target(
 
 
 def print_memories(
-    console: Console, target: Target, caps: dict[str, int], plan: Plan, tiers: TierPlacement | None
+    console: Console,
+    model: Model,
+    target: Target,
+    caps: dict[str, int],
+    plan: Plan,
+    tiers: TierPlacement | None,
 ) -> None:
     table = Table(title=f"memories of {target.name}")
     for col in ("memory", "capacity", "arena bytes", "tensors", "region in the head"):
@@ -74,3 +80,30 @@ def print_memories(
             f"offline plan lays the memories end to end in one head of "
             f"{plan.arena:,} B"
         )
+    console.print(persistent_advice(model, plan, target, caps, tiers))
+
+
+def persistent_advice(
+    model: Model, plan: Plan, target: Target, caps: dict[str, int], tiers: TierPlacement | None
+) -> str:
+    """Where TFLM's persistent arena (its tail, at the target's profile) should go."""
+    profile = target.tflm_profile
+    tail = predict_tail(model, profile)
+    fast = next(m for m in target.memories if "activations" in m.holds)
+    head = tiers.heights[fast.name] if tiers else plan.arena
+    one = min_arena(model, head, len(plan.tensors) + len(plan.scratch), profile)
+    if one <= caps.get(fast.name, fast.capacity):
+        return (
+            f"persistent arena ({profile} tail {tail:,} B) fits beside the head: one arena "
+            f"of {one:,} B in {fast.name}"
+        )
+    used = tiers.heights if tiers else {fast.name: head}
+    for m in target.memories:
+        room = caps.get(m.name, m.capacity) - used.get(m.name, 0)
+        if m.name != fast.name and "persistent" in m.holds and room >= tail:
+            return (
+                f"persistent arena ({profile} tail {tail:,} B) does not fit beside the head "
+                f"in {fast.name}: put it in {m.name} (two arenas: plan --header ... "
+                f"--persistent-memory {m.name})"
+            )
+    return f"persistent arena ({profile} tail {tail:,} B): no memory has room for it"

@@ -172,7 +172,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     if not args.quiet:
         print_summary(console, model, plan, args.model.name)
         if target is not None:
-            print_memories(console, target, caps, plan, tiers)
+            print_memories(console, model, target, caps, plan, tiers)
         for path, _ in outputs:
             console.print(f"wrote {path}")
     return 0

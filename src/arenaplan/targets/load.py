@@ -39,7 +39,8 @@ _UNITS = {
     "MIB": 1024**2,
     "GIB": 1024**3,
 }
-_TOP_KEYS = {"name", "description", "clock_hz", "compute", "memory"}
+_TOP_KEYS = {"name", "description", "clock_hz", "tflm_profile", "compute", "memory"}
+_PROFILES = ("pypi", "arm32", "int32")  # as in analysis.persistent.PROFILES
 _MEMORY_KEYS = {
     "name",
     "capacity",
@@ -127,8 +128,18 @@ def parse_target(data: dict, source: str) -> Target:
         if not isinstance(compute, dict):
             raise TargetError("[compute] must be a table")
         rates = {str(k): _number(compute, k, "[compute]") for k in compute}
+        profile = data.get("tflm_profile", "arm32")
+        if profile not in _PROFILES:
+            raise TargetError(
+                f"tflm_profile must be one of {', '.join(_PROFILES)}, got {profile!r}"
+            )
         return Target(
-            name, str(data.get("description", "")), _number(data, "clock_hz", "target"), mems, rates
+            name,
+            str(data.get("description", "")),
+            _number(data, "clock_hz", "target"),
+            mems,
+            rates,
+            profile,
         )
     except TargetError as exc:
         raise TargetError(f"{source}: {exc}") from None

@@ -37,6 +37,7 @@ class Target:
     clock_hz: float
     memories: tuple[Memory, ...]
     macs_per_cycle: dict[str, float] = field(default_factory=dict)
+    tflm_profile: str = "arm32"  # TFLM build profile that sizes the tail (analysis.persistent)
 
     def memory(self, name: str) -> Memory:
         for m in self.memories:
