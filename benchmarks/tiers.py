@@ -32,7 +32,6 @@ from arenaplan.targets import load_builtin
 
 DEFAULT_MODELS = Path(__file__).resolve().parents[2] / "shared" / "models"
 FRACTIONS = (1.0, 0.75, 0.5, 0.35, 0.25)
-MAX_TENSORS = 200  # the placement search repacks per move: larger graphs take minutes
 
 
 def _ms(seconds: float) -> str:
@@ -129,11 +128,6 @@ def main() -> int:
     for path in paths:
         model = read_model(path)
         for target in targets:
-            if model.tensor_count > MAX_TENSORS:
-                table.add_row(
-                    path.stem, target.name, f"skipped: more than {MAX_TENSORS} tensors", *[""] * 6
-                )
-                continue
             table.add_row(*row(model, path.stem, target))
     Console(width=200).print(table)
     return 0

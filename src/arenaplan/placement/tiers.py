@@ -22,7 +22,11 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+import numpy as np
+
 from arenaplan.allocation.bounds import live_bytes_bound
+from arenaplan.allocation.heuristics import ORDERS
+from arenaplan.allocation.packing import pack
 from arenaplan.allocation.problem import Problem
 from arenaplan.allocation.registry import get_allocator
 from arenaplan.allocation.validate import check_solution
@@ -97,24 +101,46 @@ class _State:
 
 
 def _overflow_keys(state: _State, memory: str, memory_of: Mapping[TensorKey, str]) -> list:
-    """Tensors of ``memory`` live at a step where its live bytes exceed the capacity,
-    or, if none does, live at the top of its packing."""
-    cap = state.capacity[memory]
+    """Tensors of ``memory`` live at a step where its live bytes (scratch included)
+    exceed the capacity, or, if none does, all its tensors."""
     keys = [k for k in state.items.tensors if memory_of[k] == memory]
-    steps = sorted({s for k in keys for s in (state.buffer[k].first, state.buffer[k].last)})
-    hot = []
-    for s in steps:
-        live = [k for k in keys if state.buffer[k].first <= s <= state.buffer[k].last]
-        if sum(state.buffer[k].size for k in live) > cap:
-            hot.extend(live)
-    return sorted(set(hot)) or keys
+    if not keys:
+        return []
+    first = np.array([state.buffer[k].first for k in keys])
+    last = np.array([state.buffer[k].last for k in keys])
+    size = np.array([state.buffer[k].size for k in keys])
+    lo = int(min(first.min(), 0))
+    span = int(last.max()) - lo + 2
+    load = np.zeros(span, dtype=np.int64)  # live bytes per step, by a difference array
+    np.add.at(load, first - lo, size)
+    np.add.at(load, last - lo + 1, -size)
+    load = np.cumsum(load)
+    if memory == state.memories[0]:
+        for b in state.items.scratch_buffers:
+            load[b.first - lo : b.last - lo + 1] += b.size
+    hot = np.concatenate(([0], np.cumsum(load > state.capacity[memory])))
+    live_hot = hot[last - lo + 1] - hot[first - lo] > 0
+    chosen = [k for k, h in zip(keys, live_hot, strict=True) if h]
+    return chosen or keys
+
+
+def _fits_in(state: _State, memory: str, memory_of: Mapping[TensorKey, str]) -> bool:
+    """Does ``memory`` pack within its capacity? The live-bytes bound rules out most
+    misses before any packing is tried."""
+    problem = state.problem(memory, memory_of)
+    cap = state.capacity[memory]
+    if live_bytes_bound(problem) > cap:
+        return False
+    if not problem.buffers or pack(problem, ORDERS["size"](problem), cap) is not None:
+        return True  # one first-fit order was enough
+    height, _, _ = state.pack(memory, memory_of)
+    return height <= cap
 
 
 def _fits(state: _State, memory_of: Mapping[TensorKey, str]) -> str | None:
     """The first memory whose packing is over its capacity, if any."""
     for m in state.memories:
-        height, _, _ = state.pack(m, memory_of)
-        if height > state.capacity[m]:
+        if not _fits_in(state, m, memory_of):
             return m
     return None
 
@@ -200,10 +226,10 @@ def _move_back(state: _State, memory_of: dict[TensorKey, str]) -> None:
                 break
             old = memory_of[k]
             memory_of[k] = up
-            if _fits(state, memory_of) is None:
+            if _fits_in(state, up, memory_of):  # only ``up`` gained a tensor
                 changed = True
-                break
-            memory_of[k] = old
+            else:
+                memory_of[k] = old
 
 
 def _accesses(state: _State, key: TensorKey) -> int:
@@ -211,23 +237,34 @@ def _accesses(state: _State, key: TensorKey) -> int:
 
 
 def _best_subset(state: _State, live: list[TensorKey], room: int) -> set[TensorKey]:
-    """Exhaustive search (as Vela): the subset of ``live`` (<= 20) that fits ``room``
-    bytes with the most accesses; ties to fewer bytes."""
-    best: tuple[int, int, set] = (-1, 0, set())
+    """As Vela: the subset of ``live`` (<= 20) that fits ``room`` bytes with the most
+    accesses, ties to fewer bytes. Exhaustive, by branch and bound: a branch stops
+    when even all the remaining tensors could not beat the best subset found."""
+    items = sorted(live, key=lambda k: (-_accesses(state, k), state.buffer[k].size, k))
+    scores = [_accesses(state, k) for k in items]
+    sizes = [state.buffer[k].size for k in items]
+    rest = [0] * (len(items) + 1)  # rest[i]: accesses of items[i:]
+    for i in range(len(items) - 1, -1, -1):
+        rest[i] = rest[i + 1] + scores[i]
+    best: list = [-1, 0, ()]  # score, bytes, chosen
+    chosen: list[TensorKey] = []
 
-    def walk(i: int, used: int, score: int, chosen: list[TensorKey]) -> None:
-        nonlocal best
+    def walk(i: int, used: int, score: int) -> None:
         if (score, -used) > (best[0], -best[1]):
-            best = (score, used, set(chosen))
-        for j in range(i, len(live)):
-            size = state.buffer[live[j]].size
-            if used + size <= room:
-                chosen.append(live[j])
-                walk(j + 1, used + size, score + _accesses(state, live[j]), chosen)
-                chosen.pop()
+            best[:] = [score, used, tuple(chosen)]
+        if i == len(items):
+            return
+        bound = score + rest[i]
+        if bound < best[0] or (bound == best[0] and used >= best[1]):
+            return
+        if used + sizes[i] <= room:
+            chosen.append(items[i])
+            walk(i + 1, used + sizes[i], score + scores[i])
+            chosen.pop()
+        walk(i + 1, used, score)
 
-    walk(0, 0, 0, [])
-    return best[2]
+    walk(0, 0, 0)
+    return set(best[2])
 
 
 def place_vela(state: _State) -> TierPlacement:
