@@ -48,3 +48,30 @@ def test_bad_picture_name_and_target(tmp_path: Path, capsys) -> None:
     assert main(["plan", str(src), "--report", str(tmp_path / "r.html"), "--target", "mars"]) == 2
     assert "unknown target 'mars'" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_several_memories_get_one_panel_each(tmp_path: Path) -> None:
+    src = model_path("mlcommons-tiny__vww_96_int8")
+    svg, report = tmp_path / "p.svg", tmp_path / "r.html"
+    assert (
+        main(
+            [
+                "plan",
+                str(src),
+                "-q",
+                "--target",
+                "imxrt1170",
+                "--memory",
+                "tcm=32KiB",
+                "--picture",
+                str(svg),
+                "--report",
+                str(report),
+            ]
+        )
+        == 0
+    )
+    text = svg.read_text()
+    assert "tcm: " in text and "ocram: " in text and "capacity 32,768 B" in text
+    page = report.read_text()
+    assert "as placed" in page and "activations in" in page and "ocram 1" in page

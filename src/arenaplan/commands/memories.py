@@ -107,3 +107,13 @@ def persistent_advice(
                 f"--persistent-memory {m.name})"
             )
     return f"persistent arena ({profile} tail {tail:,} B): no memory has room for it"
+
+
+def memory_regions(
+    target: Target, caps: dict[str, int], plan: Plan, tiers: TierPlacement
+) -> list[tuple[str, int, int, int]]:
+    """(memory, base in the laid-out head, bytes used, capacity) of each memory used."""
+    names = [m.name for m in target.memories if m.name in tiers.heights]
+    bases = region_bases(tiers, names)
+    used = [n for n in names if tiers.heights[n] > 0 or n == names[0]]
+    return [(n, bases[n], tiers.heights[n], caps.get(n, target.memory(n).capacity)) for n in used]

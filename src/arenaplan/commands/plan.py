@@ -9,13 +9,18 @@ from rich.console import Console
 
 from arenaplan.allocation.registry import ALLOCATORS
 from arenaplan.analysis.persistent import PROFILES
-from arenaplan.commands.memories import fit_to_target, parse_memories, print_memories
+from arenaplan.commands.memories import (
+    fit_to_target,
+    memory_regions,
+    parse_memories,
+    print_memories,
+)
 from arenaplan.errors import PlanValidationError, UsageError
 from arenaplan.export.files import refuse_overwrite, write_atomic
 from arenaplan.export.firmware import firmware_header
 from arenaplan.export.json_plan import plan_to_json
 from arenaplan.export.offline_plan import with_offline_plan
-from arenaplan.export.picture import picture_format, render
+from arenaplan.export.picture import picture_format, render, render_memories
 from arenaplan.export.planner_cpp import planner_source
 from arenaplan.export.report import html_report
 from arenaplan.export.summary import print_summary
@@ -154,8 +159,13 @@ def run(args: argparse.Namespace, console: Console) -> int:
         outputs.append((args.output, planned_model_bytes(data, model, plan)))
     if args.json is not None:
         outputs.append((args.json, plan_to_json(model, plan, args.model.name).encode()))
+    regions = memory_regions(target, caps, plan, tiers) if tiers and target else None
     if args.picture is not None and fmt is not None:
-        outputs.append((args.picture, render(plan, f"arena plan: {args.model.name}", fmt)))
+        title = f"arena plan: {args.model.name}"
+        picture = (
+            render_memories(plan, regions, title, fmt) if regions else render(plan, title, fmt)
+        )
+        outputs.append((args.picture, picture))
     if args.header is not None:
         outputs.append((args.header, _header(args, model, plan, target).encode()))
     if args.planner_cpp is not None:
@@ -166,7 +176,9 @@ def run(args: argparse.Namespace, console: Console) -> int:
             (args.planner_cpp, planner_source(model, placement, target, args.model.name).encode())
         )
     if args.report is not None:
-        outputs.append((args.report, html_report(model, plan, args.model.name, target).encode()))
+        where = tiers.memory_of if tiers else None
+        report = html_report(model, plan, args.model.name, target, where, regions)
+        outputs.append((args.report, report.encode()))
     for path, payload in outputs:
         write_atomic(path, payload)
     if not args.quiet:

@@ -8,6 +8,7 @@ byte-identical for the same plan (no dates, fixed SVG ids).
 
 from __future__ import annotations
 
+import dataclasses
 import io
 from pathlib import Path
 
@@ -76,6 +77,47 @@ def render(plan: Plan, title: str, fmt: str) -> bytes:
     ax.set_ylabel("offset in the arena (bytes)")
     ax.set_title(title)
     ax.legend(loc="upper right", fontsize="small")
+    out = io.BytesIO()
+    meta = {"Date": None} if fmt == "svg" else {"Software": None}
+    fig.savefig(out, format=fmt, metadata=meta, bbox_inches="tight")
+    plt.close(fig)
+    return out.getvalue()
+
+
+def render_memories(
+    plan: Plan, regions: list[tuple[str, int, int, int]], title: str, fmt: str
+) -> bytes:
+    """One time x address panel per memory. ``regions``: (memory, base, bytes used,
+    capacity) where each memory's region sits in the plan's laid-out head."""
+    plt = pyplot()
+    fig, axes = plt.subplots(
+        len(regions), 1, figsize=(10, 2.6 * len(regions)), dpi=100, squeeze=False
+    )
+    last = max([t.last for t in plan.tensors] + [s.last for s in plan.scratch] + [1])
+    for ax, (memory, base, used, capacity) in zip(axes[:, 0], regions, strict=True):
+        inside = [t for t in plan.tensors if base <= t.offset < base + max(used, 1)]
+        inside += [s for s in plan.scratch if base <= s.offset < base + max(used, 1)]
+        for k, item in enumerate(inside):
+            shifted = dataclasses.replace(item, offset=item.offset - base)
+            scratch = not hasattr(item, "name")
+            _box(
+                ax,
+                plt,
+                shifted,
+                facecolor="white" if scratch else plt.cm.tab20(k % 20),
+                **({"hatch": "///"} if scratch else {}),
+            )
+        ax.axhline(
+            capacity, color="red", linestyle=":", linewidth=1, label=f"capacity {capacity:,} B"
+        )
+        ax.set_xlim(-1, last + 1)
+        top = max(used, 16) * 1.15
+        ax.set_ylim(0, max(top, capacity * 1.05) if capacity < 2 * top else top)
+        ax.set_ylabel(f"{memory} (bytes)")
+        ax.set_title(f"{memory}: {used:,} B used", fontsize="small")
+        ax.legend(loc="upper right", fontsize="small")
+    axes[0, 0].figure.suptitle(title)
+    axes[-1, 0].set_xlabel("scope (TFLM: 0 = inputs, operator i runs in scope i+1)")
     out = io.BytesIO()
     meta = {"Date": None} if fmt == "svg" else {"Software": None}
     fig.savefig(out, format=fmt, metadata=meta, bbox_inches="tight")

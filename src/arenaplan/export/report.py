@@ -4,10 +4,11 @@ for a target, the per-operator table of estimated times."""
 from __future__ import annotations
 
 import html
+from collections.abc import Mapping
 
-from arenaplan.analysis.cost import estimate
+from arenaplan.analysis.cost import default_memory, estimate
 from arenaplan.export.json_plan import persistent_figures
-from arenaplan.export.picture import render
+from arenaplan.export.picture import render, render_memories
 from arenaplan.ir.model import Model
 from arenaplan.placement.plan import Plan
 from arenaplan.targets.model import Target
@@ -40,8 +41,22 @@ def _figures(model: Model, plan: Plan) -> str:
     )
 
 
-def _operators(model: Model, target: Target) -> str:
-    times = estimate(model, target)
+def _where(t, where: Mapping[tuple[int, int], str] | None) -> str:
+    """Memories of the activations an operator touches, e.g. "tcm 2, ocram 1"."""
+    if where is None:
+        return ""
+    counts: dict[str, int] = {}
+    for key, _ in (*t.work.reads, *t.work.writes):
+        if key in where:
+            counts[where[key]] = counts.get(where[key], 0) + 1
+    return ", ".join(f"{m} {n}" for m, n in counts.items())
+
+
+def _operators(
+    model: Model, target: Target, where: Mapping[tuple[int, int], str] | None = None
+) -> str:
+    placed = {**default_memory(model, target), **(where or {})}
+    times = estimate(model, target, placed)
     total = sum(t.seconds for t in times)
     head = _row(
         [
@@ -52,6 +67,7 @@ def _operators(model: Model, target: Target) -> str:
             "bytes written",
             "estimated µs",
             "bound by",
+            "activations in",
         ],
         "th",
     )
@@ -65,19 +81,33 @@ def _operators(model: Model, target: Target) -> str:
                 f"{sum(b for _, b in t.work.writes):,}",
                 f"{t.seconds * 1e6:.1f}",
                 t.bound,
+                _where(t, where),
             ]
         )
         for t in times
     )
     return (
-        f"<h2>Operators on {html.escape(target.name)} (all in the fastest memory)</h2>"
+        f"<h2>Operators on {html.escape(target.name)} "
+        f"({'as placed' if where else 'all in the fastest memory'})</h2>"
         f"<p>estimated total {total * 1e3:.2f} ms (roofline: the larger of compute and "
         f"per-memory transfer time)</p><table>{head}{body}</table>"
     )
 
 
-def html_report(model: Model, plan: Plan, name: str, target: Target | None) -> str:
-    svg = render(plan, f"arena plan: {name}", "svg").decode()
+def html_report(
+    model: Model,
+    plan: Plan,
+    name: str,
+    target: Target | None,
+    where: Mapping[tuple[int, int], str] | None = None,
+    regions: list[tuple[str, int, int, int]] | None = None,
+) -> str:
+    """``where``/``regions``: a placement over several memories, when there is one."""
+    title = f"arena plan: {name}"
+    picture = (
+        render_memories(plan, regions, title, "svg") if regions else render(plan, title, "svg")
+    )
+    svg = picture.decode()
     svg = svg[svg.index("<svg") :]  # drop the XML prolog to inline it
     parts = [
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>arenaplan: "
@@ -88,6 +118,6 @@ def html_report(model: Model, plan: Plan, name: str, target: Target | None) -> s
         svg,
     ]
     if target is not None:
-        parts.append(_operators(model, target))
+        parts.append(_operators(model, target, where))
     parts.append("</body></html>\n")
     return "".join(parts)
