@@ -77,9 +77,9 @@ def test_planner_answers_from_its_table(tmp_path: Path) -> None:
         calls.append(f"ok &= p.AddBuffer({b.size}, {b.first}, {b.last}) == kTfLiteOk;")
         checks.append(f"ok &= at({n + k}) == arena + {placement.scratch_offsets[k]};")
     driver = tmp_path / "driver.cc"
-    driver.write_text(f"""#include "planner.h"
+    driver.write_text(f"""#define ARENAPLAN_DEFINE_ARENAS
+#include "planner.h"
 #include <stdio.h>
-uint8_t arenaplan_ocram[{placement.heights["ocram"]}];
 static uint8_t arena[4096];
 static arenaplan::TablePlanner p(arena);
 static uint8_t* at(int i) {{ int off = 0; p.GetOffsetForBuffer(i, &off); return arena + off; }}

@@ -112,7 +112,13 @@ def _target(args: argparse.Namespace) -> Target | None:
     return load_builtin(args.target) if args.target else None
 
 
-def _header(args: argparse.Namespace, model: Model, plan: Plan, target: Target | None) -> str:
+def _header(
+    args: argparse.Namespace,
+    model: Model,
+    plan: Plan,
+    target: Target | None,
+    head: int | None = None,
+) -> str:
     if target is None and (args.arena_memory or args.persistent_memory):
         raise UsageError("--arena-memory and --persistent-memory need --target")
     arena_section, persistent_section = "", None
@@ -122,7 +128,7 @@ def _header(args: argparse.Namespace, model: Model, plan: Plan, target: Target |
         if args.persistent_memory:
             persistent_section = _memory(target, args.persistent_memory, "persistent").section
     return firmware_header(
-        model, plan, args.model.name, args.profile, arena_section, persistent_section
+        model, plan, args.model.name, args.profile, arena_section, persistent_section, head
     )
 
 
@@ -167,7 +173,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
         )
         outputs.append((args.picture, picture))
     if args.header is not None:
-        outputs.append((args.header, _header(args, model, plan, target).encode()))
+        fast_head = tiers.heights[regions[0][0]] if tiers and regions else None
+        outputs.append((args.header, _header(args, model, plan, target, fast_head).encode()))
     if args.planner_cpp is not None:
         if target is None:
             raise UsageError("--planner-cpp needs --target")

@@ -32,11 +32,18 @@ def planner_source(model: Model, placement: TierPlacement, target: Target, name:
         rows.append((b.size, b.first, b.last, mem, placement.offsets[key], f"tensor {key[1]}"))
     for k, b in enumerate(items.scratch_buffers):
         rows.append((b.size, b.first, b.last, 0, placement.scratch_offsets[k], f"scratch {k}"))
-    arrays = [
-        f"extern uint8_t arenaplan_{_ident(m)}[{max(placement.heights[m], 16)}];"
-        f"  /* {m}, section {target.memory(m).section or '(default)'} */"
-        for m in memories[1:]
-    ]
+    arrays = []
+    for m in memories[1:]:
+        section = target.memory(m).section
+        attr = f', section("{section}")' if section else ""
+        arrays += [
+            "#ifdef ARENAPLAN_DEFINE_ARENAS  /* in exactly one source file */",
+            f"__attribute__((aligned(16){attr}))",
+            f"uint8_t arenaplan_{_ident(m)}[{placement.heights[m]}];  /* {m} */",
+            "#else",
+            f"extern uint8_t arenaplan_{_ident(m)}[{placement.heights[m]}];",
+            "#endif",
+        ]
     bases = ", ".join(["nullptr"] + [f"arenaplan_{_ident(m)}" for m in memories[1:]])
     table = "\n".join(
         f"    {{{s}, {f}, {last}, {m}, {o}}},  /* {what}: {memories[m]} */"
