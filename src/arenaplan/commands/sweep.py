@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import io
 from pathlib import Path
 
 from rich.console import Console
@@ -11,7 +10,7 @@ from rich.table import Table
 
 from arenaplan.errors import AllocationError, UsageError
 from arenaplan.export.files import refuse_overwrite, write_atomic
-from arenaplan.export.picture import picture_format, pyplot
+from arenaplan.export.picture import picture_format, pyplot, save
 from arenaplan.placement import plan_model
 from arenaplan.placement.tiers import place_tiers
 from arenaplan.reader import load_model
@@ -83,12 +82,4 @@ def _plot(rows: list, title: str, fast: str, fmt: str) -> bytes:
     ax.set_ylabel("estimated latency (ms)")
     ax.set_title(title)
     ax.legend()
-    out = io.BytesIO()
-    fig.savefig(
-        out,
-        format=fmt,
-        metadata={"Date": None} if fmt == "svg" else {"Software": None},
-        bbox_inches="tight",
-    )
-    plt.close(fig)
-    return out.getvalue()
+    return save(plt, fig, fmt)

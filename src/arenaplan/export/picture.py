@@ -28,6 +28,15 @@ def pyplot():
     return plt
 
 
+def save(plt, fig, fmt: str) -> bytes:
+    """The figure as bytes, with no date or version in it (byte-identical reruns)."""
+    out = io.BytesIO()
+    meta = {"Date": None} if fmt == "svg" else {"Software": None}
+    fig.savefig(out, format=fmt, metadata=meta, bbox_inches="tight")
+    plt.close(fig)
+    return out.getvalue()
+
+
 def _box(ax, plt, item, **style) -> None:
     """One buffer: scopes [first, last] (x, a bar 0.9 wide per scope), bytes (y)."""
     width = item.last - item.first + 0.9
@@ -77,11 +86,7 @@ def render(plan: Plan, title: str, fmt: str) -> bytes:
     ax.set_ylabel("offset in the arena (bytes)")
     ax.set_title(title)
     ax.legend(loc="upper right", fontsize="small")
-    out = io.BytesIO()
-    meta = {"Date": None} if fmt == "svg" else {"Software": None}
-    fig.savefig(out, format=fmt, metadata=meta, bbox_inches="tight")
-    plt.close(fig)
-    return out.getvalue()
+    return save(plt, fig, fmt)
 
 
 def render_memories(
@@ -118,11 +123,7 @@ def render_memories(
         ax.legend(loc="upper right", fontsize="small")
     axes[0, 0].figure.suptitle(title)
     axes[-1, 0].set_xlabel("scope (TFLM: 0 = inputs, operator i runs in scope i+1)")
-    out = io.BytesIO()
-    meta = {"Date": None} if fmt == "svg" else {"Software": None}
-    fig.savefig(out, format=fmt, metadata=meta, bbox_inches="tight")
-    plt.close(fig)
-    return out.getvalue()
+    return save(plt, fig, fmt)
 
 
 def picture_format(path: Path) -> str:
