@@ -75,4 +75,4 @@ def test_persistent_arena_advice(capsys) -> None:
     assert "arm32 tail 26,932 B) fits beside the head: one arena of 82,228 B in tcm" in out
     assert main(["plan", str(src), "--target", "imxrt1170", "--memory", "tcm=64KiB"]) == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert "does not fit beside the head in tcm: put it in ocram" in out
+    assert "does not fit beside the head in tcm: it goes to ocram" in out

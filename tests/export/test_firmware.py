@@ -108,3 +108,29 @@ def test_header_options_are_checked(tmp_path: Path, capsys) -> None:
     )
     assert "may not hold persistent data" in capsys.readouterr().err
     assert not h.exists()
+
+
+def test_header_follows_the_persistent_advice(tmp_path: Path) -> None:
+    """With a target and no --persistent-memory, two arenas only when one does not fit."""
+    src = model_path("mlcommons-tiny__vww_96_int8")
+    roomy, tight = tmp_path / "roomy.h", tmp_path / "tight.h"
+    assert main(["plan", str(src), "-q", "--target", "imxrt1170", "--header", str(roomy)]) == 0
+    assert "arenaplan_arena[" in roomy.read_text()
+    assert (
+        main(
+            [
+                "plan",
+                str(src),
+                "-q",
+                "--target",
+                "imxrt1170",
+                "--memory",
+                "tcm=64KiB",
+                "--header",
+                str(tight),
+            ]
+        )
+        == 0
+    )
+    text = tight.read_text()
+    assert "arenaplan_persistent[" in text and 'section(".ocram")' in text

@@ -83,30 +83,41 @@ def print_memories(
     console.print(persistent_advice(model, plan, target, caps, tiers))
 
 
-def persistent_advice(
+def persistent_memory(
     model: Model, plan: Plan, target: Target, caps: dict[str, int], tiers: TierPlacement | None
-) -> str:
-    """Where TFLM's persistent arena (its tail, at the target's profile) should go."""
+) -> tuple[str | None, int, int]:
+    """Where TFLM's persistent arena (its tail, at the target's profile) should go:
+    (None when one arena fits the fastest memory, else the first other memory that may
+    hold persistent data and has room, or "" if none has), tail bytes, one-arena bytes."""
     profile = target.tflm_profile
     tail = predict_tail(model, profile)
     fast = next(m for m in target.memories if "activations" in m.holds)
     head = tiers.heights[fast.name] if tiers else plan.arena
     one = min_arena(model, head, len(plan.tensors) + len(plan.scratch), profile)
     if one <= caps.get(fast.name, fast.capacity):
-        return (
-            f"persistent arena ({profile} tail {tail:,} B) fits beside the head: one arena "
-            f"of {one:,} B in {fast.name}"
-        )
+        return None, tail, one
     used = tiers.heights if tiers else {fast.name: head}
     for m in target.memories:
         room = caps.get(m.name, m.capacity) - used.get(m.name, 0)
         if m.name != fast.name and "persistent" in m.holds and room >= tail:
-            return (
-                f"persistent arena ({profile} tail {tail:,} B) does not fit beside the head "
-                f"in {fast.name}: put it in {m.name} (two arenas: plan --header ... "
-                f"--persistent-memory {m.name})"
-            )
-    return f"persistent arena ({profile} tail {tail:,} B): no memory has room for it"
+            return m.name, tail, one
+    return "", tail, one
+
+
+def persistent_advice(
+    model: Model, plan: Plan, target: Target, caps: dict[str, int], tiers: TierPlacement | None
+) -> str:
+    memory, tail, one = persistent_memory(model, plan, target, caps, tiers)
+    fast = next(m.name for m in target.memories if "activations" in m.holds)
+    what = f"persistent arena ({target.tflm_profile} tail {tail:,} B)"
+    if memory is None:
+        return f"{what} fits beside the head: one arena of {one:,} B in {fast}"
+    if memory:
+        return (
+            f"{what} does not fit beside the head in {fast}: it goes to {memory} "
+            "(two arenas; --header writes them)"
+        )
+    return f"{what}: no memory has room for it"
 
 
 def memory_regions(

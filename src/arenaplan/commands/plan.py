@@ -13,6 +13,7 @@ from arenaplan.commands.memories import (
     fit_to_target,
     memory_regions,
     parse_memories,
+    persistent_memory,
     print_memories,
 )
 from arenaplan.errors import PlanValidationError, UsageError
@@ -26,7 +27,7 @@ from arenaplan.export.report import html_report
 from arenaplan.export.summary import print_summary
 from arenaplan.ir.model import Model
 from arenaplan.placement import Plan, PlanOptions, plan_model
-from arenaplan.placement.tiers import place_tiers
+from arenaplan.placement.tiers import TierPlacement, place_tiers
 from arenaplan.reader import load_model, read_model_bytes
 from arenaplan.targets import Target, load_builtin, load_target
 
@@ -117,16 +118,22 @@ def _header(
     model: Model,
     plan: Plan,
     target: Target | None,
-    head: int | None = None,
+    caps: dict[str, int],
+    tiers: TierPlacement | None,
 ) -> str:
     if target is None and (args.arena_memory or args.persistent_memory):
         raise UsageError("--arena-memory and --persistent-memory need --target")
-    arena_section, persistent_section = "", None
+    arena_section, persistent_section, head = "", None, None
     if target is not None:
-        arena = _memory(target, args.arena_memory, "activations")
-        arena_section = arena.section
-        if args.persistent_memory:
-            persistent_section = _memory(target, args.persistent_memory, "persistent").section
+        arena_section = _memory(target, args.arena_memory, "activations").section
+        chosen = args.persistent_memory
+        if chosen is None:  # as advised: two arenas only when one does not fit
+            chosen = persistent_memory(model, plan, target, caps, tiers)[0] or None
+        if chosen:
+            persistent_section = _memory(target, chosen, "persistent").section
+        if tiers is not None:
+            fast = next(m.name for m in target.memories if "activations" in m.holds)
+            head = tiers.heights[fast]
     return firmware_header(
         model, plan, args.model.name, args.profile, arena_section, persistent_section, head
     )
@@ -173,8 +180,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
         )
         outputs.append((args.picture, picture))
     if args.header is not None:
-        fast_head = tiers.heights[regions[0][0]] if tiers and regions else None
-        outputs.append((args.header, _header(args, model, plan, target, fast_head).encode()))
+        outputs.append((args.header, _header(args, model, plan, target, caps, tiers).encode()))
     if args.planner_cpp is not None:
         if target is None:
             raise UsageError("--planner-cpp needs --target")
