@@ -42,7 +42,7 @@ def fit_to_target(
     model: Model, plan: Plan, target: Target, caps: dict[str, int], options: PlanOptions
 ) -> tuple[Plan, TierPlacement | None]:
     """The plan itself if it fits the fastest memory, else a multi-memory plan."""
-    fast = next(m for m in target.memories if "activations" in m.holds)
+    fast = target.fastest()
     if plan.arena <= caps.get(fast.name, fast.capacity):
         return plan, None
     tiers = place_tiers(model, target, caps)
@@ -91,7 +91,7 @@ def persistent_memory(
     hold persistent data and has room, or "" if none has), tail bytes, one-arena bytes."""
     profile = target.tflm_profile
     tail = predict_tail(model, profile)
-    fast = next(m for m in target.memories if "activations" in m.holds)
+    fast = target.fastest()
     head = tiers.heights[fast.name] if tiers else plan.arena
     one = min_arena(model, head, len(plan.tensors) + len(plan.scratch), profile)
     if one <= caps.get(fast.name, fast.capacity):
@@ -108,7 +108,7 @@ def persistent_advice(
     model: Model, plan: Plan, target: Target, caps: dict[str, int], tiers: TierPlacement | None
 ) -> str:
     memory, tail, one = persistent_memory(model, plan, target, caps, tiers)
-    fast = next(m.name for m in target.memories if "activations" in m.holds)
+    fast = target.fastest().name
     what = f"persistent arena ({target.tflm_profile} tail {tail:,} B)"
     if memory is None:
         return f"{what} fits beside the head: one arena of {one:,} B in {fast}"

@@ -132,7 +132,7 @@ def _header(
         if chosen:
             persistent_section = _memory(target, chosen, "persistent").section
         if tiers is not None:
-            fast = next(m.name for m in target.memories if "activations" in m.holds)
+            fast = target.fastest().name
             head = tiers.heights[fast]
     return firmware_header(
         model, plan, args.model.name, args.profile, arena_section, persistent_section, head
@@ -141,7 +141,7 @@ def _header(
 
 def _memory(target: Target, name: str | None, holds: str):
     if name is None:
-        return next(m for m in target.memories if holds in m.holds)
+        return target.fastest(holds)
     try:
         memory = target.memory(name)
     except KeyError:

@@ -41,7 +41,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
         refuse_overwrite(args.plot, args.model)
         fmt = picture_format(args.plot)
     target = load_target(args.target_file) if args.target_file else load_builtin(args.target)
-    fast = next(m.name for m in target.memories if "activations" in m.holds)
+    fast = target.fastest().name
     arena = plan_model(model).arena
     sizes = sorted(
         {

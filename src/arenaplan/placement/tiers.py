@@ -90,14 +90,13 @@ class _State:
             bufs += list(self.items.scratch_buffers)
         return Problem(tuple(bufs))
 
-    def pack(
-        self, memory: str, memory_of: Mapping[TensorKey, str], allocator: str = "greedy"
-    ) -> tuple[int, Problem, tuple[int, ...]]:
-        problem = self.problem(memory, memory_of)
+    @staticmethod
+    def pack(problem: Problem, allocator: str = "greedy") -> tuple[int, tuple[int, ...]]:
+        """(height, offsets) of one memory's problem (see ``problem``)."""
         if not problem.buffers:
-            return 0, problem, ()
+            return 0, ()
         sol = get_allocator(allocator, 0.5).solve(problem)
-        return sol.height, problem, sol.offsets
+        return sol.height, sol.offsets
 
 
 def _overflow_keys(state: _State, memory: str, memory_of: Mapping[TensorKey, str]) -> list:
@@ -133,7 +132,7 @@ def _fits_in(state: _State, memory: str, memory_of: Mapping[TensorKey, str]) -> 
         return False
     if not problem.buffers or pack(problem, ORDERS["size"](problem), cap) is not None:
         return True  # one first-fit order was enough
-    height, _, _ = state.pack(memory, memory_of)
+    height, _ = state.pack(problem)
     return height <= cap
 
 
@@ -150,7 +149,8 @@ def _finish(state: _State, strategy: str, memory_of: dict[TensorKey, str]) -> Ti
     heights = {}
     scratch: tuple[int, ...] = ()
     for m in state.memories:
-        height, problem, offs = state.pack(m, memory_of, allocator="portfolio")
+        problem = state.problem(m, memory_of)
+        height, offs = state.pack(problem, allocator="portfolio")
         if height > state.capacity[m]:
             raise AllocationError(
                 f"{strategy}: memory {m} needs {height} bytes, has {state.capacity[m]}"

@@ -45,5 +45,10 @@ class Target:
                 return m
         raise KeyError(name)
 
+    def fastest(self, holds: str = "activations") -> Memory:
+        """The first (fastest) memory that may hold ``holds``; a parsed target has one
+        for activations."""
+        return next(m for m in self.memories if holds in m.holds)
+
     def rate(self, kind: str) -> float:
         return self.macs_per_cycle.get(kind, self.macs_per_cycle.get("default", 1.0))
