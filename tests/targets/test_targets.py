@@ -8,7 +8,7 @@ import pytest
 
 from arenaplan.cli import main
 from arenaplan.errors import TargetError
-from arenaplan.targets import builtin_names, load_builtin, load_target, parse_size
+from arenaplan.targets import builtin_names, load_builtin, load_target
 
 GOOD = """
 name = "mine"
@@ -81,13 +81,6 @@ def test_bad_files_name_the_problem(tmp_path: Path, edit: tuple[str, str], messa
         load_target(path)
     assert message in str(info.value) and str(path) in str(info.value)
     assert "\n" not in str(info.value)
-
-
-def test_sizes() -> None:
-    assert parse_size("512KiB", "x") == 524288 and parse_size("2MB", "x") == 2_000_000
-    assert parse_size(64, "x") == 64 and parse_size("1.5 MiB", "x") == 1572864
-    with pytest.raises(TargetError):
-        parse_size(0, "x")
 
 
 def test_targets_command(tmp_path: Path, capsys) -> None:

@@ -17,7 +17,8 @@ from arenaplan.ir.model import Model
 from arenaplan.placement import Plan, PlanOptions
 from arenaplan.placement.planner import layout_plan
 from arenaplan.placement.tiers import TierPlacement, laid_out_offsets, place_tiers, region_bases
-from arenaplan.targets import Target, parse_size
+from arenaplan.targets import Target
+from arenaplan.units import parse_size
 
 
 def parse_memories(specs: list[str], target: Target | None) -> dict[str, int]:

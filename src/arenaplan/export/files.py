@@ -1,35 +1,135 @@
-"""Writing outputs atomically, and never over the input."""
+"""The files one command writes: all checked first, all written last, or none.
+
+A command names its outputs before it does any work (``Outputs.claim``), so a
+bad path (a directory, a missing or unwritable folder, the input itself, two
+options naming one file) fails at once with one line and nothing written. The
+payloads are rendered in memory (``add``) and written together at the end
+(``write_all``): every payload first goes to a temporary file beside its
+destination, and only when all of them are on disk are they renamed into
+place. A failure before the renames removes every temporary file; the
+destinations are untouched.
+
+``-`` as a path means standard output (text payloads only, e.g. the JSON plan).
+"""
 
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from arenaplan.errors import UsageError
 
-
-def refuse_overwrite(output: Path, *inputs: Path) -> None:
-    """An output must never replace one of the inputs."""
-    for source in inputs:
-        if output.exists() and source.exists() and output.resolve() == source.resolve():
-            raise UsageError(f"{output}: refusing to overwrite the input model")
+STDOUT = "-"
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` via a temporary file and a rename: all or nothing."""
-    path = Path(path)
-    directory = path.parent if str(path.parent) else Path(".")
-    if not directory.is_dir():
-        raise UsageError(f"{path}: directory {directory} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+def _why(exc: OSError) -> str:
+    return exc.strerror or type(exc).__name__
+
+
+@dataclass
+class Outputs:
+    """Output paths of one command, keyed by what they resolve to."""
+
+    inputs: tuple[Path, ...] = ()
+    _claimed: dict[Path, str] = field(default_factory=dict)  # resolved path -> option
+    _staged: list[tuple[Path, bytes]] = field(default_factory=list)
+    to_stdout: str | None = None  # the option writing to standard output, if any
+
+    def claim(self, path: Path | None, option: str, stdout_ok: bool = False) -> Path | None:
+        """Check ``path`` (given with ``option``) can be written; None passes through."""
+        if path is None:
+            return None
+        if str(path) == STDOUT:
+            if not stdout_ok:
+                raise UsageError(f"{option} -: this output cannot go to standard output")
+            if self.to_stdout is not None:
+                raise UsageError(f"{option} and {self.to_stdout} both write to standard output")
+            self.to_stdout = option
+            return path
+        resolved = path.resolve()
+        for source in self.inputs:
+            if resolved == source.resolve():
+                raise UsageError(f"{option} {path}: refusing to overwrite the input")
+        if resolved in self._claimed:
+            raise UsageError(f"{self._claimed[resolved]} and {option} both name {path}")
+        if path.is_dir():
+            raise UsageError(f"{option} {path}: is a directory, not a file")
+        folder = path.parent
+        if not folder.is_dir():
+            what = "is not a directory" if folder.exists() else "does not exist"
+            raise UsageError(f"{option} {path}: {folder} {what}")
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise UsageError(f"{option} {path}: cannot write in {folder}")
+        self._claimed[resolved] = option
+        return path
+
+    def add(self, path: Path, data: bytes) -> None:
+        """Stage ``data`` for ``path`` (a claimed path); nothing is written yet."""
+        if str(path) != STDOUT and path.resolve() not in self._claimed:
+            raise UsageError(f"{path}: output was not checked before use")  # a bug
+        self._staged.append((path, data))
+
+    @property
+    def paths(self) -> list[Path]:
+        return [p for p, _ in self._staged if str(p) != STDOUT]
+
+    def write_all(self) -> list[Path]:
+        """Write every staged payload, all or nothing; returns the files written."""
+        temps: list[tuple[str, Path]] = []
+        try:
+            for path, data in self._staged:
+                if str(path) != STDOUT:
+                    temps.append((_stage(path, data), path))
+        except BaseException:
+            for tmp, _ in temps:
+                Path(tmp).unlink(missing_ok=True)
+            raise
+        for tmp, path in temps:
+            os.replace(tmp, path)
+        for path, data in self._staged:
+            if str(path) == STDOUT:
+                sys.stdout.write(data.decode())
+                sys.stdout.flush()
+        return self.paths
+
+
+def _stage(path: Path, data: bytes) -> str:
+    """Write ``data`` to a new temporary file beside ``path``; return its name."""
     try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes 0600; outputs are ordinary files
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot write: {_why(exc)}") from None
+    try:
         with os.fdopen(fd, "wb") as f:
+            umask = os.umask(0)
+            os.umask(umask)
+            os.fchmod(f.fileno(), 0o666 & ~umask)  # mkstemp makes 0600; outputs are ordinary
             f.write(data)
-        os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise UsageError(f"{path}: cannot write: {_why(exc)}") from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    return tmp
+
+
+def write_outputs(inputs: tuple[Path, ...], files: list[tuple[Path, str, bytes]]) -> list[Path]:
+    """Claim and write ``(path, option, data)`` outputs at once (when all are ready)."""
+    out = Outputs(inputs)
+    for path, option, _ in files:
+        out.claim(path, option)
+    for path, _, data in files:
+        out.add(path, data)
+    return out.write_all()
+
+
+def refuse_overwrite(output: Path, *inputs: Path) -> None:  # pragma: no cover - transitional
+    Outputs(tuple(inputs)).claim(output, "output")
+
+
+def write_atomic(path: Path, data: bytes) -> None:  # pragma: no cover - transitional
+    write_outputs((), [(Path(path), "output", data)])

@@ -1,6 +1,6 @@
 """Targets as data: the memories of a chip and its compute rates, from TOML files."""
 
-from arenaplan.targets.load import builtin_names, load_builtin, load_target, parse_size
+from arenaplan.targets.load import builtin_names, load_builtin, load_target
 from arenaplan.targets.model import HOLDS, Memory, Target
 
 __all__ = [
@@ -10,5 +10,4 @@ __all__ = [
     "builtin_names",
     "load_builtin",
     "load_target",
-    "parse_size",
 ]

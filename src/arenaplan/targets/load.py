@@ -1,6 +1,7 @@
 """Load and check target TOML files; every problem is one ``TargetError`` line.
 
-Format (all keys checked; sizes are bytes or strings like "512KiB", "2MB")::
+Format (all keys checked; sizes are bytes or strings like "512KiB", "2MB", see
+``arenaplan.units``)::
 
     name = "generic"
     description = "..."
@@ -20,7 +21,6 @@ Format (all keys checked; sizes are bytes or strings like "512KiB", "2MB")::
 
 from __future__ import annotations
 
-import re
 import tomllib
 from importlib import resources
 from pathlib import Path
@@ -28,17 +28,8 @@ from typing import Any
 
 from arenaplan.errors import TargetError
 from arenaplan.targets.model import HOLDS, Memory, Target
+from arenaplan.units import parse_size
 
-_UNITS = {
-    "": 1,
-    "B": 1,
-    "KB": 1000,
-    "MB": 1000**2,
-    "GB": 1000**3,
-    "KIB": 1024,
-    "MIB": 1024**2,
-    "GIB": 1024**3,
-}
 _TOP_KEYS = {"name", "description", "clock_hz", "tflm_profile", "compute", "memory"}
 _PROFILES = ("pypi", "arm32", "int32")  # as in analysis.persistent.PROFILES
 _MEMORY_KEYS = {
@@ -51,22 +42,6 @@ _MEMORY_KEYS = {
     "section",
     "note",
 }
-
-
-def parse_size(value: object, where: str) -> int:
-    """Bytes from an integer or a string such as "512KiB" or "2 MB"."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        size = value
-    elif isinstance(value, str):
-        m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMG]i?B|B)?\s*", value, re.IGNORECASE)
-        if not m:
-            raise TargetError(f"{where}: {value!r} is not a size (try 512KiB or 2MB)")
-        size = int(float(m.group(1)) * _UNITS[(m.group(2) or "").upper()])
-    else:
-        raise TargetError(f"{where}: {value!r} is not a size")
-    if size <= 0:
-        raise TargetError(f"{where}: size must be positive, got {value!r}")
-    return size
 
 
 def _number(table: dict, key: str, where: str, zero_ok: bool = False) -> float:
@@ -95,7 +70,7 @@ def _memory(table: Any, k: int) -> Memory:
         raise TargetError(f"{where}: holds must list some of {', '.join(HOLDS)}, got {holds!r}")
     return Memory(
         name=name,
-        capacity=parse_size(table.get("capacity"), f"{where} capacity"),
+        capacity=parse_size(table.get("capacity"), f"{where} capacity", error=TargetError),
         read_bandwidth=_number(table, "read_bandwidth", where),
         write_bandwidth=_number(
             table, "write_bandwidth", where, zero_ok=holds == ["weights"]

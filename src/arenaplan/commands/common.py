@@ -1,0 +1,34 @@
+"""Options and checks shared by several sub-commands."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from arenaplan.errors import UsageError
+from arenaplan.targets import Target, load_builtin, load_target
+
+
+def add_target_options(p: argparse.ArgumentParser, default: str | None, what: str) -> None:
+    """``--target NAME`` or ``--target-file FILE`` (not both)."""
+    shown = f" (default {default})" if default else ""
+    p.add_argument(
+        "--target",
+        default=None,
+        metavar="NAME",
+        help=f"built-in target{shown}: {what} (list them with: arenaplan targets)",
+    )
+    p.add_argument(
+        "--target-file", type=Path, metavar="FILE", help="your own target TOML file instead"
+    )
+    p.set_defaults(target_default=default)
+
+
+def target_from_args(args: argparse.Namespace) -> Target | None:
+    """The target the options name; None when neither is given and there is no default."""
+    if args.target is not None and args.target_file is not None:
+        raise UsageError("give --target or --target-file, not both")
+    if args.target_file is not None:
+        return load_target(args.target_file)
+    name = args.target or args.target_default
+    return load_builtin(name) if name else None

@@ -1,0 +1,92 @@
+"""One syntax for sizes everywhere: command-line options and target files.
+
+A size is a whole number of bytes, optionally with a unit: ``B``; decimal
+``KB`` = 1000, ``MB`` = 1000**2, ``GB`` = 1000**3; binary ``KiB`` = 1024,
+``MiB`` = 1024**2, ``GiB`` = 1024**3 (case-insensitive, spaces allowed:
+``32KiB``, ``1.5 MiB``, ``2MB``). A fractional value must come to whole bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+from fractions import Fraction
+
+from arenaplan.errors import ArenaplanError, UsageError
+
+UNITS = {
+    "": 1,
+    "B": 1,
+    "KB": 1000,
+    "MB": 1000**2,
+    "GB": 1000**3,
+    "KIB": 1024,
+    "MIB": 1024**2,
+    "GIB": 1024**3,
+}
+SIZE_HELP = "bytes, or with a unit: 32KiB (1024), 32KB (1000), 1.5MiB"
+_SIZE = re.compile(r"\s*(-?\d+(?:\.\d+)?)\s*([KMG]i?B|B)?\s*", re.IGNORECASE)
+
+
+def parse_size(
+    value: object,
+    where: str,
+    minimum: int = 1,
+    error: type[ArenaplanError] = UsageError,
+) -> int:
+    """Bytes from an integer or a string such as "512KiB" or "2 MB"; at least ``minimum``."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        size = value
+    elif isinstance(value, str):
+        m = _SIZE.fullmatch(value)
+        if not m:
+            raise error(f"{where}: {value!r} is not a size ({SIZE_HELP})")
+        exact = Fraction(m.group(1)) * UNITS[(m.group(2) or "").upper()]
+        if exact.denominator != 1:
+            raise error(f"{where}: {value!r} is not a whole number of bytes")
+        size = int(exact)
+    else:
+        raise error(f"{where}: {value!r} is not a size ({SIZE_HELP})")
+    if size < minimum:
+        least = "positive" if minimum == 1 else f"at least {minimum:,} B"
+        raise error(f"{where}: a size must be {least}, got {value!r}")
+    return size
+
+
+def size_arg(minimum: int = 1):
+    """An ``argparse`` type for size options (its errors become one usage line)."""
+
+    def size(text: str) -> int:
+        try:
+            return parse_size(text, "size", minimum)
+        except UsageError as exc:
+            raise argparse.ArgumentTypeError(str(exc).removeprefix("size: ")) from None
+
+    return size
+
+
+def seconds_arg(text: str) -> float:
+    """An ``argparse`` type for durations: a finite number of seconds above zero."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
+    return value
+
+
+def count_arg(minimum: int):
+    """An ``argparse`` type for counts: a whole number at least ``minimum``."""
+
+    def count(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        return value
+
+    return count
