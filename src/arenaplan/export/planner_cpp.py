@@ -5,8 +5,10 @@ offset from that arena's start (``AddBuffer`` in tensor order then scratch order
 then ``GetOffsetForBuffer``). The generated ``arenaplan::TablePlanner`` answers
 from the table: a buffer in the fast memory gets its offset in the arena; one in
 another memory gets the distance from the arena to its place in that memory's
-array (address arithmetic; 32-bit MCUs). ``AddBuffer`` checks each buffer's size
-and lifetime against the table, so a model that does not match refuses to start.
+array (address arithmetic), or an error when that distance does not fit TFLM's
+``int`` offset (a 64-bit host whose arena lies far from the static arrays).
+``AddBuffer`` checks each buffer's size and lifetime against the table, so a model
+that does not match refuses to start.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ def planner_source(model: Model, placement: TierPlacement, target: Target, name:
    Memories, fastest first: {", ".join(memories)}. The first is TFLM's non-persistent
    arena itself ({fast} bytes of plan in it); define the other arrays in their sections. */
 #pragma once
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "tensorflow/lite/micro/memory_planner/micro_memory_planner.h"
@@ -101,8 +104,12 @@ class TablePlanner : public tflite::MicroMemoryPlanner {{
     static uint8_t* const kBase[] = {{{bases}}};
     const PlannedBuffer& b = kPlan[buffer_index];
     uint8_t* base = b.memory == 0 ? arena_ : kBase[b.memory];
-    *offset = static_cast<int>(reinterpret_cast<uintptr_t>(base + b.offset) -
-                               reinterpret_cast<uintptr_t>(arena_));
+    /* TFLM puts the buffer at arena + *offset, an int: the distance must fit one
+       (it may not on a 64-bit host, e.g. a heap arena far from the arrays). */
+    const intptr_t distance = static_cast<intptr_t>(
+        reinterpret_cast<uintptr_t>(base + b.offset) - reinterpret_cast<uintptr_t>(arena_));
+    if (distance < INT_MIN || distance > INT_MAX) return kTfLiteError;
+    *offset = static_cast<int>(distance);
     return kTfLiteOk;
   }}
   bool preserves_all_tensors() const override {{ return false; }}
