@@ -1,85 +1,189 @@
-"""``arenaplan sweep MODEL --target T``: estimated latency against fast-memory size."""
+"""``arenaplan sweep MODEL --target T``: estimated latency against fast-memory size.
+
+The sizes tried run from the top, the smaller of the model's arena and the
+fastest memory's real capacity (above it the memory does not exist; above the
+arena nothing changes), down to a quarter of the top: exactly ``--points``
+distinct sizes, multiples of 16 bytes after the first when the range allows it,
+else whole bytes. A size neither strategy can place is a row saying why.
+"""
 
 from __future__ import annotations
 
 import argparse
+import math
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
+from arenaplan.commands.common import add_target_options, target_from_args
 from arenaplan.errors import AllocationError, UsageError
-from arenaplan.export.files import refuse_overwrite, write_atomic
+from arenaplan.export.files import Outputs
 from arenaplan.export.picture import picture_format, pyplot, save
+from arenaplan.ir.model import Model
 from arenaplan.placement import plan_model
 from arenaplan.placement.tiers import place_tiers
 from arenaplan.reader import load_model
-from arenaplan.targets import load_builtin, load_target
+from arenaplan.targets import Target
+from arenaplan.units import count_arg
+
+FLAT = (
+    "compute-bound at every size: the fastest memory's size does not change the estimated latency"
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "sweep",
         help="estimated latency against the fast memory's size",
-        description="Shrink the target's fastest memory from the whole arena "
-        "down to a quarter of it; place the activations at each size (ours and "
-        "Vela's strategy) and print, and optionally plot, the estimated latency.",
+        description="Shrink the target's fastest memory from the smaller of the "
+        "model's arena and the memory's real capacity down to a quarter of that; "
+        "place the activations at each size (ours and Vela's strategy) and print, "
+        "and optionally plot, the estimated latency.",
     )
     p.add_argument("model", type=Path)
-    p.add_argument("--target", default="generic", help="built-in target (default generic)")
-    p.add_argument("--target-file", type=Path, help="your own target TOML file instead")
-    p.add_argument("--points", type=int, default=8, help="capacities to try (default 8)")
+    add_target_options(p, default="generic", what="whose fastest memory shrinks")
+    p.add_argument(
+        "--points",
+        type=count_arg(2),
+        default=8,
+        metavar="N",
+        help="sizes to try, a whole number >= 2 (default 8); one row each",
+    )
     p.add_argument("--plot", type=Path, help="write the curve as .png or .svg")
     p.set_defaults(run=run)
 
 
-def run(args: argparse.Namespace, console: Console) -> int:
-    if args.points < 2:
-        raise UsageError("--points must be at least 2")
-    _, model = load_model(args.model)
-    if args.plot is not None:
-        refuse_overwrite(args.plot, args.model)
-        fmt = picture_format(args.plot)
-    target = load_target(args.target_file) if args.target_file else load_builtin(args.target)
-    fast = target.fastest().name
-    arena = plan_model(model).arena
-    sizes = sorted(
-        {
-            max(16, arena * (4 * args.points - 3 * k) // (4 * args.points) // 16 * 16)
-            for k in range(args.points + 1)
-        },
-        reverse=True,
-    )
-    rows = []
-    for size in sizes:
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One size of the fastest memory. Seconds are None where a strategy could not
+    place the activations; ``why`` then says why."""
+
+    capacity: int  # bytes
+    ours: float | None  # seconds
+    vela: float | None  # seconds
+    heights: dict[str, int]  # bytes per memory of our placement
+    why: str = ""
+
+
+def sizes(top: int, points: int) -> list[int]:
+    """``points`` distinct sizes (bytes) from ``top`` down to a quarter of it, largest
+    first; after the first, multiples of 16 when the steps are at least 16 bytes."""
+    bottom = top // 4
+    span = top - bottom
+    if bottom >= 16 and span >= 16 * (points - 1):
+        return [top] + [(top - k * span // (points - 1)) // 16 * 16 for k in range(1, points)]
+    if span < points - 1:
+        raise UsageError(
+            f"--points {points}: {top:,} B down to {bottom:,} B has only {span + 1} "
+            f"sizes (give --points {span + 1} or fewer)"
+        )
+    return [top - k * span // (points - 1) for k in range(points)]
+
+
+def _row(model: Model, target: Target, fast: str, capacity: int) -> Row:
+    seconds: dict[str, float | None] = {}
+    heights: dict[str, int] = {}
+    why: dict[str, str] = {}
+    for strategy, who in (("arenaplan", "ours"), ("vela", "Vela")):
         try:
-            ours = place_tiers(model, target, {fast: size})
-            vela = place_tiers(model, target, {fast: size}, "vela")
+            placed = place_tiers(model, target, {fast: capacity}, strategy)
         except AllocationError as exc:
-            console.print(f"{fast} {size:,} B: {exc}")
+            seconds[strategy], why[who] = None, str(exc)
             continue
-        rows.append((size, ours.seconds, vela.seconds, ours.heights))
-    table = Table(title=f"{args.model.name} on {target.name}: estimated latency (ms)")
-    for col in (f"{fast} bytes", "ours", "Vela's strategy", "arenas (ours)"):
+        seconds[strategy] = placed.seconds
+        if strategy == "arenaplan":
+            heights = placed.heights
+    if len(why) == 2 and len(set(why.values())) == 1:
+        reason = f"cannot place: {why['ours']}"
+    else:
+        reason = "; ".join(f"{who} cannot place: {text}" for who, text in why.items())
+    return Row(capacity, seconds["arenaplan"], seconds["vela"], heights, reason)
+
+
+def _latency_format(rows: list[Row]) -> tuple[str, float, int]:
+    """(unit, seconds per unit, decimals): five significant digits for the largest."""
+    placed = [s for r in rows for s in (r.ours, r.vela) if s is not None]
+    largest = max(placed, default=0.0)
+    unit, scale = ("ms", 1e-3) if largest >= 1e-3 else ("µs", 1e-6)
+    value = largest / scale
+    decimals = max(0, 4 - math.floor(math.log10(value))) if value > 0 else 3
+    return unit, scale, decimals
+
+
+def is_flat(rows: list[Row], scale: float, decimals: int) -> bool:
+    """Was every size placed, and does every latency (ours and Vela's) print the same?"""
+    if any(r.ours is None or r.vela is None for r in rows):
+        return False
+    shown = {f"{s / scale:.{decimals}f}" for r in rows for s in (r.ours, r.vela) if s is not None}
+    return len(shown) == 1
+
+
+def _kib(n: int) -> str:
+    kib = n / 1024
+    return f"{kib:,.1f}" if kib >= 10 else f"{kib:.2f}"
+
+
+def run(args: argparse.Namespace, console: Console) -> int:
+    outputs = Outputs(inputs=(args.model,))
+    if args.plot is not None:  # every check that needs no computing, first
+        outputs.claim(args.plot, "--plot")
+        fmt = picture_format(args.plot)
+        pyplot()
+    target = target_from_args(args)
+    if target is None:  # not reached: the default is generic
+        raise UsageError("sweep needs --target or --target-file")
+    _, model = load_model(args.model)
+    fast = target.fastest()
+    arena = plan_model(model).arena
+    top = min(arena, fast.capacity)
+    rows = [_row(model, target, fast.name, size) for size in sizes(top, args.points)]
+
+    unit, scale, decimals = _latency_format(rows)
+    title = f"{args.model.name} on {target.name}: estimated latency ({unit})"
+    table = Table(title=title)
+    for col in (
+        f"{fast.name} bytes",
+        "KiB",
+        "ours",
+        "Vela's strategy",
+        "arenas (ours), or why not",
+    ):
         table.add_column(col, justify="left" if col.startswith("arenas") else "right")
-    for size, ours_s, vela_s, heights in rows:
-        used = ", ".join(f"{k} {v:,}" for k, v in heights.items() if v)
-        table.add_row(f"{size:,}", f"{ours_s * 1e3:.3f}", f"{vela_s * 1e3:.3f}", used)
+    for r in rows:
+        cells = [f"{s / scale:.{decimals}f}" if s is not None else "-" for s in (r.ours, r.vela)]
+        used = ", ".join(f"{k} {v:,}" for k, v in r.heights.items() if v)
+        table.add_row(
+            f"{r.capacity:,}", _kib(r.capacity), *cells, "; ".join(filter(None, (used, r.why)))
+        )
     console.print(table)
-    if args.plot is not None and rows:
-        write_atomic(args.plot, _plot(rows, f"{args.model.name} on {target.name}", fast, fmt))
+    start = "the arena" if top == arena else f"{fast.name}'s capacity"
+    console.print(f"{fast.name} from {start} ({top:,} B) down to {rows[-1].capacity:,} B")
+    flat = is_flat(rows, scale, decimals)
+    if flat:
+        console.print(FLAT)
+    if args.plot is not None:
+        picture = _plot(rows, f"{args.model.name} on {target.name}", fast.name, fmt, unit, flat)
+        outputs.add(args.plot, picture)
+        outputs.write_all()
         console.print(f"wrote {args.plot}")
     return 0
 
 
-def _plot(rows: list, title: str, fast: str, fmt: str) -> bytes:
+def _plot(rows: list[Row], title: str, fast: str, fmt: str, unit: str, flat: bool) -> bytes:
     plt = pyplot()
+    scale = 1e-3 if unit == "ms" else 1e-6
     fig, ax = plt.subplots(figsize=(7, 4), dpi=100)
-    xs = [r[0] for r in rows]
-    ax.plot(xs, [r[1] * 1e3 for r in rows], marker="o", label="arenaplan")
-    ax.plot(xs, [r[2] * 1e3 for r in rows], marker="x", linestyle="--", label="Vela's strategy")
-    ax.set_xlabel(f"{fast} capacity (bytes)")
-    ax.set_ylabel("estimated latency (ms)")
-    ax.set_title(title)
-    ax.legend()
+    xs = [r.capacity / 1024 for r in rows]
+
+    def ys(pick) -> list[float]:
+        return [pick(r) / scale if pick(r) is not None else math.nan for r in rows]
+
+    ax.plot(xs, ys(lambda r: r.ours), marker="o", label="arenaplan")
+    ax.plot(xs, ys(lambda r: r.vela), marker="x", linestyle="--", label="Vela's strategy")
+    ax.set_xlabel(f"{fast} capacity (KiB)")
+    ax.set_ylabel(f"estimated latency ({unit})")
+    ax.set_title(title + (f"\n{FLAT}" if flat else ""), fontsize="medium")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small")
     return save(plt, fig, fmt)
