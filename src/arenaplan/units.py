@@ -49,7 +49,7 @@ def parse_size(
     else:
         raise error(f"{where}: {value!r} is not a size ({SIZE_HELP})")
     if size < minimum:
-        least = "positive" if minimum == 1 else f"at least {minimum:,} B"
+        least = {0: "zero or more", 1: "positive"}.get(minimum, f"at least {minimum:,} B")
         raise error(f"{where}: a size must be {least}, got {value!r}")
     return size
 

@@ -88,10 +88,29 @@ def _overload(part: Part, capacity: int) -> str | None:
                 f"{load} bytes are live at step {part.starts[t]}, "
                 f"more than the capacity of {capacity}"
             )
-    for k, size in enumerate(part.size):
-        fixed = part.fixed[k]
-        if fixed >= 0 and fixed + size > capacity:
-            return f"a buffer fixed at {fixed} ends at {fixed + size}, over the capacity"
+    return None
+
+
+def _fixed_conflict(problem: Problem, capacity: int) -> str | None:
+    """Why the fixed buffers alone rule ``capacity`` out: one ends above it (empty
+    buffers too: an offset is a promise), or two overlap in time and bytes."""
+    fixed = [b for b in problem.buffers if b.offset is not None]
+    for b in fixed:
+        if b.offset + b.size > capacity:
+            return (
+                f"buffer {b.id} is fixed at offset {b.offset} and ends at "
+                f"{b.offset + b.size}, above the capacity of {capacity}"
+            )
+    fixed.sort(key=lambda b: (b.first, b.offset))
+    for k, a in enumerate(fixed):
+        for b in fixed[k + 1 :]:
+            if b.first > a.last:
+                break
+            if a.size and b.size and a.offset < b.offset + b.size and b.offset < a.offset + a.size:
+                return (
+                    f"fixed buffers {a.id} and {b.id} overlap at step {b.first} "
+                    f"(bytes {max(a.offset, b.offset)}..)"
+                )
     return None
 
 
@@ -152,6 +171,9 @@ def check_capacity(
 ) -> Feasibility:
     """Is there a packing of ``problem`` within ``capacity`` bytes?"""
     clock = _Clock(None if seconds is None else time.monotonic() + seconds)
+    why = _fixed_conflict(problem, capacity)
+    if why:
+        return Feasibility("infeasible", capacity, reason=why)
     bufs = problem.buffers
     offsets = [b.offset if b.offset is not None else 0 for b in bufs]
     members = [i for i, b in enumerate(bufs) if b.size > 0]

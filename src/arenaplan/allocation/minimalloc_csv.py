@@ -18,14 +18,20 @@ from arenaplan.errors import AllocationError
 
 REQUIRED = ("id", "lower", "upper", "size")
 OPTIONAL = ("alignment", "offset")
+# Every value, and the sum of all sizes plus the largest offset and alignment,
+# stays below 2**62 so that no height or sum overflows the search's int64.
+LIMIT = 1 << 62
 
 
 def _int(row: dict[str, str], key: str, line: int) -> int:
     text = (row.get(key) or "").strip()
     try:
-        return int(text)
+        value = int(text)
     except ValueError:
         raise AllocationError(f"row {line}: {key} {text!r} is not an integer") from None
+    if abs(value) >= LIMIT:
+        raise AllocationError(f"row {line}: {key} {value} is out of range (limit 2**62)")
+    return value
 
 
 def _buffer(row: dict[str, str], line: int) -> Buffer:
@@ -38,18 +44,30 @@ def _buffer(row: dict[str, str], line: int) -> Buffer:
     if size < 0:
         raise AllocationError(f"row {line} ({ident}): negative size {size}")
     alignment = _int(row, "alignment", line) if (row.get("alignment") or "").strip() else 1
-    if alignment < 1:
-        raise AllocationError(f"row {line} ({ident}): alignment {alignment} must be at least 1")
-    offset = _int(row, "offset", line) if (row.get("offset") or "").strip() else None
-    if offset is not None and (offset < 0 or offset % alignment):
+    if alignment < 1 or alignment & (alignment - 1):
         raise AllocationError(
-            f"row {line} ({ident}): fixed offset {offset} is negative or not aligned"
+            f"row {line} ({ident}): alignment {alignment} must be a power of two (1, 2, 4, ...)"
+        )
+    offset = _int(row, "offset", line) if (row.get("offset") or "").strip() else None
+    if offset is not None and offset < 0:
+        raise AllocationError(f"row {line} ({ident}): fixed offset {offset} is negative")
+    if offset is not None and offset % alignment:
+        raise AllocationError(
+            f"row {line} ({ident}): fixed offset {offset} is not a multiple of "
+            f"its alignment {alignment}"
         )
     return Buffer(ident, lower, upper - 1, size, alignment, offset)
 
 
 def parse_problem(text: str, capacity: int | None = None) -> Problem:
     """Parse CSV text; every error names its row (the header is row 1)."""
+    try:
+        return _parse(text.removeprefix("\ufeff"), capacity)
+    except csv.Error as exc:
+        raise AllocationError(f"not a readable CSV file: {exc}") from None
+
+
+def _parse(text: str, capacity: int | None) -> Problem:
     reader = csv.DictReader(io.StringIO(text))
     header = [h.strip() for h in (reader.fieldnames or [])]
     missing = [c for c in REQUIRED if c not in header]
@@ -71,16 +89,31 @@ def parse_problem(text: str, capacity: int | None = None) -> Problem:
             raise AllocationError(f"row {line}: duplicate id {b.id!r}")
         seen.add(b.id)
         buffers.append(b)
+    _check_total(buffers)
     return Problem(tuple(buffers), capacity)
+
+
+def _check_total(buffers: list[Buffer]) -> None:
+    total = sum(b.size for b in buffers)
+    total += max((b.offset or 0 for b in buffers), default=0)
+    total += max((b.alignment for b in buffers), default=1)
+    if total >= LIMIT:
+        raise AllocationError(
+            f"the sizes add up to {total:,} bytes, beyond what the solver handles (2**62)"
+        )
 
 
 def read_problem(path: Path, capacity: int | None = None) -> Problem:
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = Path(path).read_text(encoding="utf-8-sig")  # a spreadsheet's byte-order mark
     except FileNotFoundError:
         raise AllocationError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise AllocationError(f"{path}: cannot read: {exc}") from None
+    except IsADirectoryError:
+        raise AllocationError(f"{path}: is a directory, not a CSV file") from None
+    except UnicodeDecodeError:
+        raise AllocationError(f"{path}: not a text (UTF-8) CSV file") from None
+    except OSError as exc:
+        raise AllocationError(f"{path}: cannot read: {exc.strerror}") from None
     try:
         return parse_problem(text, capacity)
     except AllocationError as exc:

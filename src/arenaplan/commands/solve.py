@@ -18,7 +18,8 @@ from arenaplan.allocation.exact import SearchParams, check_capacity
 from arenaplan.allocation.minimalloc_csv import format_solution, read_problem
 from arenaplan.allocation.minimize import minimize
 from arenaplan.errors import UsageError
-from arenaplan.export.files import refuse_overwrite, write_atomic
+from arenaplan.export.files import Outputs
+from arenaplan.units import SIZE_HELP, seconds_arg, size_arg
 
 EXIT_INFEASIBLE, EXIT_UNKNOWN = 1, 3
 SWITCHES = tuple(
@@ -35,10 +36,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("problem", type=Path)
     p.add_argument("-o", "--output", type=Path, help="write the solution CSV here")
-    p.add_argument("--capacity", type=int, help="decide this capacity instead of minimising")
+    p.add_argument(
+        "--capacity",
+        type=size_arg(minimum=0),
+        metavar="SIZE",
+        help=f"decide this capacity instead of minimising ({SIZE_HELP})",
+    )
     p.add_argument(
         "--time-limit",
-        type=float,
+        type=seconds_arg,
         default=60.0,
         metavar="S",
         help="seconds before returning the best so far (default 60)",
@@ -87,24 +93,23 @@ class _Progress:
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
-    if args.time_limit <= 0:
-        raise UsageError("--time-limit must be positive")
-    problem = read_problem(args.problem)
-    if args.output is not None:
-        refuse_overwrite(args.output, args.problem)
+    outputs = Outputs((args.problem,))
+    outputs.claim(args.output, "-o")
     params = _params(args.disable)
+    problem = read_problem(args.problem)
     progress = _Progress(console, args.quiet)
     if progress.status is not None:
         progress.status.start()
     try:
         if args.capacity is not None:
-            return _decide(args, console, problem, params, progress)
+            return _decide(args, console, problem, params, progress, outputs)
         solution = minimize(problem, params, args.time_limit, progress)
     finally:
         if progress.status is not None:
             progress.status.stop()
     if args.output is not None:
-        write_atomic(args.output, format_solution(problem, solution.offsets).encode())
+        outputs.add(args.output, format_solution(problem, solution.offsets).encode())
+        outputs.write_all()
     if not args.quiet:
         verdict = (
             "proven optimal"
@@ -119,11 +124,14 @@ def run(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
-def _decide(args, console: Console, problem, params: SearchParams, progress: _Progress) -> int:
+def _decide(
+    args, console: Console, problem, params: SearchParams, progress: _Progress, outputs: Outputs
+) -> int:
     answer = check_capacity(problem, args.capacity, params, args.time_limit, progress)
     if answer.status == "feasible" and answer.offsets is not None:
         if args.output is not None:
-            write_atomic(args.output, format_solution(problem, answer.offsets).encode())
+            outputs.add(args.output, format_solution(problem, answer.offsets).encode())
+            outputs.write_all()
         if not args.quiet:
             console.print(f"feasible at {args.capacity:,} ({answer.seconds:.2f} s)")
         return 0

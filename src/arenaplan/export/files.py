@@ -61,8 +61,7 @@ class Outputs:
         if not folder.is_dir():
             what = "is not a directory" if folder.exists() else "does not exist"
             raise UsageError(f"{option} {path}: {folder} {what}")
-        if not os.access(folder, os.W_OK | os.X_OK):
-            raise UsageError(f"{option} {path}: cannot write in {folder}")
+        _probe(folder, f"{option} {path}")
         self._claimed[resolved] = option
         return path
 
@@ -94,6 +93,17 @@ class Outputs:
                 sys.stdout.write(data.decode())
                 sys.stdout.flush()
         return self.paths
+
+
+def _probe(folder: Path, what: str) -> None:
+    """Can a file be created in ``folder``? (Permissions, read-only or pseudo file systems:
+    only trying tells, since root passes every ``os.access`` check.)"""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".arenaplan-probe.", dir=folder)
+    except OSError as exc:
+        raise UsageError(f"{what}: cannot write in {folder}: {_why(exc)}") from None
+    os.close(fd)
+    Path(tmp).unlink(missing_ok=True)
 
 
 def _stage(path: Path, data: bytes) -> str:
