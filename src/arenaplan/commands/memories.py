@@ -4,6 +4,8 @@ If the single-arena plan fits the fastest memory that holds activations, it
 stays; otherwise the activations are spread over the target's memories
 (``placement.tiers``) and the memories are laid end to end in TFLM's one head,
 fastest first, so the offline plan carries them and TFLM can verify it.
+Every option that names a memory is checked against the target and the model
+before anything is computed or written.
 """
 
 from __future__ import annotations
@@ -11,18 +13,44 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from arenaplan.analysis.persistent import min_arena, predict_tail
+from arenaplan.allocation.bounds import live_bytes_bound
+from arenaplan.allocation.problem import Problem
+from arenaplan.analysis.persistent import PROFILES, min_arena, planning_bytes, predict_tail
 from arenaplan.errors import UsageError
+from arenaplan.export.summary import PROFILE_WORDS, arena_line
 from arenaplan.ir.model import Model
 from arenaplan.placement import Plan, PlanOptions
+from arenaplan.placement.buffers import arena_items
 from arenaplan.placement.planner import layout_plan
 from arenaplan.placement.tiers import TierPlacement, laid_out_offsets, place_tiers, region_bases
-from arenaplan.targets import Target
+from arenaplan.targets import Memory, Target
 from arenaplan.units import parse_size
 
 
+def _kib(n: int) -> str:
+    return f"{n:,} B" if n < 1024 else f"{n:,} B ({n / 1024:g} KiB)"
+
+
+def target_memory(target: Target, name: str, holds: str, option: str) -> Memory:
+    """The memory ``name`` of ``target``, which must be allowed to hold ``holds`` data."""
+    try:
+        memory = target.memory(name)
+    except KeyError:
+        known = ", ".join(m.name for m in target.memories)
+        raise UsageError(
+            f"{option}: target {target.name} has no memory {name!r} ({known})"
+        ) from None
+    if holds not in memory.holds:
+        raise UsageError(
+            f"{option}: memory {name!r} of {target.name} may not hold {holds} data "
+            f"(it holds {', '.join(memory.holds)})"
+        )
+    return memory
+
+
 def parse_memories(specs: list[str], target: Target | None) -> dict[str, int]:
-    """``["sram=256KiB", ...]`` -> capacities (bytes), checked against the target."""
+    """``["sram=256KiB", ...]`` -> capacities (bytes) of memories that hold activations,
+    each no larger than the memory really is."""
     if specs and target is None:
         raise UsageError("--memory needs --target")
     caps: dict[str, int] = {}
@@ -30,13 +58,38 @@ def parse_memories(specs: list[str], target: Target | None) -> dict[str, int]:
         name, sep, size = spec.partition("=")
         if not sep:
             raise UsageError(f"--memory {spec!r}: expected NAME=SIZE, e.g. sram=256KiB")
-        try:
-            target.memory(name)  # type: ignore[union-attr]
-        except KeyError:
-            known = ", ".join(m.name for m in target.memories)  # type: ignore[union-attr]
-            raise UsageError(f"--memory {spec!r}: no memory {name!r} ({known})") from None
+        memory = target_memory(target, name, "activations", f"--memory {spec}")  # type: ignore[arg-type]
+        if name in caps:
+            raise UsageError(f"--memory {name} is given twice")
         caps[name] = parse_size(size, f"--memory {name}")
+        if caps[name] > memory.capacity:
+            raise UsageError(
+                f"--memory {spec}: {name} of {target.name} has only "  # type: ignore[union-attr]
+                f"{_kib(memory.capacity)}; a plan for more would not fit the chip"
+            )
     return caps
+
+
+def check_capacities(model: Model, target: Target, caps: dict[str, int]) -> None:
+    """A capacity must hold something: the fastest memory the kernel scratch buffers
+    (TFLM places them in the head's first region), every memory the smallest tensor."""
+    items = arena_items(model)
+    sizes = [b.size for b in items.tensor_buffers if b.size > 0]
+    smallest = min(sizes, default=0)
+    scratch = live_bytes_bound(Problem(items.scratch_buffers))
+    fast = target.fastest().name
+    for name, cap in caps.items():
+        need = max(smallest, scratch) if name == fast else smallest
+        if cap < need:
+            what = (
+                "the kernel scratch buffers TFLM places there"
+                if name == fast and scratch >= smallest
+                else "the smallest tensor of this model"
+            )
+            raise UsageError(
+                f"--memory {name}={cap}: too small to be used; {what} need {_kib(need)} "
+                "(sizes are bytes unless a unit is given: 32KiB)"
+            )
 
 
 def fit_to_target(
@@ -49,6 +102,34 @@ def fit_to_target(
     tiers = place_tiers(model, target, caps)
     laid = layout_plan(model, laid_out_offsets(tiers, target), "tiers", options)
     return laid, tiers
+
+
+def check_arena_memory(
+    name: str | None,
+    model: Model,
+    plan: Plan,
+    target: Target,
+    caps: dict[str, int],
+    tiers: TierPlacement | None,
+) -> Memory:
+    """The memory of the (non-persistent) arena: the fastest unless ``name`` says
+    otherwise, and never one that contradicts the placement or cannot hold it."""
+    fast = target.fastest()
+    if name is None:
+        return fast
+    memory = target_memory(target, name, "activations", "--arena-memory")
+    if tiers is not None and memory.name != fast.name:
+        spread = ", ".join(m for m, h in tiers.heights.items() if h)
+        raise UsageError(
+            f"--arena-memory {name}: the plan spreads the activations over {spread}; "
+            f"TFLM's arena is the region in {fast.name}, so it must be {fast.name}"
+        )
+    room = caps.get(memory.name, memory.capacity)
+    if plan.arena > room:
+        raise UsageError(
+            f"--arena-memory {name}: the arena needs {_kib(plan.arena)}, {name} has {_kib(room)}"
+        )
+    return memory
 
 
 def print_memories(
@@ -77,7 +158,7 @@ def print_memories(
     console.print(table)
     if tiers is not None:
         console.print(
-            f"estimated latency {tiers.seconds * 1e3:.3f} ms (roofline); the "
+            f"estimated latency {tiers.seconds * 1e3:.3f} ms (roofline estimate); the "
             f"offline plan lays the memories end to end in one head of "
             f"{plan.arena:,} B"
         )
@@ -129,3 +210,31 @@ def memory_regions(
     bases = region_bases(tiers, names)
     used = [n for n in names if tiers.heights[n] > 0 or n == names[0]]
     return [(n, bases[n], tiers.heights[n], caps.get(n, target.memory(n).capacity)) for n in used]
+
+
+def target_arena_line(
+    model: Model,
+    plan: Plan,
+    target: Target,
+    caps: dict[str, int],
+    tiers: TierPlacement | None,
+    profile: str,
+) -> str:
+    """The firmware line for a target: one arena in the fastest memory, or two."""
+    fast = target.fastest().name
+    head = tiers.heights[fast] if tiers else plan.arena
+    memory, _, _ = persistent_memory(model, plan, target, caps, tiers)
+    if not memory:
+        return f"{arena_line(model, plan, profile, head)}, in {fast}"
+    n_planned = len(plan.tensors) + len(plan.scratch)
+    p = PROFILES[profile]
+    room = planning_bytes(
+        len(plan.scratch), model.tensor_count, n_planned, len(model.subgraphs), p.pointer
+    )
+    non_persistent = max(head, -(-room // 16) * 16)
+    tail = -(-predict_tail(model, profile) // 16) * 16
+    return (
+        f"set the non-persistent arena to {non_persistent:,} bytes in {fast} and the "
+        f"persistent arena to {tail:,} bytes in {memory} "
+        f"(profile {profile}: {PROFILE_WORDS.get(profile, profile)})"
+    )

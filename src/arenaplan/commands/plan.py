@@ -1,4 +1,9 @@
-"""``arenaplan plan MODEL -o OUT.tflite --json PLAN.json``."""
+"""``arenaplan plan MODEL -o OUT.tflite --json PLAN.json``.
+
+Order of work: check every option and output path, read the model, plan, render
+every output in memory, write them all, print the summary. A failure at any
+point leaves no file behind.
+"""
 
 from __future__ import annotations
 
@@ -9,27 +14,42 @@ from rich.console import Console
 
 from arenaplan.allocation.registry import ALLOCATORS
 from arenaplan.analysis.persistent import PROFILES
+from arenaplan.commands.common import add_target_options, target_from_args
 from arenaplan.commands.memories import (
+    check_arena_memory,
+    check_capacities,
     fit_to_target,
     memory_regions,
     parse_memories,
     persistent_memory,
     print_memories,
+    target_arena_line,
+    target_memory,
 )
 from arenaplan.errors import PlanValidationError, UsageError
-from arenaplan.export.files import refuse_overwrite, write_atomic
+from arenaplan.export.files import Outputs
 from arenaplan.export.firmware import firmware_header
 from arenaplan.export.json_plan import plan_to_json
 from arenaplan.export.offline_plan import with_offline_plan
-from arenaplan.export.picture import picture_format, render, render_memories
+from arenaplan.export.picture import picture_format, pyplot, render, render_memories
 from arenaplan.export.planner_cpp import planner_source
 from arenaplan.export.report import html_report
-from arenaplan.export.summary import print_summary
+from arenaplan.export.summary import arena_line, print_summary
 from arenaplan.ir.model import Model
 from arenaplan.placement import Plan, PlanOptions, plan_model
 from arenaplan.placement.tiers import TierPlacement, place_tiers
 from arenaplan.reader import load_model, read_model_bytes
-from arenaplan.targets import Target, load_builtin, load_target
+from arenaplan.targets import Target
+from arenaplan.units import SIZE_HELP, seconds_arg
+
+_OUTPUTS = (
+    ("output", "-o"),
+    ("json", "--json"),
+    ("picture", "--picture"),
+    ("report", "--report"),
+    ("header", "--header"),
+    ("planner_cpp", "--planner-cpp"),
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -37,24 +57,29 @@ def register(sub: argparse._SubParsersAction) -> None:
         "plan",
         help="plan the arena and write it into the model",
         description="Plan the non-persistent arena (TFLM's head) of a model, "
-        "validate the plan, and write it as TFLM's offline plan.",
+        "validate the plan, and write it as TFLM's offline plan. Every output is "
+        "written only when all of them succeed; the input is never modified.",
     )
     p.add_argument("model", type=Path, help="input .tflite (never modified)")
     p.add_argument("-o", "--output", type=Path, help="planned .tflite to write")
-    p.add_argument("--json", type=Path, help="write the plan as JSON here")
+    p.add_argument("--json", type=Path, help="write the plan as JSON here ('-': standard output)")
     p.add_argument("--picture", type=Path, help="write the time x address picture (.png/.svg)")
     p.add_argument("--report", type=Path, help="write a self-contained HTML report")
-    p.add_argument(
-        "--target", help="built-in target for the report's operator table (see arenaplan targets)"
+    add_target_options(
+        p,
+        None,
+        "fits the plan to its memories (spreading activations when the fastest is too "
+        "small), sizes the header for its TFLM build profile, and estimates times in "
+        "the report",
     )
-    p.add_argument("--target-file", type=Path, help="your own target TOML file instead")
     p.add_argument(
         "--memory",
         action="append",
         default=[],
         metavar="NAME=SIZE",
-        help="capacity of a target memory, e.g. sram=256KiB (repeatable); when the "
-        "plan does not fit the fastest, activations spread over the memories",
+        help="capacity of a target memory for activations, e.g. sram=256KiB "
+        f"({SIZE_HELP}; repeatable; at most the memory's real size); when the plan does "
+        "not fit the fastest, activations spread over the memories",
     )
     p.add_argument("--header", type=Path, help="write C/C++ arena definitions (.h)")
     p.add_argument(
@@ -66,8 +91,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--profile",
         choices=sorted(PROFILES),
-        default="arm32",
-        help="TFLM build profile for the header's tail (default arm32)",
+        default=None,
+        help="TFLM build profile that sizes the header's tail (default: the target's, else arm32)",
     )
     p.add_argument(
         "--arena-memory",
@@ -86,7 +111,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--time-limit",
-        type=float,
+        type=seconds_arg,
         default=2.0,
         metavar="S",
         help="seconds for the exact solver when the greedy orders stop above "
@@ -107,97 +132,117 @@ def planned_model_bytes(data: bytes, model: Model, plan: Plan) -> bytes:
     return out
 
 
-def _target(args: argparse.Namespace) -> Target | None:
-    if args.target_file is not None:
-        return load_target(args.target_file)
-    return load_builtin(args.target) if args.target else None
+def _claim_outputs(args: argparse.Namespace) -> Outputs:
+    """Check every output path (and what rendering it needs) before any work."""
+    outputs = Outputs((args.model,))
+    for attr, option in _OUTPUTS:
+        outputs.claim(getattr(args, attr), option, stdout_ok=attr == "json")
+    if args.picture is not None:
+        picture_format(args.picture)
+    if args.picture is not None or args.report is not None:
+        pyplot()  # matplotlib is there, or one line saying how to install it
+    return outputs
+
+
+def _check_target_options(args: argparse.Namespace, target: Target | None) -> None:
+    if target is not None:
+        return
+    for value, option in (
+        (args.planner_cpp, "--planner-cpp"),
+        (args.arena_memory, "--arena-memory"),
+        (args.persistent_memory, "--persistent-memory"),
+    ):
+        if value is not None:
+            raise UsageError(f"{option} needs --target")
 
 
 def _header(
     args: argparse.Namespace,
     model: Model,
     plan: Plan,
+    planned: bytes,
     target: Target | None,
     caps: dict[str, int],
     tiers: TierPlacement | None,
 ) -> str:
-    if target is None and (args.arena_memory or args.persistent_memory):
-        raise UsageError("--arena-memory and --persistent-memory need --target")
+    profile = args.profile or (target.tflm_profile if target else "arm32")
     arena_section, persistent_section, head = "", None, None
     if target is not None:
-        arena_section = _memory(target, args.arena_memory, "activations").section
+        arena = check_arena_memory(args.arena_memory, model, plan, target, caps, tiers)
+        arena_section = arena.section
         chosen = args.persistent_memory
         if chosen is None:  # as advised: two arenas only when one does not fit
             chosen = persistent_memory(model, plan, target, caps, tiers)[0] or None
         if chosen:
-            persistent_section = _memory(target, chosen, "persistent").section
+            persistent_section = target_memory(
+                target, chosen, "persistent", "--persistent-memory"
+            ).section
         if tiers is not None:
-            fast = target.fastest().name
-            head = tiers.heights[fast]
+            head = tiers.heights[target.fastest().name]
     return firmware_header(
-        model, plan, args.model.name, args.profile, arena_section, persistent_section, head
+        model,
+        plan,
+        args.model.name,
+        profile,
+        arena_section,
+        persistent_section,
+        head,
+        planned_model=planned,
     )
 
 
-def _memory(target: Target, name: str | None, holds: str):
-    if name is None:
-        return target.fastest(holds)
-    try:
-        memory = target.memory(name)
-    except KeyError:
-        known = ", ".join(m.name for m in target.memories)
-        raise UsageError(f"target {target.name} has no memory {name!r} ({known})") from None
-    if holds not in memory.holds:
-        raise UsageError(f"memory {name!r} of {target.name} may not hold {holds} data")
-    return memory
-
-
 def run(args: argparse.Namespace, console: Console) -> int:
+    outputs = _claim_outputs(args)
+    target = target_from_args(args)
+    _check_target_options(args, target)
     data, model = load_model(args.model)
-    for out in (args.output, args.json, args.picture, args.report, args.header, args.planner_cpp):
-        if out is not None:
-            refuse_overwrite(out, args.model)
-    target = _target(args)
-    fmt = picture_format(args.picture) if args.picture is not None else None
-    if args.time_limit <= 0:
-        raise UsageError("--time-limit must be positive")
-    options = PlanOptions(allocator=args.allocator, time_limit=args.time_limit)
     caps = parse_memories(args.memory, target)
+    if target is not None:
+        check_capacities(model, target, caps)
+    options = PlanOptions(allocator=args.allocator, time_limit=args.time_limit)
     plan = plan_model(model, options)
     tiers = None
     if target is not None:
         plan, tiers = fit_to_target(model, plan, target, caps, options)
-    outputs: list[tuple[Path, bytes]] = []
+        check_arena_memory(args.arena_memory, model, plan, target, caps, tiers)
+    planned = planned_model_bytes(data, model, plan)
+    name = args.model.name
     if args.output is not None:
-        outputs.append((args.output, planned_model_bytes(data, model, plan)))
+        outputs.add(args.output, planned)
     if args.json is not None:
-        outputs.append((args.json, plan_to_json(model, plan, args.model.name).encode()))
+        where = tiers.memory_of if tiers else None
+        outputs.add(args.json, plan_to_json(model, plan, name, where).encode())
     regions = memory_regions(target, caps, plan, tiers) if tiers and target else None
-    if args.picture is not None and fmt is not None:
-        title = f"arena plan: {args.model.name}"
+    if args.picture is not None:
+        fmt = picture_format(args.picture)
+        title = f"arena plan: {name}"
         picture = (
             render_memories(plan, regions, title, fmt) if regions else render(plan, title, fmt)
         )
-        outputs.append((args.picture, picture))
+        outputs.add(args.picture, picture)
     if args.header is not None:
-        outputs.append((args.header, _header(args, model, plan, target, caps, tiers).encode()))
-    if args.planner_cpp is not None:
-        if target is None:
-            raise UsageError("--planner-cpp needs --target")
+        header = _header(args, model, plan, planned, target, caps, tiers)
+        outputs.add(args.header, header.encode())
+    if args.planner_cpp is not None and target is not None:
         placement = tiers or place_tiers(model, target, caps)
-        outputs.append(
-            (args.planner_cpp, planner_source(model, placement, target, args.model.name).encode())
-        )
+        outputs.add(args.planner_cpp, planner_source(model, placement, target, name).encode())
     if args.report is not None:
         where = tiers.memory_of if tiers else None
-        report = html_report(model, plan, args.model.name, target, where, regions)
-        outputs.append((args.report, report.encode()))
-    for path, payload in outputs:
-        write_atomic(path, payload)
-    if not args.quiet:
-        print_summary(console, model, plan, args.model.name)
-        if target is not None:
-            print_memories(console, model, target, caps, plan, tiers)
-        for path, _ in outputs:
-            console.print(f"wrote {path}")
+        report = html_report(model, plan, name, target, where, regions)
+        outputs.add(args.report, report.encode())
+    written = outputs.write_all()
+    if args.quiet or outputs.to_stdout:
+        return 0
+    print_summary(console, model, plan, name, spread=tiers is not None)
+    profile = args.profile or (target.tflm_profile if target else "arm32")
+    if target is not None:
+        print_memories(console, model, target, caps, plan, tiers)
+    for path in written:
+        console.print(f"wrote {path}")
+    console.print(
+        target_arena_line(model, plan, target, caps, tiers, profile)
+        if target is not None
+        else arena_line(model, plan, profile),
+        style="bold",
+    )
     return 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from arenaplan import __version__
@@ -13,8 +14,17 @@ from arenaplan.placement.plan import Plan
 FORMAT_VERSION = 1
 
 
-def plan_to_dict(model: Model, plan: Plan, source: str) -> dict[str, Any]:
-    """Everything a tool needs to reproduce or inspect the plan. Units: bytes, scopes."""
+def plan_to_dict(
+    model: Model,
+    plan: Plan,
+    source: str,
+    memory_of: Mapping[tuple[int, int], str] | None = None,
+) -> dict[str, Any]:
+    """Everything a tool needs to reproduce or inspect the plan. Units: bytes, scopes.
+
+    ``memory_of``: for a plan spread over several memories, each tensor's memory
+    ((subgraph, index) -> name); each tensor then records it as ``memory``.
+    """
     return {
         "format": "arenaplan-plan",
         "format_version": FORMAT_VERSION,
@@ -40,6 +50,7 @@ def plan_to_dict(model: Model, plan: Plan, source: str) -> dict[str, Any]:
                 "offset": t.offset,
                 "first": t.first,
                 "last": t.last,
+                **({"memory": memory_of[(t.subgraph, t.index)]} if memory_of else {}),
             }
             for t in plan.tensors
         ],
@@ -75,5 +86,10 @@ def persistent_figures(model: Model, plan: Plan) -> dict[str, dict[str, int]]:
     }
 
 
-def plan_to_json(model: Model, plan: Plan, source: str) -> str:
-    return json.dumps(plan_to_dict(model, plan, source), indent=2) + "\n"
+def plan_to_json(
+    model: Model,
+    plan: Plan,
+    source: str,
+    memory_of: Mapping[tuple[int, int], str] | None = None,
+) -> str:
+    return json.dumps(plan_to_dict(model, plan, source, memory_of), indent=2) + "\n"

@@ -1,15 +1,37 @@
-"""The terminal summary of a plan: arena vs lower bound vs TFLM, and the peak."""
+"""The terminal summary of a plan: arena vs lower bound vs TFLM, the peak, in plain words.
+
+It ends with the one line a firmware engineer needs (``arena_line``): the tensor
+arena size to set, for a named TFLM build profile. Claims are made only where
+they hold: no "saves N B against TFLM's planner" when TFLM will refuse the model,
+or when the plan spreads over memories (TFLM's own planner has one arena only).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from arenaplan.export.json_plan import persistent_figures
+from arenaplan.analysis.persistent import min_arena, predict_tail
 from arenaplan.ir.model import Model
 from arenaplan.placement.plan import Plan
+
+WORDS = (
+    "How to read this: TFLM's tensor arena has two parts. The head holds what lives "
+    "only while the model runs (activations and kernel scratch buffers): arenaplan "
+    "plans it. The tail holds what lives as long as the interpreter (TFLM's own "
+    "structures, operator data, variable tensors): it is predicted for a build profile. "
+    "A scope is one step of TFLM's schedule: scope 0 holds the model's inputs, "
+    "operator i runs in scope i+1."
+)
+PROFILE_WORDS = {
+    "arm32": "32-bit ARM, arm-none-eabi-gcc",
+    "int32": "other 32-bit targets",
+    "pypi": "64-bit host, the PyPI runtime",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,40 +70,76 @@ def _ratio(a: int, b: int) -> str:
     return f"{a / b:.2f}x" if b else "-"
 
 
-def print_summary(console: Console, model: Model, plan: Plan, name: str) -> None:
-    table = Table(title=f"arena plan: {name}", show_header=True, header_style="bold")
-    table.add_column("")
+def print_summary(
+    console: Console,
+    model: Model,
+    plan: Plan,
+    name: str,
+    spread: bool = False,
+    refusals: Sequence[str] = (),
+) -> None:
+    """The plan against its bounds, the claims that hold, the peak and the tail."""
+    table = Table(title=f"arena plan: {escape(name)}", show_header=True, header_style="bold")
+    table.add_column("head (non-persistent arena)")
     table.add_column("bytes", justify="right")
     table.add_column("vs lower bound", justify="right")
     table.add_row("lower bound (live bytes at the peak)", f"{plan.lower_bound:,}", "1.00x")
     table.add_row(
-        "TFLM greedy planner (no plan)",
+        "TFLM's own planner (no offline plan)",
         f"{plan.tflm_greedy:,}",
         _ratio(plan.tflm_greedy, plan.lower_bound),
     )
     verdict = "optimal (= lower bound)" if plan.optimal else "not proven optimal"
+    what = "memories laid end to end" if spread else verdict
     table.add_row(
-        f"[bold]arenaplan ({verdict})[/bold]",
+        f"[bold]arenaplan ({what})[/bold]",
         f"[bold]{plan.arena:,}[/bold]",
         _ratio(plan.arena, plan.lower_bound),
     )
     console.print(table)
-    saved = plan.tflm_greedy - plan.arena
-    if saved > 0:
-        console.print(f"saves {saved:,} B ({saved / plan.tflm_greedy:.1%}) against TFLM's planner")
+    _print_claims(console, plan, spread, refusals)
     console.print(
         f"{model.operator_count} operators, {len(plan.tensors)} tensors in the arena, "
         f"{len(plan.scratch)} kernel scratch buffers; planned in "
         f"{plan.seconds * 1000:.1f} ms ({plan.allocator}, {plan.strategy})"
     )
-    figures = persistent_figures(model, plan)
-    host, arm = figures["pypi"], figures["arm32"]
-    console.print(
-        f"TFLM tail (persistent, predicted): {host['tail']:,} B on the 64-bit host, "
-        f"{arm['tail']:,} B on 32-bit ARM; smallest working arena with this plan: "
-        f"{host['min_arena']:,} B / {arm['min_arena']:,} B"
-    )
     _print_peak(console, find_peak(model, plan))
+    console.print(WORDS, style="dim")
+    tails = ", ".join(f"{predict_tail(model, p):,} B ({p})" for p in ("arm32", "int32", "pypi"))
+    console.print(f"tail (persistent, predicted): {tails}")
+
+
+def _print_claims(console: Console, plan: Plan, spread: bool, refusals: Sequence[str]) -> None:
+    if refusals:
+        more = f" (and {len(refusals) - 1} more)" if len(refusals) > 1 else ""
+        console.print(
+            f"[bold yellow]TFLM's reference kernels will refuse this model:[/bold yellow] "
+            f"{escape(refusals[0])}{more}. The figures hold for a TFLM build whose kernels "
+            "run it; `arenaplan verify` cannot prove it."
+        )
+        return
+    if spread:
+        console.print(
+            "the activations are spread over several memories; TFLM's own planner has one "
+            "arena, so there is no like-for-like saving to report"
+        )
+        return
+    saved = plan.tflm_greedy - plan.arena
+    if saved > 0:
+        console.print(
+            f"saves {saved:,} B ({saved / plan.tflm_greedy:.1%}) against TFLM's own planner"
+        )
+
+
+def arena_line(model: Model, plan: Plan, profile: str, head: int | None = None) -> str:
+    """The line a firmware engineer needs: the one-arena size for ``profile``.
+
+    ``head``: the non-persistent bytes in the arena when not the whole plan (a plan
+    spread over memories keeps only the fastest memory's share there)."""
+    n_planned = len(plan.tensors) + len(plan.scratch)
+    size = min_arena(model, plan.arena if head is None else head, n_planned, profile)
+    words = PROFILE_WORDS.get(profile, profile)
+    return f"set the tensor arena to {size:,} bytes (profile {profile}: {words})"
 
 
 def _print_peak(console: Console, peak: Peak, shown: int = 12) -> None:
@@ -92,7 +150,7 @@ def _print_peak(console: Console, peak: Peak, shown: int = 12) -> None:
     table.add_column("offset", justify="right")
     table.add_column("bytes", justify="right")
     for label, size, off in sorted(largest, key=lambda x: x[2]):
-        table.add_row(label, f"{off:,}", f"{size:,}")
+        table.add_row(escape(label), f"{off:,}", f"{size:,}")
     rest = len(peak.tensors) - len(largest)
     if rest:
         rest_bytes = peak.live_bytes - sum(size for _, size, _ in largest)
