@@ -1,14 +1,22 @@
-"""``arenaplan verify ORIGINAL PLANNED``: run both in the real TFLM runtime."""
+"""``arenaplan verify ORIGINAL PLANNED``: run both in the real TFLM runtime.
+
+Exit status: 0 when the outputs are identical and every figure arenaplan
+predicted (head, tail, smallest working arena) is what TFLM measures; 1 when
+the outputs differ, TFLM fails on the planned model, or a prediction is wrong
+(one line on stderr says which); 3 when TFLM refuses the original model.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
 from arenaplan.reader import load_model
+from arenaplan.units import count_arg
 
 EXIT_DIFFERENT = 1
 EXIT_REFUSED = 3
@@ -17,46 +25,66 @@ EXIT_REFUSED = 3
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "verify",
-        help="run original and planned models in TFLM, compare outputs",
-        description="Run both models in the real TFLM runtime (in a child "
-        "process) on random inputs; compare every output bit for bit; report "
-        "TFLM's measured head and tail and the smallest working arena.",
+        help="run original and planned models in TFLM, compare outputs and figures",
+        description="Run both models in the real TFLM runtime (PyPI tflite-micro, in a "
+        "child process) on the same random inputs; compare every output bit for bit; "
+        "measure TFLM's head and tail and find the smallest working arena by bisection; "
+        "check each against what arenaplan predicts for the planned model.",
     )
-    p.add_argument("original", type=Path)
-    p.add_argument("planned", type=Path)
-    p.add_argument("--trials", type=int, default=3, help="random inputs to try (default 3)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    p.add_argument("original", type=Path, help="the model as it was before planning")
+    p.add_argument(
+        "planned", type=Path, help="the planned model (arenaplan plan -o) to prove against it"
+    )
+    p.add_argument(
+        "--trials", type=count_arg(1), default=3, help="random inputs to try (default 3)"
+    )
+    p.add_argument(
+        "--seed", type=count_arg(0), default=0, help="seed of the random inputs (default 0)"
+    )
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
     from arenaplan.verify import compare_models
+    from arenaplan.verify.runner import require_tflm
 
+    require_tflm()
     original, _ = load_model(args.original)
     planned, _ = load_model(args.planned)
     report = compare_models(original, planned, trials=args.trials, seed=args.seed)
     return print_report(console, report, args.original.name, args.planned.name)
 
 
+def _fail(console: Console, message: str) -> int:
+    console.print(f"[bold red]{message}[/bold red]")
+    print(f"arenaplan: verify failed: {message}", file=sys.stderr)
+    return EXIT_DIFFERENT
+
+
 def print_report(console: Console, report, original_name: str, planned_name: str) -> int:
     if report.refused:
         console.print(f"[bold yellow]cannot verify:[/bold yellow] {report.refused}")
         return EXIT_REFUSED
+    if report.failed:
+        return _fail(console, report.failed)
     table = Table(title="measured in the TFLM runtime (bytes)")
-    for col in ("model", "head", "tail", "head + tail"):
+    for col in ("model", "head", "tail", "predicted head", "predicted tail"):
         table.add_column(col, justify="right" if col != "model" else "left")
-    for name, m in ((original_name, report.original), (planned_name, report.planned)):
-        table.add_row(name, f"{m.head:,}", f"{m.tail:,}", f"{m.head + m.tail:,}")
+    o, m, p = report.original, report.planned, report.predicted
+    table.add_row(original_name, f"{o.head:,}", f"{o.tail:,}", "", "")
+    table.add_row(planned_name, f"{m.head:,}", f"{m.tail:,}", f"{p.head:,}", f"{p.tail:,}")
     console.print(table)
     console.print(
         f"smallest working arena of the planned model: {report.smallest_arena:,} B "
-        f"(predicted {report.predicted_arena:,} B, found by bisection)"
+        f"(found by bisection; predicted {p.arena:,} B)"
     )
-    if report.identical:
-        console.print(
-            f"[bold green]outputs identical[/bold green] bit for bit on "
-            f"{report.trials} random inputs"
-        )
-        return 0
-    console.print(f"[bold red]outputs differ:[/bold red] {report.mismatch}")
-    return EXIT_DIFFERENT
+    if not report.identical:
+        return _fail(console, f"outputs differ: {report.mismatch}")
+    console.print(
+        f"[bold green]outputs identical[/bold green] bit for bit on {report.trials} random inputs"
+    )
+    wrong = report.disagreements()
+    if wrong:
+        return _fail(console, "arenaplan's figures are wrong: " + "; ".join(wrong))
+    console.print("[bold green]every predicted figure measured exactly[/bold green]")
+    return 0

@@ -1,4 +1,11 @@
-"""``compare_models``: the original and the planned model, side by side in TFLM."""
+"""``compare_models``: the original and the planned model, side by side in TFLM.
+
+Besides comparing outputs bit for bit, it checks arenaplan's own numbers against
+the runtime: the head TFLM uses with the planned model's offline plan, the tail,
+and the smallest working arena, each predicted from the planned model alone (for
+the runtime's build profile, ``pypi``) and then measured. Any disagreement is a
+wrong number and is reported as such.
+"""
 
 from __future__ import annotations
 
@@ -6,20 +13,40 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from arenaplan.analysis.persistent import min_arena
+from arenaplan.allocation.problem import Buffer, Problem
+from arenaplan.allocation.tflm_greedy import TflmGreedy
+from arenaplan.allocation.validate import solution_problems
+from arenaplan.analysis.persistent import min_arena, predict_tail
+from arenaplan.errors import UsageError
+from arenaplan.ir.model import Model
 from arenaplan.placement.buffers import arena_items
 from arenaplan.reader import read_model_bytes
 from arenaplan.verify.inputs import random_inputs
 from arenaplan.verify.runner import GENEROUS_ARENA, Measurement, TflmRunner
 
+RUNTIME_PROFILE = "pypi"  # the PyPI runtime's build: 64-bit, compression, recording
+
+
+@dataclass(frozen=True, slots=True)
+class Prediction:
+    """arenaplan's figures for the planned model, before running it (bytes).
+
+    ``plan_problems``: what is wrong with the model's offline plan, if anything
+    (TFLM runs any plan; a wrong one computes garbage)."""
+
+    head: int
+    tail: int
+    arena: int  # the smallest working arena
+    plan_problems: tuple[str, ...] = ()
+
 
 @dataclass(frozen=True, slots=True)
 class VerifyReport:
-    """What the runtime showed. ``refused`` says why TFLM would not run the original.
+    """What the runtime showed. ``refused`` says why TFLM would not run the original;
+    ``failed`` why it would not run the planned model although it ran the original.
 
     ``smallest_arena``: the smallest arena (bytes, multiple of 16) in which the
-    planned model allocates and runs, found by bisection; ``predicted_arena`` the
-    formula's prediction from the measured head and tail.
+    planned model allocates and runs, found by bisection.
     """
 
     trials: int
@@ -28,8 +55,30 @@ class VerifyReport:
     original: Measurement | None
     planned: Measurement | None
     smallest_arena: int
-    predicted_arena: int
+    predicted: Prediction | None
     refused: str | None = None
+    failed: str | None = None
+
+    @property
+    def predicted_arena(self) -> int:
+        return self.predicted.arena if self.predicted else 0
+
+    def disagreements(self) -> list[str]:
+        """Every predicted figure that the runtime contradicts."""
+        p, m = self.predicted, self.planned
+        if p is None or m is None:
+            return []
+        pairs = (
+            ("head", p.head, m.head),
+            ("tail", p.tail, m.tail),
+            ("smallest working arena", p.arena, self.smallest_arena),
+        )
+        found = [f"the offline plan is invalid: {why}" for why in p.plan_problems[:3]]
+        return found + [
+            f"{what}: predicted {want:,} B, measured {got:,} B"
+            for what, want, got in pairs
+            if want != got
+        ]
 
 
 def _first_mismatch(a: list[list[np.ndarray]], b: list[list[np.ndarray]]) -> str | None:
@@ -51,8 +100,14 @@ def smallest_arena(
     high: int,
     low: int = 0,
 ) -> int:
-    """Bisection (multiples of 16) for the smallest arena that allocates and invokes."""
-    lo, hi = low // 16, -(-high // 16)  # lo fails (or is 0), hi works
+    """Bisection (multiples of 16) for the smallest arena that allocates and invokes.
+
+    ``high`` is a first guess; it is doubled until the model runs (up to the
+    generous arena, where the model is known to run)."""
+    hi = -(-max(high, 16) // 16)
+    while hi * 16 < GENEROUS_ARENA and not runner.run(model, hi * 16, [inputs], n_outputs).ok:
+        hi = min(hi * 2, GENEROUS_ARENA // 16)
+    lo = min(low // 16, hi - 1)  # lo fails (or is 0), hi works
     while hi - lo > 1:
         mid = (lo + hi) // 2
         if runner.run(model, mid * 16, [inputs], n_outputs).ok:
@@ -62,11 +117,66 @@ def smallest_arena(
     return hi * 16
 
 
-def _predicted(planned: bytes, m: Measurement) -> int:
-    """The smallest arena predicted from the model and the head alone (no tail measured)."""
-    ir = read_model_bytes(planned)
-    items = arena_items(ir)
-    return min_arena(ir, m.head, len(items.tensors) + len(items.scratch))
+def _io_signature(model: Model) -> list[tuple[str, tuple[int, ...], str]]:
+    sg = model.subgraphs[0]
+    return [
+        (kind, sg.tensors[i].shape, sg.tensors[i].dtype.name)
+        for kind, group in (("input", sg.inputs), ("output", sg.outputs))
+        for i in group
+    ]
+
+
+def check_comparable(original: Model, planned: Model) -> None:
+    """Two models can be compared when their inputs and outputs are alike."""
+    a, b = _io_signature(original), _io_signature(planned)
+    if a != b:
+        diff = next(
+            (
+                f"{x[0]} {x[1]} {x[2]} vs {y[0]} {y[1]} {y[2]}"
+                for x, y in zip(a, b, strict=False)
+                if x != y
+            ),
+            f"{len(a)} vs {len(b)} inputs and outputs",
+        )
+        raise UsageError(
+            f"the two models do not have the same inputs and outputs ({diff}): "
+            "give the original model and the one planned from it"
+        )
+
+
+def predict(planned: Model) -> Prediction:
+    """Head, tail and smallest arena of ``planned`` for the runtime's build profile.
+
+    The head is TFLM's greedy planner simulated as TFLM runs it: offline offsets
+    where the model gives them (no check, as in TFLM), the rest placed online."""
+    items = arena_items(planned)
+    given = _offline_offsets(planned, items.tensors)
+    fixed = [
+        Buffer(b.id, b.first, b.last, b.size, b.alignment, off)
+        for b, off in zip(items.tensor_buffers, given, strict=True)
+    ]
+    problem = Problem((*fixed, *items.scratch_buffers))
+    head = TflmGreedy().solve(problem).height
+    wrong = solution_problems(Problem(tuple(items.tensor_buffers)), given)
+    wrong = [w for w in wrong if "missing" not in w]  # TFLM plans those itself
+    n_planned = len(items.tensors) + len(items.scratch)
+    return Prediction(
+        head,
+        predict_tail(planned, RUNTIME_PROFILE),
+        min_arena(planned, head, n_planned, RUNTIME_PROFILE),
+        tuple(wrong),
+    )
+
+
+def _offline_offsets(model: Model, keys: tuple[tuple[int, int], ...]) -> list[int | None]:
+    """The model's offline offset of each planned tensor; None where TFLM plans it."""
+    if model.offline_plan is None:
+        return [None] * len(keys)
+    start = [0]
+    for sg in model.subgraphs:
+        start.append(start[-1] + len(sg.tensors))
+    offsets = [model.offline_plan[start[s] + t] for s, t in keys]
+    return [o if o >= 0 else None for o in offsets]
 
 
 def compare_models(
@@ -76,37 +186,24 @@ def compare_models(
     seed: int = 0,
     arena_size: int = GENEROUS_ARENA,
 ) -> VerifyReport:
-    """Run both models on the same random inputs; compare outputs bit for bit."""
-    ir = read_model_bytes(original)
+    """Run both models on the same random inputs; compare outputs bit for bit, and
+    arenaplan's predictions for the planned model with what TFLM measures."""
+    ir, planned_ir = read_model_bytes(original), read_model_bytes(planned)
+    check_comparable(ir, planned_ir)
     inputs = random_inputs(ir, trials, seed)
     n_out = len(ir.subgraphs[0].outputs)
     with TflmRunner() as runner:
         before = runner.run(original, arena_size, inputs, n_out)
         if not before.ok:
-            return VerifyReport(
-                trials,
-                False,
-                None,
-                None,
-                None,
-                0,
-                0,
-                refused=f"TFLM refuses the original model: {before.error}",
-            )
+            why = f"TFLM refuses the original model: {before.error}"
+            return VerifyReport(trials, False, None, None, None, 0, None, refused=why)
         after = runner.run(planned, arena_size, inputs, n_out)
-        if not after.ok:
-            return VerifyReport(
-                trials,
-                False,
-                f"TFLM failed on the planned model: {after.error}",
-                before.measurement,
-                None,
-                0,
-                0,
-            )
-        m = after.measurement
-        assert m is not None
-        predicted = _predicted(planned, m)
-        found = smallest_arena(runner, planned, inputs[0], n_out, high=max(predicted, 16) * 2)
+        if not after.ok or after.measurement is None:
+            why = f"TFLM fails on the planned model: {after.error}"
+            return VerifyReport(trials, False, None, before.measurement, None, 0, None, failed=why)
+        prediction = predict(planned_ir)
+        found = smallest_arena(runner, planned, inputs[0], n_out, high=prediction.arena)
     mismatch = _first_mismatch(before.outputs, after.outputs)
-    return VerifyReport(trials, mismatch is None, mismatch, before.measurement, m, found, predicted)
+    return VerifyReport(
+        trials, mismatch is None, mismatch, before.measurement, after.measurement, found, prediction
+    )
