@@ -6,14 +6,18 @@ import argparse
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 from arenaplan.commands.plan import planned_model_bytes
 from arenaplan.commands.verify import print_report
-from arenaplan.export.files import write_atomic
+from arenaplan.errors import UsageError
+from arenaplan.export.files import Outputs
 from arenaplan.export.json_plan import plan_to_json
-from arenaplan.export.summary import print_summary
+from arenaplan.export.summary import arena_line, print_summary
 from arenaplan.placement import plan_model
 from arenaplan.reader import read_model_bytes
+
+INSTALL_HINT = "pip install 'arenaplan[tflm]'"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -21,43 +25,56 @@ def register(sub: argparse._SubParsersAction) -> None:
         "demo",
         help="plan and verify a built-in example model end to end",
         description="Build a DS-CNN-like int8 model with a residual branch "
-        "(the project's own .tflite writer), plan its arena, write the planned "
-        "model and its JSON plan, and verify it in the TFLM runtime.",
+        "(the project's own .tflite writer), plan its arena, write the model, the "
+        "planned model and its JSON plan, and verify it in the TFLM runtime.",
     )
     p.add_argument(
         "--out-dir",
         type=Path,
         default=Path("arenaplan-demo"),
-        help="where to write the models and plan (default: ./arenaplan-demo)",
+        help="folder for demo.tflite, demo.planned.tflite, demo.plan.json "
+        "(created if missing; default ./arenaplan-demo)",
     )
     p.add_argument("--no-verify", action="store_true", help="skip the TFLM run")
     p.set_defaults(run=run)
 
 
+def _out_dir(path: Path) -> Path:
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"--out-dir {path}: is a file, not a folder")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--out-dir {path}: cannot create it: {exc.strerror}") from None
+    return path
+
+
 def run(args: argparse.Namespace, console: Console) -> int:
     from arenaplan.builder import demo_model
 
+    out_dir = _out_dir(args.out_dir)
+    outputs = Outputs()
+    original_path = outputs.claim(out_dir / "demo.tflite", "--out-dir")
+    planned_path = outputs.claim(out_dir / "demo.planned.tflite", "--out-dir")
+    json_path = outputs.claim(out_dir / "demo.plan.json", "--out-dir")
     data = demo_model()
     model = read_model_bytes(data)
     plan = plan_model(model)
     planned = planned_model_bytes(data, model, plan)
-    args.out_dir.mkdir(parents=True, exist_ok=True)
-    original_path = args.out_dir / "demo.tflite"
-    planned_path = args.out_dir / "demo.planned.tflite"
-    json_path = args.out_dir / "demo.plan.json"
-    write_atomic(original_path, data)
-    write_atomic(planned_path, planned)
-    write_atomic(json_path, plan_to_json(model, plan, original_path.name).encode())
-    print_summary(console, model, plan, original_path.name)
+    outputs.add(original_path, data)
+    outputs.add(planned_path, planned)
+    outputs.add(json_path, plan_to_json(model, plan, "demo.tflite").encode())
+    outputs.write_all()
+    print_summary(console, model, plan, "demo.tflite")
     console.print(f"wrote {original_path}, {planned_path}, {json_path}")
+    console.print(arena_line(model, plan, "arm32"), style="bold")
     if args.no_verify:
         return 0
     from arenaplan.verify import compare_models, tflm_available
 
     if not tflm_available():
         console.print(
-            "verification skipped: the TFLM runtime is not installed "
-            "(pip install 'arenaplan[tflm]')"
+            f"verification skipped: the TFLM runtime is not installed ({escape(INSTALL_HINT)})"
         )
         return 0
     report = compare_models(data, planned)
