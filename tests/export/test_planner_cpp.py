@@ -9,17 +9,23 @@ header's allocator taking it (``conftest.tflm_headers``).
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from testkit import model_path
 
 from arenaplan.cli import main
+from arenaplan.export.firmware import firmware_header
+from arenaplan.export.offline_plan import with_offline_plan
+from arenaplan.export.planner_cpp import planner_source
+from arenaplan.placement import PlanOptions, plan_model
 from arenaplan.placement.buffers import arena_items
 from arenaplan.placement.tiers import place_tiers
-from arenaplan.reader import read_model
+from arenaplan.reader import load_model, read_model
 from arenaplan.targets import load_builtin
 
 INTERFACE = """
@@ -121,6 +127,58 @@ int main() {{
     if arena == "heap" and run.stdout == "ok\n":
         pytest.skip("malloc put the arena within 2 GiB of the static arrays: nothing to refuse")
     assert run.returncode == 0 and run.stdout == ("ok far\n" if arena == "heap" else "ok\n")
+
+
+def _split() -> tuple[str, str]:
+    """The arena header and the planner of the keyword model over TCM and OCRAM."""
+    data, model = load_model(model_path(MODEL))
+    plan = plan_model(model, PlanOptions())
+    target = load_builtin(TARGET)
+    placement = place_tiers(model, target, CAPS)
+    head = placement.heights["tcm"]
+    assert head < plan.arena  # the plan spans two memories
+    planned = with_offline_plan(data, plan.offline_offsets)
+    header = firmware_header(
+        model, plan, MODEL, "arm32", ".dtcm", None, head, planned_model=planned
+    )
+    return header, planner_source(model, placement, target, MODEL)
+
+
+def test_planner_compiles_against_tflm(tmp_path: Path, tflm_headers) -> None:
+    """The planner overrides TFLM's own MicroMemoryPlanner (included by itself, first),
+    and the arena header of the same split plan hands it to MicroAllocator::Create."""
+    header, planner = _split()
+    assert "arenaplan_create_allocator(\n    tflite::MicroMemoryPlanner* planner)" in header
+    (tmp_path / "arena.h").write_text(header)
+    (tmp_path / "planner.h").write_text(planner)
+    use = tmp_path / "use.cc"
+    use.write_text(
+        """#define ARENAPLAN_DEFINE_ARENAS
+#define ARENAPLAN_DEFINE_ALLOCATOR
+#include "planner.h"
+#include "arena.h"
+static arenaplan::TablePlanner planner(arenaplan_arena);
+tflite::MicroAllocator* make() { return arenaplan_create_allocator(&planner); }
+"""
+    )
+    tflm_headers.syntax_check(use)
+
+
+def test_planner_source_is_deterministic(tmp_path: Path) -> None:
+    """The same input gives the same text: twice in this process, and through the
+    command line in two processes with different string hashing."""
+    assert _split() == _split()
+    outputs = []
+    for seed in ("0", "1"):
+        folder = tmp_path / seed
+        folder.mkdir()
+        argv = ["plan", str(model_path(MODEL)), "-q", "--target", TARGET, "--memory", "tcm=640"]
+        argv += ["--header", str(folder / "arena.h"), "--planner-cpp", str(folder / "planner.h")]
+        code = "import sys; from arenaplan.cli import main; sys.exit(main(sys.argv[1:]))"
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        subprocess.run([sys.executable, "-c", code, *argv], check=True, env=env)
+        outputs.append([(folder / f).read_bytes() for f in ("arena.h", "planner.h")])
+    assert outputs[0] == outputs[1]
 
 
 def test_planner_cpp_needs_a_target(tmp_path: Path, capsys) -> None:
