@@ -17,10 +17,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from flatbuffers import flexbuffers
-
 from arenaplan.analysis.scratch import scratch_requests
 from arenaplan.analysis.sizes import TensorBytes, tensor_bytes
+from arenaplan.ir.custom import int_option
 from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Model, Operator, Subgraph
 
@@ -177,22 +176,14 @@ class _Tail:
         self.used = -(-(self.used + size) // align) * align
 
 
-def _custom(op: Operator) -> dict:
-    if not op.custom_options:
-        return {}
-    value = flexbuffers.Loads(op.custom_options)
-    return value if isinstance(value, dict) else {}
-
-
 def _init_extras(op: Operator, sg: Subgraph, p: BuildProfile) -> list[int]:
     """Bytes a signal kernel's Init allocates after its OpData (16-aligned each)."""
-    opts = _custom(op)
     if op.opcode == "SignalFilterBank":
-        return [(int(opts.get("num_channels", 0)) + 1) * 8]
+        return [(int_option(op, "num_channels") + 1) * 8]
     if op.opcode == "SignalFilterBankSpectralSubtraction":
-        return [4 * int(opts.get("num_channels", 0))]
+        return [4 * int_option(op, "num_channels")]
     if op.opcode == "SignalRfft":
-        n = int(opts.get("fft_length", 0))
+        n = int_option(op, "fft_length")
         half = n // 2
         c = 4 if sg.tensors[op.inputs[0]].dtype is DType.INT16 else 8
         return [3 * p.pointer + (8 + 256 + c) + c * (half - 1) + c * (3 * half // 2)]

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from flatbuffers import flexbuffers
-
 from arenaplan.analysis.sizes import TensorBytes
+from arenaplan.errors import ModelFormatError
+from arenaplan.ir.custom import int_option
 from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Model, Operator, Subgraph
 
@@ -49,11 +49,8 @@ class _Ctx:
     def elems(self, tensor) -> int:
         return self.sizes[tensor.index] // tensor.dtype.itemsize if tensor else 0
 
-    def custom(self) -> dict:
-        if not self.op.custom_options:
-            return {}
-        value = flexbuffers.Loads(self.op.custom_options)
-        return value if isinstance(value, dict) else {}
+    def custom(self, key: str) -> int:
+        return int_option(self.op, key)
 
 
 def _int4_filter(ctx: _Ctx) -> list[int]:
@@ -113,9 +110,8 @@ def _mirror_pad(ctx: _Ctx) -> list[int]:
 
 def _detection_postprocess(ctx: _Ctx) -> list[int]:
     boxes, scores = ctx.t(0), ctx.t(1)
-    opts = ctx.custom()
-    n, d = boxes.shape[1], int(opts.get("max_detections", 0))
-    c = int(opts.get("num_classes", 0))
+    n, d = boxes.shape[1], ctx.custom("max_detections")
+    c = ctx.custom("num_classes")
     return [
         n,
         16 * n,
@@ -133,7 +129,7 @@ def _detection_postprocess(ctx: _Ctx) -> list[int]:
 
 def _rfft(ctx: _Ctx) -> list[int]:
     width = 2 if ctx.t(0).dtype is DType.INT16 else 4
-    return [int(ctx.custom().get("fft_length", 0)) * width]
+    return [ctx.custom("fft_length") * width]
 
 
 _RULES: dict[str, Callable[[_Ctx], list[int]]] = {
@@ -155,6 +151,24 @@ _RULES: dict[str, Callable[[_Ctx], list[int]]] = {
 }
 
 
+def _apply(rule: Callable[[_Ctx], list[int]], ctx: _Ctx) -> list[int]:
+    """A rule's requests; an operator the rule cannot read is a corrupt model (the
+    signatures of ``ir.verify`` rule most of these out before we get here)."""
+    try:
+        sizes = rule(ctx)
+    except (IndexError, KeyError, TypeError, AttributeError, ValueError) as exc:
+        raise ModelFormatError(
+            f"corrupt model: subgraph {ctx.sg.index} operator {ctx.op.index} "
+            f"{ctx.op.opcode}: its tensors are not what the kernel expects ({exc})"
+        ) from None
+    if any(n < 0 for n in sizes):
+        raise ModelFormatError(
+            f"corrupt model: subgraph {ctx.sg.index} operator {ctx.op.index} "
+            f"{ctx.op.opcode}: a scratch size comes out negative"
+        )
+    return sizes
+
+
 def scratch_requests(
     model: Model, sizes: TensorBytes, pointer_size: int = HOST_POINTER_SIZE
 ) -> tuple[ScratchRequest, ...]:
@@ -166,6 +180,6 @@ def scratch_requests(
             if rule is None:
                 continue
             ctx = _Ctx(sg, op, sizes[sg.index], pointer_size)
-            for nbytes in rule(ctx)[:MAX_REQUESTS_PER_OP]:
+            for nbytes in _apply(rule, ctx)[:MAX_REQUESTS_PER_OP]:
                 requests.append(ScratchRequest(sg.index, op.index, len(requests), nbytes))
     return tuple(requests)

@@ -34,8 +34,17 @@ _F_VERSION, _F_BUFFERS, _F_METADATA = 0, 4, 6
 _ALIGN = 16
 
 
+INT32_MAX = 2**31 - 1
+
+
 def offline_plan_words(offsets: Sequence[int]) -> bytes:
     """The metadata buffer: ``[0, 0, n, offsets...]`` as little-endian int32."""
+    top = max(offsets, default=0)
+    if top > INT32_MAX or len(offsets) > INT32_MAX:
+        raise UnsupportedModelError(
+            f"the plan puts a tensor at byte {top:,}: TFLM's offline plan holds 32-bit "
+            f"offsets (at most {INT32_MAX:,})"
+        )
     return np.array([0, 0, len(offsets), *offsets], dtype="<i4").tobytes()
 
 

@@ -14,8 +14,11 @@ from arenaplan.allocation.problem import Buffer
 from arenaplan.analysis.lifetimes import Lifetimes, compute_lifetimes
 from arenaplan.analysis.scratch import ScratchRequest, scratch_requests
 from arenaplan.analysis.sizes import tensor_bytes
+from arenaplan.errors import UnsupportedModelError
 from arenaplan.ir.model import Model
 from arenaplan.placement.plan import TFLM_ALIGNMENT
+
+INT32_MAX = 2**31 - 1  # TFLM's planner takes sizes and offsets as int (32 bits on MCUs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +58,8 @@ def arena_items(model: Model, pointer_size: int = 8) -> ArenaItems:
         for t in sg.tensors
         if is_planned(model, sizes, sg.index, t.index)
     )
+    for s, t in tensors:
+        _check_size(model, s, t, sizes[s][t])
     buffers = [
         Buffer(
             f"tensor {s}:{t}",
@@ -77,3 +82,12 @@ def arena_items(model: Model, pointer_size: int = 8) -> ArenaItems:
             )
         )
     return ArenaItems(tensors, requests, tuple(buffers), sizes, lt)
+
+
+def _check_size(model: Model, s: int, t: int, nbytes: int) -> None:
+    if nbytes > INT32_MAX:
+        name = model.subgraphs[s].tensors[t].name
+        raise UnsupportedModelError(
+            f"subgraph {s} tensor {t} ({name!r}) takes {nbytes:,} bytes; TFLM's planner "
+            f"counts bytes in 32-bit ints (at most {INT32_MAX:,})"
+        )

@@ -19,6 +19,7 @@ import tflite
 from arenaplan.errors import ModelFormatError
 from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Model, Operator, Quantization, Subgraph, Tensor
+from arenaplan.ir.verify import check_operators
 from arenaplan.reader.options import read_options
 
 FILE_IDENTIFIER = b"TFL3"
@@ -89,13 +90,15 @@ def read_model_bytes(data: bytes) -> Model:
     """Parse a TFLite flatbuffer held in memory."""
     _check_envelope(data)
     try:
-        return _read(data)
+        model = _read(data)
     except ModelFormatError:
         raise
     except _PARSE_ERRORS as exc:
         raise ModelFormatError(
             f"corrupt model: {type(exc).__name__} while parsing ({exc})"
         ) from None
+    check_operators(model)
+    return model
 
 
 def _check_envelope(data: bytes) -> None:
