@@ -59,7 +59,10 @@ def _inputs(args: argparse.Namespace) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, or a usage error already printed
+        return int(exc.code or 0) if not isinstance(exc.code, str) else EXIT_USAGE
     console = Console(highlight=False)
     try:
         return int(args.run(args, console) or 0)
