@@ -164,7 +164,22 @@ class Present:
                 yield f"{slot} is {state}: TFLM's kernel {self.what}"
 
 
-Rule = Accepts | Same | Pairs | Constant | Variable | Present
+@dataclass(frozen=True, slots=True)
+class Option:
+    """Builtin option ``name`` must be one of ``values``; TFLM reads an absent one as
+    ``default`` (its parsers zero the parameters when the options table is missing)."""
+
+    name: str
+    values: frozenset[str]
+    default: str
+
+    def check(self, sg: Subgraph, op: Operator) -> Iterator[str]:
+        value = op.options.get(self.name, self.default)
+        if value not in self.values:
+            yield f"{self.name} is {value}; the kernel takes {', '.join(sorted(self.values))}"
+
+
+Rule = Accepts | Same | Pairs | Constant | Variable | Present | Option
 
 
 def _inputs(*ks: int) -> tuple[str, ...]:
@@ -239,8 +254,8 @@ RULES: dict[str, tuple[Rule, ...]] = {
     "TANH": _ACTIVATION,  # CalculateArithmeticOpData (tanh.cc), TanhEval
     "AVERAGE_POOL_2D": (Accepts("input 0", _types("FLOAT32 INT8 INT16")),),  # PoolingPrepare
     "MAX_POOL_2D": (Accepts("input 0", _types("FLOAT32 INT8 INT16")),),  # PoolingPrepare
-    # ConcatenationPrepare
-    "CONCATENATION": (
+    "CONCATENATION": (  # ConcatenationPrepare
+        Option("fused_activation_function", frozenset({"NONE"}), "NONE"),
         Accepts("input 0", _types("FLOAT32 INT8 INT16 INT32 INT64 BOOL")),
         Same(("output 0", "every input"), "input 0"),
     ),
