@@ -39,17 +39,18 @@ def _one_op(
 ) -> bytes:
     """One operator; ``inputs`` are (shape, dtype, quantization, data or None)."""
     b = ModelBuilder("refusal-case")
-    ins = []
-    graph_inputs = []
-    for k, (shape, dtype, q, data) in enumerate(inputs):
-        ins.append(b.add_tensor(f"in{k}", shape, dtype, data=data, quantization=q))
-        if data is None:
-            graph_inputs.append(ins[-1])
+    ins = [_tensor(b, f"in{k}", spec) for k, spec in enumerate(inputs)]
+    graph_inputs = [t for t, spec in zip(ins, inputs, strict=True) if spec[3] is None]
     shape, dtype, q = output
     out = b.add_tensor("out", shape, dtype, quantization=q)
     b.add_operator(opcode, ins, [out], options, custom_options=custom_options)
     b.set_io(graph_inputs, [out])
     return b.finish()
+
+
+def _tensor(b: ModelBuilder, name: str, spec: tuple) -> int:
+    shape, dtype, q, data = spec
+    return b.add_tensor(name, shape, dtype, data=data, quantization=q)
 
 
 def _weights(shape: tuple[int, ...], dtype: DType, q: Quantization | None) -> tuple:
@@ -128,6 +129,30 @@ def _relu_with_custom_options() -> bytes:
     return _one_op("RELU", [x], ((1, 8), F32, None), custom_options=b"\x01\x02")
 
 
+def _lstm() -> bytes:
+    """A plain int8 LSTM (int16 cell state, variable states), written without its
+    options table (the writer has none for it): TFLM runs it all the same."""
+    b = ModelBuilder("refusal-case")
+    x = b.add_tensor("x", (1, 2, 3), I8, quantization=_Q8)  # batch 1, 2 steps, 3 inputs
+    weights = [_tensor(b, f"w{k}", _weights((4, 3 if k < 4 else 4), I8, _QW)) for k in range(8)]
+    biases = [_tensor(b, f"b{k}", _bias(4, I32)) for k in range(4)]
+    q16 = Quantization((2**-11,), (0,))
+    h = b.add_tensor("h", (1, 4), I8, quantization=_Q8, is_variable=True)
+    c = b.add_tensor("c", (1, 4), DType.INT16, quantization=q16, is_variable=True)
+    y = b.add_tensor("y", (1, 2, 4), I8, quantization=_Q8)
+    no = [-1]
+    ins = [x, *weights, *no * 3, *biases, *no * 2, h, c, *no * 4]
+    b.add_operator("UNIDIRECTIONAL_SEQUENCE_LSTM", ins, [y])
+    b.set_io([x], [y])
+    return b.finish()
+
+
+def _concatenation_relu() -> bytes:
+    x = ((1, 4), F32, None, None)
+    options = {"axis": 1, "fused_activation_function": "RELU"}
+    return _one_op("CONCATENATION", [x, x], ((1, 8), F32, None), options)
+
+
 CASES = (
     Case("hybrid FULLY_CONNECTED", lambda: _fc(F32, I8, F32), True),
     Case("hybrid CONV_2D", lambda: _conv(F32, I8, F32), True),
@@ -147,4 +172,6 @@ CASES = (
     Case("unknown custom op", lambda: _custom("ArenaplanNoSuchOp"), True),
     Case("Ethos-U custom op", lambda: _custom("ethos-u"), True),
     Case("builtin with custom options", _relu_with_custom_options, True),
+    Case("int8 LSTM", _lstm, False),
+    Case("CONCATENATION with a fused RELU", _concatenation_relu, True),
 )
