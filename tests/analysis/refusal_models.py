@@ -1,6 +1,6 @@
 """Small models around TFLM's refusal rules, written with the project's own writer.
 
-Each ``Case`` is one model of one or two operators and whether TFLM's reference
+Each ``Case`` is a model of one operator and whether TFLM's reference
 kernels refuse it (what the runtime does, checked by ``test_support.py``).
 Quantised tensors carry per-tensor (scale, zero point); int weights are symmetric.
 """
