@@ -87,3 +87,49 @@ def test_verify_command_exit_codes(tmp_path: Path, capsys) -> None:
     bad.write_bytes(with_offline_plan(data, [0 if o >= 0 else -1 for o in plan.offline_offsets]))
     assert main(["verify", str(resnet), str(bad)]) == 1
     assert "outputs differ" in capsys.readouterr().out
+
+
+def test_verify_says_why_in_one_line_and_checks_its_figures(tmp_path: Path, capsys) -> None:
+    resnet = model_path("mlcommons-tiny__pretrainedResnet_quant")
+    data = resnet.read_bytes()
+    plan = plan_model(read_model_bytes(data))
+    bad = tmp_path / "bad.tflite"
+    bad.write_bytes(with_offline_plan(data, [0 if o >= 0 else -1 for o in plan.offline_offsets]))
+    assert main(["verify", str(resnet), str(bad)]) == 1
+    captured = capsys.readouterr()
+    assert captured.err.count("\n") == 1 and "verify failed: outputs differ" in captured.err
+    good = tmp_path / "good.tflite"
+    good.write_bytes(with_offline_plan(data, plan.offline_offsets))
+    assert main(["verify", str(resnet), str(good)]) == 0
+    assert "every predicted figure measured exactly" in capsys.readouterr().out
+
+
+def test_verify_refuses_two_unrelated_models(capsys) -> None:
+    a = model_path("tflite-micro__hello_world_int8")
+    b = model_path("mlcommons-tiny__vww_96_int8")
+    assert main(["verify", str(a), str(b)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "do not have the same inputs and outputs" in err
+
+
+@pytest.mark.parametrize("trials", ["0", "-1", "x"])
+def test_verify_trials_must_be_positive(trials: str, capsys) -> None:
+    a = model_path("tflite-micro__hello_world_int8")
+    assert main(["verify", str(a), str(a), "--trials", trials]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_a_wrong_prediction_fails_verify() -> None:
+    """A disagreement between a predicted and a measured figure is a failure, not a note."""
+    from rich.console import Console
+
+    from arenaplan.commands.verify import print_report
+    from arenaplan.verify.compare import Prediction, VerifyReport
+    from arenaplan.verify.runner import Measurement
+
+    m = Measurement(head=1024, tail=2048)
+    right = VerifyReport(1, True, None, m, m, 3088, Prediction(1024, 2048, 3088))
+    wrong = VerifyReport(1, True, None, m, m, 3104, Prediction(1024, 2048, 3088))
+    assert right.disagreements() == [] and print_report(Console(), right, "a", "b") == 0
+    assert wrong.disagreements() == ["smallest working arena: predicted 3,088 B, measured 3,104 B"]
+    assert print_report(Console(), wrong, "a", "b") == 1

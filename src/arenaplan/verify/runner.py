@@ -74,10 +74,10 @@ class TflmRunner:
 
     def _start(self) -> None:
         parent, child = self._ctx.Pipe()
-        self._proc = self._ctx.Process(target=worker.serve, args=(child,), daemon=True)
-        self._proc.start()
+        proc = self._ctx.Process(target=worker.serve, args=(child,), daemon=True)
+        proc.start()  # kept only once started, so that close() never joins a dead start
         child.close()
-        self._conn = parent
+        self._proc, self._conn = proc, parent
 
     def run(
         self, model: bytes, arena_size: int, inputs: list[list[np.ndarray]], n_outputs: int
