@@ -126,20 +126,3 @@ def _stage(path: Path, data: bytes) -> str:
         raise
     return tmp
 
-
-def write_outputs(inputs: tuple[Path, ...], files: list[tuple[Path, str, bytes]]) -> list[Path]:
-    """Claim and write ``(path, option, data)`` outputs at once (when all are ready)."""
-    out = Outputs(inputs)
-    for path, option, _ in files:
-        out.claim(path, option)
-    for path, _, data in files:
-        out.add(path, data)
-    return out.write_all()
-
-
-def refuse_overwrite(output: Path, *inputs: Path) -> None:  # pragma: no cover - transitional
-    Outputs(tuple(inputs)).claim(output, "output")
-
-
-def write_atomic(path: Path, data: bytes) -> None:  # pragma: no cover - transitional
-    write_outputs((), [(Path(path), "output", data)])

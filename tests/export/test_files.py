@@ -1,0 +1,55 @@
+"""The output set: every path checked first, everything written together or nothing."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from arenaplan.errors import UsageError
+from arenaplan.export.files import Outputs
+
+
+def test_paths_are_checked_when_claimed(tmp_path: Path) -> None:
+    model = tmp_path / "m.tflite"
+    model.write_bytes(b"x")
+    out = Outputs((model,))
+    with pytest.raises(UsageError, match="overwrite the input"):
+        out.claim(model, "-o")
+    with pytest.raises(UsageError, match="is a directory"):
+        out.claim(tmp_path, "-o")
+    with pytest.raises(UsageError, match="does not exist"):
+        out.claim(tmp_path / "no" / "x", "-o")
+    with pytest.raises(UsageError, match="is not a directory"):
+        out.claim(model / "x", "-o")
+    assert out.claim(tmp_path / "a", "-o") == tmp_path / "a"
+    with pytest.raises(UsageError, match="-o and --json both name"):
+        out.claim(tmp_path / "." / "a", "--json")
+    with pytest.raises(UsageError, match="standard output"):
+        out.claim(Path("-"), "--picture")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.tflite"]  # probes leave nothing
+
+
+def test_a_failure_while_writing_leaves_nothing(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    out = Outputs()
+    first, second = tmp_path / "a.bin", tmp_path / "sub" / "b.bin"
+    out.claim(first, "-o")
+    out.claim(second, "--json")
+    out.add(first, b"1")
+    out.add(second, b"2")
+    shutil.rmtree(tmp_path / "sub")  # the folder goes away between the check and the write
+    with pytest.raises(UsageError, match="cannot write"):
+        out.write_all()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_all_written_with_ordinary_permissions(tmp_path: Path) -> None:
+    out = Outputs()
+    paths = [out.claim(tmp_path / f"{k}.txt", f"--o{k}") for k in range(3)]
+    for k, p in enumerate(paths):
+        out.add(p, str(k).encode())
+    assert out.write_all() == paths
+    assert [p.read_text() for p in paths] == ["0", "1", "2"]
+    assert all(p.stat().st_mode & 0o044 for p in paths)
