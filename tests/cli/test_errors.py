@@ -190,3 +190,19 @@ def test_a_spread_plan_claims_no_saving(tmp_path: Path, capsys) -> None:
     assert "saves" not in out and "no like-for-like saving" in out
     memories = {t["memory"] for t in json.loads(js.read_text())["tensors"]}
     assert memories == {"tcm", "ocram"}
+
+
+@pytest.mark.parametrize(
+    ("stem", "why"),
+    [
+        ("arm-ml-examples__basic_lstm_quantized_small", "FILL: dims (input 0) is not constant"),
+        ("mlcommons-tiny__kws_ref_model_float32", "hybrid (FLOAT32 input, INT8 weights)"),
+    ],
+)
+def test_a_model_tflm_refuses_gets_no_saving_claim(tmp_path: Path, capsys, stem, why) -> None:
+    js = tmp_path / "p.json"
+    assert main(["plan", str(model_path(stem)), "--json", str(js)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "TFLM's reference kernels will refuse this model" in out and why in out
+    assert "saves" not in out
+    assert any(why in r for r in json.loads(js.read_text())["tflm_refuses"])

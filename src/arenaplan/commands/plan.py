@@ -14,6 +14,7 @@ from rich.console import Console
 
 from arenaplan.allocation.registry import ALLOCATORS
 from arenaplan.analysis.persistent import PROFILES
+from arenaplan.analysis.support import tflm_refusals
 from arenaplan.commands.common import add_target_options, target_from_args
 from arenaplan.commands.memories import (
     check_arena_memory,
@@ -206,12 +207,13 @@ def run(args: argparse.Namespace, console: Console) -> int:
         plan, tiers = fit_to_target(model, plan, target, caps, options)
         check_arena_memory(args.arena_memory, model, plan, target, caps, tiers)
     planned = planned_model_bytes(data, model, plan)
+    refusals = tflm_refusals(model)
     name = args.model.name
     if args.output is not None:
         outputs.add(args.output, planned)
     if args.json is not None:
         where = tiers.memory_of if tiers else None
-        outputs.add(args.json, plan_to_json(model, plan, name, where).encode())
+        outputs.add(args.json, plan_to_json(model, plan, name, where, refusals).encode())
     regions = memory_regions(target, caps, plan, tiers) if tiers and target else None
     if args.picture is not None:
         fmt = picture_format(args.picture)
@@ -233,7 +235,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     written = outputs.write_all()
     if args.quiet or outputs.to_stdout:
         return 0
-    print_summary(console, model, plan, name, spread=tiers is not None)
+    print_summary(console, model, plan, name, spread=tiers is not None, refusals=refusals)
     profile = args.profile or (target.tflm_profile if target else "arm32")
     if target is not None:
         print_memories(console, model, target, caps, plan, tiers)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from arenaplan import __version__
@@ -19,11 +19,14 @@ def plan_to_dict(
     plan: Plan,
     source: str,
     memory_of: Mapping[tuple[int, int], str] | None = None,
+    refusals: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Everything a tool needs to reproduce or inspect the plan. Units: bytes, scopes.
 
     ``memory_of``: for a plan spread over several memories, each tensor's memory
     ((subgraph, index) -> name); each tensor then records it as ``memory``.
+    ``refusals``: why TFLM's reference kernels will refuse the model (predicted),
+    recorded as ``tflm_refuses`` (empty: no known reason).
     """
     return {
         "format": "arenaplan-plan",
@@ -68,6 +71,7 @@ def plan_to_dict(
             for s in plan.scratch
         ],
         "persistent": persistent_figures(model, plan),
+        "tflm_refuses": list(refusals),
         "offline_offsets": list(plan.offline_offsets),
         "operators": model.operator_count,
         "tensor_count": model.tensor_count,
@@ -91,5 +95,6 @@ def plan_to_json(
     plan: Plan,
     source: str,
     memory_of: Mapping[tuple[int, int], str] | None = None,
+    refusals: Sequence[str] = (),
 ) -> str:
-    return json.dumps(plan_to_dict(model, plan, source, memory_of), indent=2) + "\n"
+    return json.dumps(plan_to_dict(model, plan, source, memory_of, refusals), indent=2) + "\n"
