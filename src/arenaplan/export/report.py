@@ -1,47 +1,151 @@
-"""A self-contained HTML report: the summary figures, the picture (inline SVG) and,
-for a target, the per-operator table of estimated times."""
+"""A self-contained HTML report: the summary figures, the picture (inline SVG), what
+is live at the peak, the memories of a spread plan, every planned tensor and, for
+a target, the per-operator table of estimated times.
+
+Self-contained: no external resource (style inline, picture inline); every piece of
+text from the model or the caller is escaped. Claims are made only where they
+hold: no saving against TFLM's planner when TFLM refuses the model (``refusal``),
+or when the plan spreads over memories (TFLM's own planner has one arena).
+"""
 
 from __future__ import annotations
 
 import html
 from collections.abc import Mapping
 
-from arenaplan.analysis.cost import default_memory, estimate
+from arenaplan.analysis.cost import TensorKey, default_memory, estimate
 from arenaplan.export.json_plan import persistent_figures
 from arenaplan.export.picture import render, render_memories
+from arenaplan.export.summary import find_peak
 from arenaplan.ir.model import Model
 from arenaplan.placement.plan import Plan
 from arenaplan.targets.model import Target
 
+Region = tuple[str, int, int, int]  # (memory, base in the laid-out head, bytes used, capacity)
+
 _STYLE = """body{font-family:sans-serif;margin:2em;max-width:70em}
-table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}
-td:first-child,th:first-child,td:nth-child(2){text-align:left}"""
+table{border-collapse:collapse;margin-bottom:1em}
+td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}
+td.text,th.text{text-align:left}
+.refusal{border:2px solid #c00;background:#fee;padding:0.5em 1em;font-size:1.1em}
+caption{text-align:left;font-weight:bold;padding:4px 0}"""
 
 
-def _row(cells: list[str], tag: str = "td") -> str:
-    return "<tr>" + "".join(f"<{tag}>{html.escape(c)}</{tag}>" for c in cells) + "</tr>"
+def _row(cells: list[str], tag: str = "td", text: tuple[int, ...] = ()) -> str:
+    """One table row; every cell escaped. ``text``: columns aligned left."""
+    out = []
+    for k, c in enumerate(cells):
+        cls = " class='text'" if k in text else ""
+        out.append(f"<{tag}{cls}>{html.escape(c)}</{tag}>")
+    return "<tr>" + "".join(out) + "</tr>"
 
 
-def _figures(model: Model, plan: Plan) -> str:
+def _table(head: list[str], rows: list[list[str]], text: tuple[int, ...] = ()) -> str:
+    body = "".join(_row(r, text=text) for r in rows)
+    return f"<table>{_row(head, 'th', text)}{body}</table>"
+
+
+def _figures(model: Model, plan: Plan, refusal: str | None) -> str:
     p = persistent_figures(model, plan)
-    rows = [
-        ("lower bound (live bytes at the peak)", plan.lower_bound),
-        ("TFLM's greedy planner, no offline plan", plan.tflm_greedy),
+    rows = [("lower bound (live bytes at the peak)", plan.lower_bound)]
+    if refusal is None:
+        rows.append(("TFLM's greedy planner, no offline plan", plan.tflm_greedy))
+    rows += [
         ("arenaplan" + (" (proven optimal)" if plan.optimal else ""), plan.arena),
         ("TFLM tail, 64-bit host (predicted)", p["pypi"]["tail"]),
         ("TFLM tail, 32-bit ARM (predicted)", p["arm32"]["tail"]),
         ("smallest working arena, 64-bit host", p["pypi"]["min_arena"]),
         ("smallest working arena, 32-bit ARM", p["arm32"]["min_arena"]),
     ]
+    return _table(["", "bytes"], [[k, f"{v:,}"] for k, v in rows], text=(0,))
+
+
+def _claim(plan: Plan, refusal: str | None, spread: bool) -> str:
+    """The saving against TFLM's planner, only where it holds."""
+    saved = plan.tflm_greedy - plan.arena
+    if refusal is not None or spread or saved <= 0:
+        return ""
+    return f"<p>saves {saved:,} B ({saved / plan.tflm_greedy:.1%}) against TFLM's planner</p>"
+
+
+def _refusal(refusal: str) -> str:
     return (
-        "<table>"
-        + _row(["", "bytes"], "th")
-        + "".join(_row([k, f"{v:,}"]) for k, v in rows)
-        + "</table>"
+        "<p class='refusal'><strong>TFLM's reference kernels will refuse this model:</strong> "
+        f"{html.escape(refusal)}. The plan is still valid planner output; no comparison "
+        "with TFLM's own planner is made.</p>"
     )
 
 
-def _where(t, where: Mapping[tuple[int, int], str] | None) -> str:
+def _peak(model: Model, plan: Plan) -> str:
+    peak = find_peak(model, plan)
+    rows = [[label, f"{off:,}", f"{size:,}"] for label, size, off in peak.tensors]
+    return (
+        f"<h2>Live at the peak</h2><p>scope {peak.scope}: {peak.live_bytes:,} B live "
+        f"in {len(peak.tensors)} buffers (tensors and kernel scratch), by offset</p>"
+        + _table(["buffer", "offset", "bytes"], rows, text=(0,))
+    )
+
+
+def _bases(regions: list[Region] | None) -> dict[str, int]:
+    return {memory: base for memory, base, _, _ in regions or []}
+
+
+def _memory_of(key: TensorKey, offset: int, where, regions) -> str:
+    """The memory a tensor lives in: from ``where``, else from its region."""
+    if where is not None and key in where:
+        return where[key]
+    for memory, base, used, _ in regions or []:
+        if base <= offset < base + used:
+            return memory
+    return ""
+
+
+def _memories(plan: Plan, where, regions: list[Region]) -> str:
+    counts: dict[str, int] = {}
+    for t in plan.tensors:
+        m = _memory_of((t.subgraph, t.index), t.offset, where, regions)
+        counts[m] = counts.get(m, 0) + 1
+    rows = [
+        [memory, f"{capacity:,}", f"{used:,}", str(counts.get(memory, 0)), _region(base, used)]
+        for memory, base, used, capacity in regions
+    ]
+    return "<h2>Memories</h2>" + _table(
+        ["memory", "capacity", "bytes used", "tensors", "region in the head"], rows, text=(0,)
+    )
+
+
+def _region(base: int, used: int) -> str:
+    return f"{base:,}..{base + used:,}" if used else "-"
+
+
+def _tensors(plan: Plan, where, regions: list[Region] | None) -> str:
+    spread = bool(regions)
+    bases = _bases(regions)
+    head = ["subgraph", "index", "name", "bytes", "offset", "lifetime [first, last]"]
+    if spread:
+        head += ["memory", "offset in memory"]
+    rows = []
+    for t in sorted(plan.tensors, key=lambda t: (t.subgraph, t.index)):
+        row = [
+            str(t.subgraph),
+            str(t.index),
+            t.name,
+            f"{t.bytes:,}",
+            f"{t.offset:,}",
+            f"[{t.first}, {t.last}]",
+        ]
+        if spread:
+            m = _memory_of((t.subgraph, t.index), t.offset, where, regions)
+            row += [m, f"{t.offset - bases[m]:,}" if m in bases else ""]
+        rows.append(row)
+    return (
+        f"<h2>Tensors ({len(rows)} planned)</h2><p>offsets in the head (bytes); "
+        "lifetimes in TFLM's scopes, inclusive (scope 0 = inputs, operator i runs in "
+        "scope i+1)</p>" + _table(head, rows, text=(2, 6))
+    )
+
+
+def _where(t, where: Mapping[TensorKey, str] | None) -> str:
     """Memories of the activations an operator touches, e.g. "tcm 2, ocram 1"."""
     if where is None:
         return ""
@@ -52,45 +156,38 @@ def _where(t, where: Mapping[tuple[int, int], str] | None) -> str:
     return ", ".join(f"{m} {n}" for m, n in counts.items())
 
 
-def _operators(
-    model: Model, target: Target, where: Mapping[tuple[int, int], str] | None = None
-) -> str:
+def _operators(model: Model, target: Target, where: Mapping[TensorKey, str] | None = None) -> str:
     placed = {**default_memory(model, target), **(where or {})}
     times = estimate(model, target, placed)
     total = sum(t.seconds for t in times)
-    head = _row(
+    head = [
+        "#",
+        "operator",
+        "MACs / elements",
+        "bytes read",
+        "bytes written",
+        "estimated µs",
+        "bound by",
+        "activations in",
+    ]
+    rows = [
         [
-            "#",
-            "operator",
-            "MACs / elements",
-            "bytes read",
-            "bytes written",
-            "estimated µs",
-            "bound by",
-            "activations in",
-        ],
-        "th",
-    )
-    body = "".join(
-        _row(
-            [
-                str(t.work.op),
-                t.work.opcode,
-                f"{t.work.macs:,}",
-                f"{sum(b for _, b in t.work.reads):,}",
-                f"{sum(b for _, b in t.work.writes):,}",
-                f"{t.seconds * 1e6:.1f}",
-                t.bound,
-                _where(t, where),
-            ]
-        )
+            str(t.work.op),
+            t.work.opcode,
+            f"{t.work.macs:,}",
+            f"{sum(b for _, b in t.work.reads):,}",
+            f"{sum(b for _, b in t.work.writes):,}",
+            f"{t.seconds * 1e6:.1f}",
+            t.bound,
+            _where(t, where),
+        ]
         for t in times
-    )
+    ]
     return (
         f"<h2>Operators on {html.escape(target.name)} "
         f"({'as placed' if where else 'all in the fastest memory'})</h2>"
         f"<p>estimated total {total * 1e3:.2f} ms (roofline: the larger of compute and "
-        f"per-memory transfer time)</p><table>{head}{body}</table>"
+        f"per-memory transfer time)</p>" + _table(head, rows, text=(1, 6, 7))
     )
 
 
@@ -99,13 +196,27 @@ def html_report(
     plan: Plan,
     name: str,
     target: Target | None,
-    where: Mapping[tuple[int, int], str] | None = None,
-    regions: list[tuple[str, int, int, int]] | None = None,
+    where: Mapping[TensorKey, str] | None = None,
+    regions: list[Region] | None = None,
+    *,
+    refusal: str | None = None,
+    persistent: tuple[str | None, int] | None = None,
 ) -> str:
-    """``where``/``regions``: a placement over several memories, when there is one."""
+    """The page. ``where``/``regions``: a placement over several memories, when there
+    is one (``regions``: (memory, base in the laid-out head, bytes used, capacity)).
+
+    ``refusal``: a one-line reason TFLM's reference kernels will refuse the model, or
+    None; shown at the top, and then the page claims no saving against TFLM's
+    planner (its figure and its line in the picture are left out).
+    ``persistent``: TFLM's persistent arena for the picture, (memory or None for one
+    arena, bytes), as ``picture.render`` / ``render_memories`` take it; None leaves
+    it out of the picture.
+    """
     title = f"arena plan: {name}"
     picture = (
-        render_memories(plan, regions, title, "svg") if regions else render(plan, title, "svg")
+        render_memories(plan, regions, title, "svg", persistent=persistent)
+        if regions
+        else render(plan, title, "svg", persistent=persistent, tflm_planner=refusal is None)
     )
     svg = picture.decode()
     svg = svg[svg.index("<svg") :]  # drop the XML prolog to inline it
@@ -113,11 +224,20 @@ def html_report(
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>arenaplan: "
         f"{html.escape(name)}</title><style>{_STYLE}</style></head><body>",
         f"<h1>arenaplan: {html.escape(name)}</h1>",
-        _figures(model, plan),
+    ]
+    if refusal is not None:
+        parts.append(_refusal(refusal))
+    parts += [
+        _figures(model, plan, refusal),
+        _claim(plan, refusal, bool(regions)),
         "<h2>Time x address</h2>",
         svg,
     ]
+    if regions:
+        parts.append(_memories(plan, where, regions))
+    parts.append(_peak(model, plan))
     if target is not None:
         parts.append(_operators(model, target, where))
+    parts.append(_tensors(plan, where, regions))
     parts.append("</body></html>\n")
     return "".join(parts)
