@@ -173,12 +173,21 @@ def test_planner_source_is_deterministic(tmp_path: Path) -> None:
         folder = tmp_path / seed
         folder.mkdir()
         argv = ["plan", str(model_path(MODEL)), "-q", "--target", TARGET, "--memory", "tcm=640"]
-        argv += ["--header", str(folder / "arena.h"), "--planner-cpp", str(folder / "planner.h")]
+        argv += ["--json", str(folder / "plan.json"), "--planner-cpp", str(folder / "planner.h")]
         code = "import sys; from arenaplan.cli import main; sys.exit(main(sys.argv[1:]))"
         env = {**os.environ, "PYTHONHASHSEED": seed}
         subprocess.run([sys.executable, "-c", code, *argv], check=True, env=env)
-        outputs.append([(folder / f).read_bytes() for f in ("arena.h", "planner.h")])
+        outputs.append([(folder / f).read_bytes() for f in ("plan.json", "planner.h")])
     assert outputs[0] == outputs[1]
+
+
+def test_no_header_for_a_spread_plan_with_two_arenas(tmp_path: Path, capsys) -> None:
+    """TFLM has no allocator taking two arenas and a planner: refused before writing."""
+    argv = ["plan", str(model_path(MODEL)), "--target", TARGET, "--memory", "tcm=640"]
+    assert main([*argv, "--header", str(tmp_path / "arena.h")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no allocator taking two arenas" in err
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_planner_cpp_needs_a_target(tmp_path: Path, capsys) -> None:

@@ -180,6 +180,13 @@ def _header(
             ).section
         if tiers is not None:
             head = tiers.heights[target.fastest().name]
+        if tiers is not None and chosen:
+            raise UsageError(
+                f"--header: the plan spreads the activations over several memories and the "
+                f"persistent arena goes to {chosen}; TFLM has no allocator taking two arenas "
+                "and a memory planner. Give the fastest memory room for the persistent arena "
+                "(--memory), or keep the plan in one memory"
+            )
     return firmware_header(
         model,
         plan,
