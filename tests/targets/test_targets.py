@@ -72,6 +72,8 @@ def test_a_users_file(tmp_path: Path) -> None:
         (("write_bandwidth = 400e6", "write_bandwidth = 0"), "write_bandwidth must be positive"),
         (("[compute]", "[compute\n"), "not valid TOML"),
         (("clock_hz = 100e6", 'clock_hz = 100e6\ntflm_profile = "x86"'), "tflm_profile must be"),
+        (('name = "flash"', 'name = "ext-ram"'), "letters, digits and _"),
+        (('name = "flash"', 'name = "flash"\nsection = ".x\\" */"'), "not a linker section"),
     ],
 )
 def test_bad_files_name_the_problem(tmp_path: Path, edit: tuple[str, str], message: str) -> None:

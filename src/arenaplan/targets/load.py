@@ -21,6 +21,7 @@ Format (all keys checked; sizes are bytes or strings like "512KiB", "2MB", see
 
 from __future__ import annotations
 
+import re
 import tomllib
 from importlib import resources
 from pathlib import Path
@@ -30,6 +31,8 @@ from arenaplan.errors import TargetError
 from arenaplan.targets.model import HOLDS, Memory, Target
 from arenaplan.units import parse_size
 
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # becomes part of C identifiers
+_SECTION = re.compile(r"[A-Za-z0-9_.$]*")  # written into C attributes
 _TOP_KEYS = {"name", "description", "clock_hz", "tflm_profile", "compute", "memory"}
 _PROFILES = ("pypi", "arm32", "int32")  # as in analysis.persistent.PROFILES
 _MEMORY_KEYS = {
@@ -62,9 +65,17 @@ def _memory(table: Any, k: int) -> Memory:
     if unknown:
         raise TargetError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
     name = table.get("name")
-    if not isinstance(name, str) or not name:
-        raise TargetError(f"{where}: needs a name")
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise TargetError(
+            f"{where}: needs a name of letters, digits and _ (it names C arrays), got {name!r}"
+        )
     where = f"memory {name!r}"
+    section = table.get("section", "")
+    if not isinstance(section, str) or not _SECTION.fullmatch(section):
+        raise TargetError(
+            f"{where}: section {section!r} is not a linker section name "
+            "(letters, digits, '.', '_', '$')"
+        )
     holds = table.get("holds", [])
     if not isinstance(holds, list) or not holds or any(h not in HOLDS for h in holds):
         raise TargetError(f"{where}: holds must list some of {', '.join(HOLDS)}, got {holds!r}")
@@ -77,7 +88,7 @@ def _memory(table: Any, k: int) -> Memory:
         ),  # read-only memory
         latency=int(_number(table, "latency", where, zero_ok=True)),
         holds=tuple(holds),
-        section=str(table.get("section", "")),
+        section=section,
         note=str(table.get("note", "")),
     )
 
