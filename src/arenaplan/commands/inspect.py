@@ -28,8 +28,14 @@ _SHOWN_OPTIONS = (
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("inspect", help="list a model's subgraphs, operators and tensors")
-    p.add_argument("model", type=Path, help="input .tflite")
+    p = sub.add_parser(
+        "inspect",
+        help="list a model's subgraphs, operators and tensors",
+        description="Show the model as the planner sees it: each subgraph's operators "
+        "(options, the kernel scratch buffers TFLM will request) and tensors (bytes, "
+        "kind, lifetime in TFLM's scopes), and the lower bound of the head.",
+    )
+    p.add_argument("model", type=Path, help="input .tflite (only read)")
     p.add_argument(
         "--all", action="store_true", help="also list constant tensors (weights, biases)"
     )

@@ -8,6 +8,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from arenaplan.errors import UsageError
 from arenaplan.targets import Target, builtin_names, load_builtin, load_target
 
 
@@ -55,6 +56,8 @@ def _show(console: Console, t: Target) -> None:
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
+    if args.file is not None and args.name:
+        raise UsageError("give a target NAME or --file, not both")
     if args.file is not None:
         _show(console, load_target(args.file))
         return 0
