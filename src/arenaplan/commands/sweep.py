@@ -38,11 +38,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         "sweep",
         help="estimated latency against the fast memory's size",
         description="Shrink the target's fastest memory from the smaller of the "
-        "model's arena and the memory's real capacity down to a quarter of that; "
-        "place the activations at each size (ours and Vela's strategy) and print, "
-        "and optionally plot, the estimated latency.",
+        "model's arena and the memory's real capacity down to a quarter of that "
+        "(exactly --points sizes, multiples of 16 B when the range allows); place "
+        "the activations at each size (ours and Vela's strategy) and print, and "
+        "optionally plot, the estimated latency. A size that cannot be placed is a "
+        "row saying why.",
     )
-    p.add_argument("model", type=Path)
+    p.add_argument("model", type=Path, help="input .tflite")
     add_target_options(p, default="generic", what="whose fastest memory shrinks")
     p.add_argument(
         "--points",
@@ -51,7 +53,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="N",
         help="sizes to try, a whole number >= 2 (default 8); one row each",
     )
-    p.add_argument("--plot", type=Path, help="write the curve as .png or .svg")
+    p.add_argument(
+        "--plot", type=Path, metavar="P.png|P.svg", help="also write the curve as a picture"
+    )
     p.set_defaults(run=run)
 
 
@@ -182,8 +186,12 @@ def _plot(rows: list[Row], title: str, fast: str, fmt: str, unit: str, flat: boo
 
     ax.plot(xs, ys(lambda r: r.ours), marker="o", label="arenaplan")
     ax.plot(xs, ys(lambda r: r.vela), marker="x", linestyle="--", label="Vela's strategy")
+    margin = (max(xs) - min(xs)) * 0.05
+    ax.set_xlim(min(xs) - margin, max(xs) + margin)  # also when no size was placed
     ax.set_xlabel(f"{fast} capacity (KiB)")
     ax.set_ylabel(f"estimated latency ({unit})")
+    if all(r.ours is None and r.vela is None for r in rows):
+        title += "\nno size could be placed (the table says why)"
     ax.set_title(title + (f"\n{FLAT}" if flat else ""), fontsize="medium")
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small")
     return save(plt, fig, fmt)

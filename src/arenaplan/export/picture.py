@@ -255,7 +255,7 @@ def _legend(ax, plt, scratch: bool) -> None:
         )
 
 
-def figure(
+def _figure(
     plan: Plan,
     title: str,
     *,
@@ -342,11 +342,11 @@ def render(
     """
     if fmt not in ("png", "svg"):
         raise UsageError(f"unknown picture format {fmt!r} (png or svg)")
-    plt, fig = figure(plan, title, persistent=persistent, memory=memory, tflm_planner=tflm_planner)
+    plt, fig = _figure(plan, title, persistent=persistent, memory=memory, tflm_planner=tflm_planner)
     return save(plt, fig, fmt)
 
 
-def figure_memories(
+def _figure_memories(
     plan: Plan,
     regions: list[tuple[str, int, int, int]],
     title: str,
@@ -413,7 +413,7 @@ def render_memories(
     """
     if fmt not in ("png", "svg"):
         raise UsageError(f"unknown picture format {fmt!r} (png or svg)")
-    plt, fig = figure_memories(plan, regions, title, persistent=persistent)
+    plt, fig = _figure_memories(plan, regions, title, persistent=persistent)
     return save(plt, fig, fmt)
 
 
