@@ -13,7 +13,7 @@ from pathlib import Path
 from rich.console import Console
 
 from arenaplan.allocation.registry import ALLOCATORS
-from arenaplan.analysis.persistent import PROFILES
+from arenaplan.analysis.persistent import PROFILES, predict_tail
 from arenaplan.analysis.support import tflm_refusals
 from arenaplan.commands.common import add_target_options, target_from_args
 from arenaplan.commands.memories import (
@@ -199,6 +199,36 @@ def _header(
     )
 
 
+def _persistent(
+    model: Model,
+    plan: Plan,
+    target: Target | None,
+    caps: dict[str, int],
+    tiers: TierPlacement | None,
+    profile: str,
+) -> tuple[str | None, int]:
+    """Where the pictures draw TFLM's tail: (memory, or None for beside the head; bytes)."""
+    memory = persistent_memory(model, plan, target, caps, tiers)[0] if target else None
+    return memory or None, predict_tail(model, profile)
+
+
+def _picture(
+    args: argparse.Namespace,
+    plan: Plan,
+    name: str,
+    regions: list | None,
+    target: Target | None,
+    persistent: tuple[str | None, int],
+    refusals: tuple[str, ...],
+) -> bytes:
+    fmt = picture_format(args.picture)
+    title = f"arena plan: {name}"
+    if regions:
+        return render_memories(plan, regions, title, fmt, persistent=persistent)
+    memory = target.fastest().name if target else None
+    return render(plan, title, fmt, persistent=persistent, memory=memory, tflm_planner=not refusals)
+
+
 def run(args: argparse.Namespace, console: Console) -> int:
     outputs = _claim_outputs(args)
     target = target_from_args(args)
@@ -222,13 +252,10 @@ def run(args: argparse.Namespace, console: Console) -> int:
         where = tiers.memory_of if tiers else None
         outputs.add(args.json, plan_to_json(model, plan, name, where, refusals).encode())
     regions = memory_regions(target, caps, plan, tiers) if tiers and target else None
+    profile = args.profile or (target.tflm_profile if target else "arm32")
+    persistent = _persistent(model, plan, target, caps, tiers, profile)
     if args.picture is not None:
-        fmt = picture_format(args.picture)
-        title = f"arena plan: {name}"
-        picture = (
-            render_memories(plan, regions, title, fmt) if regions else render(plan, title, fmt)
-        )
-        outputs.add(args.picture, picture)
+        outputs.add(args.picture, _picture(args, plan, name, regions, target, persistent, refusals))
     if args.header is not None:
         header = _header(args, model, plan, planned, target, caps, tiers)
         outputs.add(args.header, header.encode())
@@ -237,13 +264,21 @@ def run(args: argparse.Namespace, console: Console) -> int:
         outputs.add(args.planner_cpp, planner_source(model, placement, target, name).encode())
     if args.report is not None:
         where = tiers.memory_of if tiers else None
-        report = html_report(model, plan, name, target, where, regions)
+        report = html_report(
+            model,
+            plan,
+            name,
+            target,
+            where,
+            regions,
+            refusal="; ".join(refusals) or None,
+            persistent=persistent,
+        )
         outputs.add(args.report, report.encode())
     written = outputs.write_all()
     if args.quiet or outputs.to_stdout:
         return 0
     print_summary(console, model, plan, name, spread=tiers is not None, refusals=refusals)
-    profile = args.profile or (target.tflm_profile if target else "arm32")
     if target is not None:
         print_memories(console, model, target, caps, plan, tiers)
     for path in written:

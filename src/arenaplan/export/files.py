@@ -125,4 +125,3 @@ def _stage(path: Path, data: bytes) -> str:
         Path(tmp).unlink(missing_ok=True)
         raise
     return tmp
-
