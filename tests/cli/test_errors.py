@@ -200,9 +200,12 @@ def test_a_spread_plan_claims_no_saving(tmp_path: Path, capsys) -> None:
     ],
 )
 def test_a_model_tflm_refuses_gets_no_saving_claim(tmp_path: Path, capsys, stem, why) -> None:
-    js = tmp_path / "p.json"
-    assert main(["plan", str(model_path(stem)), "--json", str(js)]) == 0
+    pytest.importorskip("matplotlib", reason="the report needs matplotlib")
+    js, report = tmp_path / "p.json", tmp_path / "r.html"
+    assert main(["plan", str(model_path(stem)), "--json", str(js), "--report", str(report)]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "TFLM's reference kernels will refuse this model" in out and why in out
     assert "saves" not in out
     assert any(why in r for r in json.loads(js.read_text())["tflm_refuses"])
+    page = report.read_text()
+    assert why.split(":")[0] in page and "saves" not in page
