@@ -71,7 +71,14 @@ def print_report(console: Console, report, original_name: str, planned_name: str
     for col in ("model", "head", "tail", "predicted head", "predicted tail"):
         table.add_column(col, justify="right" if col != "model" else "left")
     o, m, p = report.original, report.planned, report.predicted
-    table.add_row(original_name, f"{o.head:,}", f"{o.tail:,}", "", "")
+    op = report.original_predicted
+    table.add_row(
+        original_name,
+        f"{o.head:,}",
+        f"{o.tail:,}",
+        f"{op.head:,}" if op else "",
+        f"{op.tail:,}" if op else "",
+    )
     table.add_row(planned_name, f"{m.head:,}", f"{m.tail:,}", f"{p.head:,}", f"{p.tail:,}")
     console.print(table)
     console.print(

@@ -58,6 +58,7 @@ class VerifyReport:
     predicted: Prediction | None
     refused: str | None = None
     failed: str | None = None
+    original_predicted: Prediction | None = None  # TFLM's own plan of the original
 
     @property
     def predicted_arena(self) -> int:
@@ -68,11 +69,14 @@ class VerifyReport:
         p, m = self.predicted, self.planned
         if p is None or m is None:
             return []
-        pairs = (
+        pairs = [
             ("head", p.head, m.head),
             ("tail", p.tail, m.tail),
             ("smallest working arena", p.arena, self.smallest_arena),
-        )
+        ]
+        o, om = self.original_predicted, self.original
+        if o is not None and om is not None:
+            pairs += [("original's head", o.head, om.head), ("original's tail", o.tail, om.tail)]
         found = [f"the offline plan is invalid: {why}" for why in p.plan_problems[:3]]
         return found + [
             f"{what}: predicted {want:,} B, measured {got:,} B"
@@ -205,5 +209,12 @@ def compare_models(
         found = smallest_arena(runner, planned, inputs[0], n_out, high=prediction.arena)
     mismatch = _first_mismatch(before.outputs, after.outputs)
     return VerifyReport(
-        trials, mismatch is None, mismatch, before.measurement, after.measurement, found, prediction
+        trials,
+        mismatch is None,
+        mismatch,
+        before.measurement,
+        after.measurement,
+        found,
+        prediction,
+        original_predicted=predict(ir),
     )
