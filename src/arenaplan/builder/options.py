@@ -1,8 +1,10 @@
 """Builtin options tables for the writer, through the ``tflite`` builder functions.
 
 Options come as snake_case names (``stride_w``) with plain values; enum fields
-take their schema names (``padding="SAME"``). Each is written with the generated
-``<Table>Add<Field>`` function, so only fields the schema has are accepted.
+take their schema names (``padding="SAME"``, ``mode="REFLECT"``), type fields a
+``DType`` or its schema name (``out_data_type="INT8"``), string fields a ``str``.
+Each is written with the generated ``<Table>Add<Field>`` function, so only fields
+the schema has are accepted.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import flatbuffers
 import tflite
 
 from arenaplan.errors import UsageError
+from arenaplan.ir.dtypes import DType
 
 # operator -> its options table in the schema (operators absent here take none)
 OPTION_TABLES = {
@@ -22,17 +25,67 @@ OPTION_TABLES = {
     "ADD": "AddOptions",
     "MUL": "MulOptions",
     "SUB": "SubOptions",
+    "DIV": "DivOptions",
     "AVERAGE_POOL_2D": "Pool2DOptions",
     "MAX_POOL_2D": "Pool2DOptions",
+    "L2_POOL_2D": "Pool2DOptions",
     "RESHAPE": "ReshapeOptions",
     "SOFTMAX": "SoftmaxOptions",
+    "LOG_SOFTMAX": "LogSoftmaxOptions",
     "CONCATENATION": "ConcatenationOptions",
     "MEAN": "ReducerOptions",
     "SUM": "ReducerOptions",
+    "REDUCE_MAX": "ReducerOptions",
+    "REDUCE_MIN": "ReducerOptions",
+    "REDUCE_ALL": "ReducerOptions",
     "SVDF": "SVDFOptions",
     "TRANSPOSE_CONV": "TransposeConvOptions",
+    "PAD": "PadOptions",
+    "PADV2": "PadV2Options",
+    "MIRROR_PAD": "MirrorPadOptions",
+    "LEAKY_RELU": "LeakyReluOptions",
+    "HARD_SWISH": "HardSwishOptions",
+    "STRIDED_SLICE": "StridedSliceOptions",
+    "SQUEEZE": "SqueezeOptions",
+    "GATHER": "GatherOptions",
+    "GATHER_ND": "GatherNdOptions",
+    "SPACE_TO_DEPTH": "SpaceToDepthOptions",
+    "DEPTH_TO_SPACE": "DepthToSpaceOptions",
+    "SPACE_TO_BATCH_ND": "SpaceToBatchNDOptions",
+    "BATCH_TO_SPACE_ND": "BatchToSpaceNDOptions",
+    "CAST": "CastOptions",
+    "SHAPE": "ShapeOptions",
+    "SPLIT": "SplitOptions",
+    "SPLIT_V": "SplitVOptions",
+    "PACK": "PackOptions",
+    "UNPACK": "UnpackOptions",
+    "ARG_MAX": "ArgMaxOptions",
+    "ARG_MIN": "ArgMinOptions",
+    "RESIZE_BILINEAR": "ResizeBilinearOptions",
+    "RESIZE_NEAREST_NEIGHBOR": "ResizeNearestNeighborOptions",
+    "BATCH_MATMUL": "BatchMatMulOptions",
+    "CUMSUM": "CumsumOptions",
+    "L2_NORMALIZATION": "L2NormOptions",
+    "UNIDIRECTIONAL_SEQUENCE_LSTM": "UnidirectionalSequenceLSTMOptions",
+    "SQUARED_DIFFERENCE": "SquaredDifferenceOptions",
+    "SELECT_V2": "SelectV2Options",
+    "TRANSPOSE": "TransposeOptions",
+    "EXPAND_DIMS": "ExpandDimsOptions",
+    "QUANTIZE": "QuantizeOptions",
+    "DEQUANTIZE": "DequantizeOptions",
+    "CALL_ONCE": "CallOnceOptions",
+    "IF": "IfOptions",
+    "WHILE": "WhileOptions",
+    "VAR_HANDLE": "VarHandleOptions",
+    "ASSIGN_VARIABLE": "AssignVariableOptions",
+    "READ_VARIABLE": "ReadVariableOptions",
 }
-_ENUMS = {"padding": tflite.Padding, "fused_activation_function": tflite.ActivationFunctionType}
+_ENUMS = {
+    "padding": tflite.Padding,
+    "fused_activation_function": tflite.ActivationFunctionType,
+    "mode": tflite.MirrorPadMode,
+}
+_TYPE_FIELDS = {"in_data_type", "out_data_type", "out_type", "output_type"}
 
 
 def _camel(name: str) -> str:
@@ -40,6 +93,11 @@ def _camel(name: str) -> str:
 
 
 def _enum_value(field: str, value: object) -> object:
+    if field in _TYPE_FIELDS:
+        if isinstance(value, DType):
+            return value.code
+        if isinstance(value, str) and hasattr(DType, value):
+            return DType[value].code
     enum = _ENUMS.get(field)
     if enum is None or not isinstance(value, str):
         return value
@@ -58,8 +116,10 @@ def build_options(
             raise UsageError(f"{opcode} takes no options (got {', '.join(options)})")
         return 0, 0
     vectors = {}
-    for field, value in options.items():  # vectors go before the table starts
-        if isinstance(value, tuple | list):
+    for field, value in options.items():  # vectors and strings go before the table
+        if isinstance(value, str) and field not in _ENUMS and field not in _TYPE_FIELDS:
+            vectors[field] = b.CreateString(value)
+        elif isinstance(value, tuple | list):
             start = getattr(tflite, f"{table}Start{_camel(field)}Vector", None)
             if start is None:
                 raise UsageError(f"{opcode}: option {field!r} is not a vector")
