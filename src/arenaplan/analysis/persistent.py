@@ -10,26 +10,50 @@ allocations, eval tensors and node structs per subgraph;  3. builtin options
 per operator;  4. kernel Init (OpData, signal state);  5. kernel Prepare
 (per-channel arrays, lookup tables, writable dims);  6. scratch handles and
 variable tensors;  7. the interpreter's I/O views.
-All sizes in bytes. Only the reference kernels are modelled.
+What each operator kind adds in steps 3-5 is in ``tail_rules`` (one rule per
+kernel), the struct sizes per profile in ``tail_structs``. All sizes in bytes.
+Only the reference kernels are modelled.
+
+API:
+
+- ``tail_estimate(model, profile="pypi", sizes=None, with_io=True) -> TailEstimate``:
+  ``.bytes`` (the predicted tail), ``.unmodelled`` (tuple of short notes, one per
+  operator kind or model feature the rules do not cover, e.g.
+  ``"operator 3 FOO"``; their allocations are left out of ``.bytes``) and
+  ``.exact`` (no note: the prediction is TFLM's tail to the byte).
+- ``predict_tail(...) -> int``: ``tail_estimate(...).bytes``.
+- ``min_arena_estimate(model, head, n_planned, profile="pypi") -> TailEstimate``:
+  the smallest working arena (reference B6, and each operator's Prepare phase)
+  with the tail's notes, plus one when a kernel's Prepare-time temporaries may
+  need more than estimated (only on models with a head of a few hundred bytes;
+  the note gives the upper figure); ``min_arena(...) -> int`` its bytes.
+
+When ``exact`` is False, the bytes leave out what the notes name: an arena of
+that size may be refused by TFLM.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from arenaplan.analysis.scratch import scratch_requests
+from arenaplan.analysis.scratch import ScratchRequest, scratch_requests
 from arenaplan.analysis.sizes import TensorBytes, tensor_bytes
-from arenaplan.ir.custom import int_option
-from arenaplan.ir.dtypes import DType
-from arenaplan.ir.model import Model, Operator, Subgraph
+from arenaplan.analysis.tail_rules import Allocations, OpView, Unmodelled, rule_for
+from arenaplan.analysis.tail_structs import options_for, state_for
+from arenaplan.ir.model import Model, Operator
 
 ALIGN = 16  # kernels' persistent buffers and variables are 16-aligned
+COMPRESSION_METADATA = "COMPRESSION_METADATA"  # metadata name of compressed models
 
 
 @dataclass(frozen=True, slots=True)
 class BuildProfile:
-    """Struct sizes of one TFLM build. ``options``: op -> (size, align) of its parsed
-    builtin options; ``op_data``: op -> Init OpData bytes (16-aligned)."""
+    """Struct sizes of one TFLM build, in bytes. ``options``: options struct ->
+    (size, align); ``state``: kernel state struct -> size (allocated 16-aligned,
+    0 = not allocated in this build). ``resource_variables``: the runtime creates
+    MicroResourceVariables itself (the Python interpreter does; on an MCU the
+    application does, with a count only it knows)."""
 
     name: str
     pointer: int
@@ -41,131 +65,45 @@ class BuildProfile:
     tflite_tensor: int
     affine_quantization: int
     scratch_handle: int
-    options: dict[str, tuple[int, int]] = field(default_factory=dict)
-    op_data: dict[str, int] = field(default_factory=dict)
+    options: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    state: Mapping[str, int] = field(default_factory=dict)
+    resource_variables: bool = False
 
-
-_OPTIONS_64 = {
-    "CONV_2D": (28, 4),
-    "DEPTHWISE_CONV_2D": (28, 4),
-    "FULLY_CONNECTED": (16, 4),
-    "SVDF": (12, 4),
-    "UNIDIRECTIONAL_SEQUENCE_LSTM": (16, 4),
-    "SOFTMAX": (4, 4),
-    "TRANSPOSE_CONV": (20, 4),
-    "CONCATENATION": (8, 4),
-    "ADD": (8, 4),
-    "SUB": (8, 4),
-    "MUL": (4, 4),
-    "DIV": (4, 4),
-    "STRIDED_SLICE": (24, 4),
-    "MEAN": (1, 1),
-    "SUM": (1, 1),
-    "REDUCE_MAX": (1, 1),
-    "REDUCE_MIN": (1, 1),
-    "AVERAGE_POOL_2D": (40, 4),
-    "MAX_POOL_2D": (40, 4),
-    "RESHAPE": (36, 4),
-    "CAST": (8, 4),
-    "SHAPE": (4, 4),
-    "SPLIT": (4, 4),
-    "PACK": (8, 4),
-    "UNPACK": (8, 4),
-}
-_OPTIONS_ARM32 = {
-    **_OPTIONS_64,
-    "FULLY_CONNECTED": (5, 1),
-    "SVDF": (8, 4),
-    "TRANSPOSE_CONV": (16, 4),
-    "ADD": (2, 1),
-    "SUB": (2, 1),
-    "MUL": (1, 1),
-    "DIV": (1, 1),
-    "CAST": (2, 1),
-    "SHAPE": (1, 1),
-}
-_OP_DATA_64C = {
-    "CONV_2D": 80,
-    "DEPTHWISE_CONV_2D": 80,
-    "FULLY_CONNECTED": 72,
-    "SVDF": 36,
-    "UNIDIRECTIONAL_SEQUENCE_LSTM": 688,
-    "SOFTMAX": 80,
-    "TRANSPOSE_CONV": 64,
-    "CONCATENATION": 80,
-    "ADD": 60,
-    "SUB": 52,
-    "MUL": 36,
-    "DIV": 28,
-    "STRIDED_SLICE": 84,
-    "MEAN": 44,
-    "SUM": 44,
-    "REDUCE_MAX": 44,
-    "REDUCE_MIN": 44,
-    "LOGISTIC": 16,
-    "TANH": 16,
-    "QUANTIZE": 32,
-    "DEQUANTIZE": 32,
-    "AVERAGE_POOL_2D": 32,
-    "MAX_POOL_2D": 32,
-    "SignalWindow": 8,
-    "SignalEnergy": 8,
-    "SignalFilterBankLog": 8,
-    "SignalPCAN": 4,
-    "SignalFilterBank": 64,
-    "SignalFilterBankSpectralSubtraction": 56,
-    "SignalRfft": 48,
-}
-_OP_DATA_ARM32 = {
-    **_OP_DATA_64C,
-    "CONV_2D": 56,
-    "DEPTHWISE_CONV_2D": 56,
-    "FULLY_CONNECTED": 48,
-    "SOFTMAX": 56,
-    "TRANSPOSE_CONV": 72,
-    "CONCATENATION": 24,
-    "SignalFilterBank": 36,
-    "SignalFilterBankSpectralSubtraction": 44,
-    "SignalRfft": 32,
-}
 
 PROFILES = {
-    # the PyPI wheel: 64-bit, compression on, recording allocators; its FC options
-    # are 32/8 (read from the wheel), not the source's 16/4
+    # the PyPI wheel: 64-bit, compression on, recording allocators
     "pypi": BuildProfile(
-        "pypi",
-        8,
-        (104, 72, 272),
-        16,
-        24,
-        24,
-        64,
-        64,
-        24,
-        8,
-        {**_OPTIONS_64, "FULLY_CONNECTED": (32, 8)},
-        _OP_DATA_64C,
+        "pypi", 8, (104, 72, 272), 16, 24, 24, 64, 64, 24, 8,
+        options_for("pypi"), state_for("pypi"), resource_variables=True,
     ),
     # arm-none-eabi-gcc: 32-bit, one-byte enums, plain MicroAllocator
     "arm32": BuildProfile(
-        "arm32", 4, (36, 44, 36), 8, 8, 12, 32, 32, 12, 4, _OPTIONS_ARM32, _OP_DATA_ARM32
+        "arm32", 4, (36, 44, 36), 8, 8, 12, 32, 32, 12, 4,
+        options_for("arm32"), state_for("arm32"),
     ),
     # other 32-bit targets (int-sized enums): RISC-V, Xtensa, i386
     "int32": BuildProfile(
-        "int32",
-        4,
-        (36, 44, 36),
-        8,
-        8,
-        12,
-        32,
-        40,
-        12,
-        4,
-        {**_OPTIONS_ARM32, "FULLY_CONNECTED": (16, 4)},
-        _OP_DATA_ARM32,
+        "int32", 4, (36, 44, 36), 8, 8, 12, 32, 40, 12, 4,
+        options_for("int32"), state_for("int32"),
     ),
-}
+}  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class TailEstimate:
+    """Predicted bytes and what the rules could not model.
+
+    ``unmodelled``: one short entry per operator kind (or model feature) whose
+    persistent allocations are unknown, e.g. ``"operator 3 FOO"``; empty when
+    the prediction is exact. ``bytes`` then leaves those allocations out.
+    """
+
+    bytes: int
+    unmodelled: tuple[str, ...] = ()
+
+    @property
+    def exact(self) -> bool:
+        return not self.unmodelled
 
 
 class _Tail:
@@ -176,37 +114,29 @@ class _Tail:
         self.used = -(-(self.used + size) // align) * align
 
 
-def _init_extras(op: Operator, sg: Subgraph, p: BuildProfile) -> list[int]:
-    """Bytes a signal kernel's Init allocates after its OpData (16-aligned each)."""
-    if op.opcode == "SignalFilterBank":
-        return [(int_option(op, "num_channels") + 1) * 8]
-    if op.opcode == "SignalFilterBankSpectralSubtraction":
-        return [4 * int_option(op, "num_channels")]
-    if op.opcode == "SignalRfft":
-        n = int_option(op, "fft_length")
-        half = n // 2
-        c = 4 if sg.tensors[op.inputs[0]].dtype is DType.INT16 else 8
-        return [3 * p.pointer + (8 + 256 + c) + c * (half - 1) + c * (3 * half // 2)]
-    return []
+class _Notes:
+    """Unmodelled items, deduplicated by key (operator kind or feature)."""
+
+    def __init__(self) -> None:
+        self.items: dict[str, str] = {}
+
+    def add(self, key: str, text: str) -> None:
+        self.items.setdefault(key, text)
 
 
-def _prepare_extras(op: Operator, sg: Subgraph) -> list[int]:
-    """Bytes a kernel's Prepare allocates (16-aligned each)."""
-    t = sg.tensors
-    if op.opcode == "CONV_2D":
-        return [4 * t[op.inputs[1]].shape[0]] * 2
-    if op.opcode == "DEPTHWISE_CONV_2D":
-        return [4 * t[op.inputs[1]].shape[3]] * 2
-    if op.opcode == "TRANSPOSE_CONV":
-        return [4 * t[op.inputs[1]].shape[0]] * 2
-    if op.opcode == "FULLY_CONNECTED":
-        q = t[op.inputs[1]].quantization
-        if t[op.inputs[0]].dtype in (DType.INT8, DType.INT16) and q and len(q.scales) > 1:
-            return [4 * len(q.scales)] * 2
-    if op.opcode == "SOFTMAX" and t[op.inputs[0]].dtype is DType.INT16:
-        return [1026, 1026]
-    if op.opcode == "RESHAPE" and -1 in t[op.outputs[0]].shape:
-        return [4 + 4 * len(t[op.outputs[0]].shape)]
+def _op_name(op: Operator) -> str:
+    return f"custom {op.opcode}" if op.is_custom else op.opcode
+
+
+def _allocations(fn: Allocations | None, view: OpView, notes: _Notes, where: str) -> list[int]:
+    if fn is None:
+        return []
+    try:
+        return fn(view)
+    except Unmodelled as exc:
+        notes.add(f"{view.op.opcode}:{exc}", f"{where} ({exc})")
+    except (IndexError, KeyError, TypeError, ValueError) as exc:
+        notes.add(f"{view.op.opcode}:unreadable", f"{where} (unreadable operator: {exc})")
     return []
 
 
@@ -223,46 +153,116 @@ def io_views(tail: _Tail, model: Model, p: BuildProfile) -> None:
                 tail.alloc(4 + 4 * len(q.scales), 4)
 
 
-def predict_tail(
-    model: Model,
-    profile: str | BuildProfile = "pypi",
-    sizes: TensorBytes | None = None,
-    with_io: bool = True,
-) -> int:
-    """Bytes of TFLM's tail for ``model`` under ``profile`` (variables not offline)."""
-    p = PROFILES[profile] if isinstance(profile, str) else profile
-    sizes = sizes or tensor_bytes(model)
+def _resource_variables(model: Model) -> int:
+    """Distinct shared names of VAR_HANDLE operators (the Python runtime's count)."""
+    names = {
+        str(op.options.get("shared_name", ""))
+        for sg in model.subgraphs
+        for op in sg.operators
+        if op.opcode == "VAR_HANDLE" and not op.is_custom
+    }
+    return len(names)
+
+
+@dataclass(frozen=True, slots=True)
+class _PrepareMark:
+    """Tail bytes around one operator's Prepare, for the smallest-arena estimate."""
+
+    view: OpView
+    where: str
+    before: int  # tail bytes when its Prepare starts
+    after: int  # tail bytes when it ends
+
+
+@dataclass(frozen=True, slots=True)
+class _Simulation:
+    before_io: int  # tail bytes after step 6
+    total: int  # after step 7
+    notes: tuple[str, ...]
+    prepares: tuple[_PrepareMark, ...]
+
+
+def _simulate(model: Model, p: BuildProfile, sizes: TensorBytes) -> _Simulation:
+    """Steps 1-7 of the module docstring, in TFLM's order."""
+    notes = _Notes()
+    if any(name == COMPRESSION_METADATA for name, _ in model.metadata):
+        notes.add("compression", "compressed tensors (COMPRESSION_METADATA)")
     tail = _Tail()
     for size in p.allocator_objects:
         tail.alloc(size, p.pointer)
+    n_vars = _resource_variables(model)
+    if n_vars and p.resource_variables:  # MicroResourceVariables::Create
+        tail.alloc(p.state["MicroResourceVariables"], ALIGN)
+        tail.alloc(p.state["MicroResourceVariable"] * n_vars, ALIGN)
+    elif n_vars:
+        notes.add("resources", "VAR_HANDLE: resource variables are created by the application")
     tail.alloc(p.builtin_data_allocator, p.pointer)
     tail.alloc(p.subgraph_allocations * len(model.subgraphs), p.pointer)
     for sg in model.subgraphs:
         tail.alloc(p.eval_tensor * len(sg.tensors), p.pointer)
     for sg in model.subgraphs:
         tail.alloc(p.node_and_registration * len(sg.operators), p.pointer)
-    ops = [(sg, op) for sg in model.subgraphs for op in sg.operators]
-    for _, op in ops:
-        if op.opcode in p.options:
-            tail.alloc(*p.options[op.opcode])
-    for sg, op in ops:
-        if op.opcode in p.op_data:
-            tail.alloc(p.op_data[op.opcode], ALIGN)
-        for extra in _init_extras(op, sg, p):
+    variables: set[str] = set()
+    ops = []
+    for sg in model.subgraphs:
+        for op in sg.operators:
+            rule = rule_for(op)
+            where = f"operator {op.index} {_op_name(op)}"
+            if len(model.subgraphs) > 1:
+                where = f"subgraph {sg.index} {where}"
+            if rule is None:
+                notes.add(_op_name(op), where)
+                continue
+            view = OpView(sg, op, sizes[sg.index], p.state, p.pointer, variables)
+            ops.append((rule, view, where))
+    for rule, _, _ in ops:  # step 3: builtin options
+        if rule.options is not None:
+            tail.alloc(*p.options[rule.options])
+    for rule, view, where in ops:  # step 4: kernel Init
+        if rule.init is not None and p.state[rule.init]:
+            tail.alloc(p.state[rule.init], ALIGN)
+        for extra in _allocations(rule.init_extra, view, notes, where):
             tail.alloc(extra, ALIGN)
-    for sg, op in ops:
-        for extra in _prepare_extras(op, sg):
+    prepares = []
+    for rule, view, where in ops:  # step 5: kernel Prepare
+        before = tail.used
+        for extra in _allocations(rule.prepare, view, notes, where):
             tail.alloc(extra, ALIGN)
+        prepares.append(_PrepareMark(view, where, before, tail.used))
     n_scratch = len(scratch_requests(model, sizes, p.pointer))
-    if n_scratch:
+    if n_scratch:  # step 6
         tail.alloc(p.scratch_handle * n_scratch, p.pointer)
     for sg in model.subgraphs:
         for t in sg.tensors:
             if t.is_variable:
                 tail.alloc(sizes[sg.index][t.index], ALIGN)
-    if with_io:
-        io_views(tail, model, p)
-    return tail.used
+    before_io = tail.used
+    io_views(tail, model, p)  # step 7
+    return _Simulation(before_io, tail.used, tuple(notes.items.values()), tuple(prepares))
+
+
+def tail_estimate(
+    model: Model,
+    profile: str | BuildProfile = "pypi",
+    sizes: TensorBytes | None = None,
+    with_io: bool = True,
+) -> TailEstimate:
+    """TFLM's tail for ``model`` under ``profile`` (variables not offline), and
+    the operators whose allocations are not modelled."""
+    p = PROFILES[profile] if isinstance(profile, str) else profile
+    sim = _simulate(model, p, sizes or tensor_bytes(model))
+    return TailEstimate(sim.total if with_io else sim.before_io, sim.notes)
+
+
+def predict_tail(
+    model: Model,
+    profile: str | BuildProfile = "pypi",
+    sizes: TensorBytes | None = None,
+    with_io: bool = True,
+) -> int:
+    """Bytes of TFLM's tail for ``model`` under ``profile`` (variables not offline);
+    a lower bound when ``tail_estimate`` says it is not exact."""
+    return tail_estimate(model, profile, sizes, with_io).bytes
 
 
 # ---- the smallest working arena (reference B6) --------------------------------------
@@ -291,16 +291,71 @@ def planning_bytes(
     return _up(x, ALIGN) + PLANNER_BYTES_PER_BUFFER * n_planned
 
 
-def min_arena(model: Model, head: int, n_planned: int, profile: str = "pypi") -> int:
-    """Smallest arena (bytes) TFLM works in: max(head + tail, tail before I/O + X).
+def _temporaries(view: OpView, p: BuildProfile, passes: int) -> int:
+    """Head bytes of the temporary TfLiteTensors a kernel's Prepare makes of its
+    inputs and outputs (``AllocateTempTfLiteTensor``: the tensor, and for a
+    quantised one its TfLiteAffineQuantization and zero-point array), each
+    tensor ``passes`` times (some kernels, e.g. CONV_2D, make them twice)."""
+    used = 0
+    for idx in [*view.op.inputs, *view.op.outputs] * passes:
+        if not 0 <= idx < len(view.sg.tensors):
+            continue
+        used = _up(used, p.pointer) + p.tflite_tensor
+        q = view.sg.tensors[idx].quantization
+        if q is not None and q.zero_points:
+            used = _up(used, p.pointer) + p.affine_quantization
+            used = _up(used, 4) + 4 + 4 * len(q.scales)
+    return used
 
+
+def _prepare_peak(
+    sim: _Simulation, requests: tuple[ScratchRequest, ...], p: BuildProfile, passes: int
+) -> tuple[int, str]:
+    """(bytes, where): the most an operator's Prepare holds at once, tail plus head:
+    the scratch-request area (its requests so far + 12), then its temporaries.
+    ``passes`` 1 takes the tail before its own Prepare allocations, 2 after them."""
+    best, where = 0, ""
+    for mark in sim.prepares:
+        key = (mark.view.sg.index, mark.view.op.index)
+        n_before = sum(1 for r in requests if (r.subgraph, r.op) < key)
+        head = _up((n_before + MAX_SCRATCH_PER_OP) * SCRATCH_REQUEST[p.pointer], p.pointer)
+        tail = mark.before if passes == 1 else mark.after
+        need = _up(tail + head + _temporaries(mark.view, p, passes), ALIGN)
+        if need > best:
+            best, where = need, mark.where
+    return best, where
+
+
+def min_arena_estimate(
+    model: Model, head: int, n_planned: int, profile: str | BuildProfile = "pypi"
+) -> TailEstimate:
+    """Smallest arena (bytes) TFLM works in, with what is not modelled exactly.
+
+    The largest of: head + tail; the tail before the I/O views + X (reference B6,
+    TFLM committing its plan); and each operator's Prepare (tail so far, scratch
+    request area and the kernel's temporary tensors). The Prepare term counts
+    each input and output once as a temporary; when counting them twice (on top
+    of the kernel's own Prepare allocations) could exceed the result, the kernel's
+    exact sequence of temporaries decides and the estimate says so.
     ``head``: the non-persistent bytes (our plan's arena); ``n_planned``: tensors
     plus scratch requests TFLM's planner holds.
     """
-    p = PROFILES[profile]
+    p = PROFILES[profile] if isinstance(profile, str) else profile
     sizes = tensor_bytes(model)
-    n_scratch = len(scratch_requests(model, sizes, p.pointer))
-    tail = predict_tail(model, p, sizes)
-    before_io = predict_tail(model, p, sizes, with_io=False)
-    x = planning_bytes(n_scratch, model.tensor_count, n_planned, len(model.subgraphs), p.pointer)
-    return max(head + tail, _up(before_io + x, ALIGN))
+    requests = scratch_requests(model, sizes, p.pointer)
+    sim = _simulate(model, p, sizes)
+    x = planning_bytes(
+        len(requests), model.tensor_count, n_planned, len(model.subgraphs), p.pointer
+    )
+    prepare, _ = _prepare_peak(sim, requests, p, passes=1)
+    arena = max(head + sim.total, _up(sim.before_io + x, ALIGN), prepare)
+    notes = list(sim.notes)
+    worst, where = _prepare_peak(sim, requests, p, passes=2)
+    if worst > arena:
+        notes.append(f"smallest arena: the Prepare of {where} may need up to {worst} B")
+    return TailEstimate(arena, tuple(notes))
+
+
+def min_arena(model: Model, head: int, n_planned: int, profile: str | BuildProfile = "pypi") -> int:
+    """``min_arena_estimate(...).bytes``."""
+    return min_arena_estimate(model, head, n_planned, profile).bytes
