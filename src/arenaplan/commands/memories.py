@@ -15,9 +15,15 @@ from rich.table import Table
 
 from arenaplan.allocation.bounds import live_bytes_bound
 from arenaplan.allocation.problem import Problem
-from arenaplan.analysis.persistent import PROFILES, min_arena, planning_bytes, predict_tail
+from arenaplan.analysis.persistent import (
+    PROFILES,
+    min_arena,
+    planning_bytes,
+    predict_tail,
+    tail_estimate,
+)
 from arenaplan.errors import UsageError
-from arenaplan.export.summary import PROFILE_WORDS, arena_line
+from arenaplan.export.summary import PROFILE_WORDS, arena_line, estimate_words
 from arenaplan.ir.model import Model
 from arenaplan.placement import Plan, PlanOptions
 from arenaplan.placement.buffers import arena_items
@@ -232,9 +238,13 @@ def target_arena_line(
         len(plan.scratch), model.tensor_count, n_planned, len(model.subgraphs), p.pointer
     )
     non_persistent = max(head, -(-room // 16) * 16)
-    tail = -(-predict_tail(model, profile) // 16) * 16
+    estimate = tail_estimate(model, profile)
+    tail = -(-estimate.bytes // 16) * 16
+    words = PROFILE_WORDS.get(profile, profile)
+    if not estimate.exact:
+        words += f"; an estimate, not modelled: {estimate_words(estimate.unmodelled)}"
+    least = "" if estimate.exact else "at least "
     return (
         f"set the non-persistent arena to {non_persistent:,} bytes in {fast} and the "
-        f"persistent arena to {tail:,} bytes in {memory} "
-        f"(profile {profile}: {PROFILE_WORDS.get(profile, profile)})"
+        f"persistent arena to {least}{tail:,} bytes in {memory} (profile {profile}: {words})"
     )

@@ -23,7 +23,13 @@ import re
 import zlib
 
 from arenaplan import __version__
-from arenaplan.analysis.persistent import PROFILES, min_arena, planning_bytes, predict_tail
+from arenaplan.analysis.persistent import (
+    PROFILES,
+    min_arena,
+    min_arena_estimate,
+    planning_bytes,
+    tail_estimate,
+)
 from arenaplan.ir.model import Model
 from arenaplan.placement.plan import Plan
 
@@ -65,8 +71,9 @@ def firmware_header(
     split = head is not None and head < plan.arena
     head = plan.arena if head is None else head
     n_planned = len(plan.tensors) + len(plan.scratch)
-    one_arena = min_arena(model, head, n_planned, profile)
-    tail = predict_tail(model, profile)
+    arena_estimate = min_arena_estimate(model, head, n_planned, profile)
+    one_arena = arena_estimate.bytes
+    tail = tail_estimate(model, profile).bytes
     p = PROFILES[profile]
     x = _up16(
         planning_bytes(
@@ -97,6 +104,7 @@ def firmware_header(
             f"#define ARENAPLAN_MODEL_BYTES {len(planned_model)}u",
             f"#define ARENAPLAN_MODEL_CRC32 0x{zlib.crc32(planned_model):08X}u",
         ]
+    lines += _exactness(arena_estimate.unmodelled)
     lines += [
         "",
         "/* Non-persistent tensors and kernel scratch (TFLM's head), as the offline plan",
@@ -135,6 +143,22 @@ def firmware_header(
     lines += _allocator(two, split)
     lines += ["", f"#endif /* {_guard(name)} */", ""]
     return "\n".join(lines)
+
+
+def _exactness(notes: tuple[str, ...]) -> list[str]:
+    """Whether the sizes below are exact for this profile; if not, why (comment-safe)."""
+    if not notes:
+        return [
+            "/* The sizes below are exact for this profile (reference kernels). */",
+            "#define ARENAPLAN_SIZES_EXACT 1",
+        ]
+    said = "; ".join(notes).replace("*/", "* /")
+    return [
+        "/* ESTIMATE: the sizes below leave out what arenaplan does not model:",
+        f"   {said}.",
+        "   They may be too small: measure the arena on the device. */",
+        "#define ARENAPLAN_SIZES_EXACT 0",
+    ]
 
 
 def _original(

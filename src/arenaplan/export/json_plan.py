@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from arenaplan import __version__
-from arenaplan.analysis.persistent import PROFILES, min_arena, predict_tail
+from arenaplan.analysis.persistent import PROFILES, min_arena_estimate, tail_estimate
 from arenaplan.ir.model import Model
 from arenaplan.placement.plan import Plan
 
@@ -78,16 +78,21 @@ def plan_to_dict(
     }
 
 
-def persistent_figures(model: Model, plan: Plan) -> dict[str, dict[str, int]]:
-    """Per TFLM build profile: the predicted tail and the smallest working arena."""
+def persistent_figures(model: Model, plan: Plan) -> dict[str, dict[str, Any]]:
+    """Per TFLM build profile: the predicted tail and the smallest working arena, and
+    whether both are exact (``not_modelled`` lists what they leave out if not)."""
     n_planned = len(plan.tensors) + len(plan.scratch)
-    return {
-        name: {
-            "tail": predict_tail(model, name),
-            "min_arena": min_arena(model, plan.arena, n_planned, name),
+    figures = {}
+    for name in PROFILES:
+        tail = tail_estimate(model, name)
+        arena = min_arena_estimate(model, plan.arena, n_planned, name)
+        figures[name] = {
+            "tail": tail.bytes,
+            "min_arena": arena.bytes,
+            "exact": arena.exact,
+            "not_modelled": list(arena.unmodelled),
         }
-        for name in PROFILES
-    }
+    return figures
 
 
 def plan_to_json(

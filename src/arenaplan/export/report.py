@@ -50,14 +50,20 @@ def _figures(model: Model, plan: Plan, refusal: str | None) -> str:
     rows = [("lower bound (live bytes at the peak)", plan.lower_bound)]
     if refusal is None:
         rows.append(("TFLM's greedy planner, no offline plan", plan.tflm_greedy))
-    rows += [
-        ("arenaplan" + (" (proven optimal)" if plan.optimal else ""), plan.arena),
-        ("TFLM tail, 64-bit host (predicted)", p["pypi"]["tail"]),
-        ("TFLM tail, 32-bit ARM (predicted)", p["arm32"]["tail"]),
-        ("smallest working arena, 64-bit host", p["pypi"]["min_arena"]),
-        ("smallest working arena, 32-bit ARM", p["arm32"]["min_arena"]),
-    ]
-    return _table(["", "bytes"], [[k, f"{v:,}"] for k, v in rows], text=(0,))
+    rows.append(("arenaplan" + (" (proven optimal)" if plan.optimal else ""), plan.arena))
+    for profile, where in (("pypi", "64-bit host"), ("arm32", "32-bit ARM")):
+        how = "predicted" if p[profile]["exact"] else "estimate, at least"
+        rows += [
+            (f"TFLM tail, {where} ({how})", p[profile]["tail"]),
+            (f"smallest working arena, {where} ({how})", p[profile]["min_arena"]),
+        ]
+    table = _table(["", "bytes"], [[k, f"{v:,}"] for k, v in rows], text=(0,))
+    notes = sorted({n for f in p.values() for n in f["not_modelled"]})
+    if notes:
+        table += (
+            f"<p>Not modelled (the estimates leave it out): {html.escape('; '.join(notes))}</p>"
+        )
+    return table
 
 
 def _claim(plan: Plan, refusal: str | None, spread: bool) -> str:

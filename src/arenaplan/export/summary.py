@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from arenaplan.analysis.persistent import min_arena, predict_tail
+from arenaplan.analysis.persistent import min_arena_estimate, tail_estimate
 from arenaplan.ir.model import Model
 from arenaplan.placement.plan import Plan
 
@@ -105,8 +105,25 @@ def print_summary(
     )
     _print_peak(console, find_peak(model, plan))
     console.print(WORDS, style="dim")
-    tails = ", ".join(f"{predict_tail(model, p):,} B ({p})" for p in ("arm32", "int32", "pypi"))
-    console.print(f"tail (persistent, predicted): {tails}")
+    console.print(tail_line(model))
+
+
+def estimate_words(notes: Sequence[str], shown: int = 2) -> str:
+    """What an estimate leaves out, in a few words."""
+    more = f" (and {len(notes) - shown} more)" if len(notes) > shown else ""
+    return "; ".join(notes[:shown]) + more
+
+
+def tail_line(model: Model) -> str:
+    """The predicted tail per profile; 'at least' and why where it is an estimate."""
+    estimates = {p: tail_estimate(model, p) for p in ("arm32", "int32", "pypi")}
+    figures = ", ".join(f"{e.bytes:,} B ({p})" for p, e in estimates.items())
+    notes = sorted({n for e in estimates.values() for n in e.unmodelled})
+    if not notes:
+        return f"tail (persistent, predicted exactly): {figures}"
+    return (
+        f"tail (persistent): at least {figures}; an estimate: not modelled: {estimate_words(notes)}"
+    )
 
 
 def _print_claims(console: Console, plan: Plan, spread: bool, refusals: Sequence[str]) -> None:
@@ -137,9 +154,14 @@ def arena_line(model: Model, plan: Plan, profile: str, head: int | None = None) 
     ``head``: the non-persistent bytes in the arena when not the whole plan (a plan
     spread over memories keeps only the fastest memory's share there)."""
     n_planned = len(plan.tensors) + len(plan.scratch)
-    size = min_arena(model, plan.arena if head is None else head, n_planned, profile)
+    size = min_arena_estimate(model, plan.arena if head is None else head, n_planned, profile)
     words = PROFILE_WORDS.get(profile, profile)
-    return f"set the tensor arena to {size:,} bytes (profile {profile}: {words})"
+    if size.exact:
+        return f"set the tensor arena to {size.bytes:,} bytes (profile {profile}: {words})"
+    return (
+        f"set the tensor arena to at least {size.bytes:,} bytes (profile {profile}: {words}; "
+        f"an estimate, not modelled: {estimate_words(size.unmodelled)})"
+    )
 
 
 def _print_peak(console: Console, peak: Peak, shown: int = 12) -> None:
