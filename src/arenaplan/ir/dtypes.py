@@ -24,7 +24,7 @@ class DType(Enum):
     FLOAT64 = (10, 8)
     COMPLEX128 = (11, 16)
     UINT64 = (12, 8)
-    RESOURCE = (13, 1)
+    RESOURCE = (13, 4)  # a resource id: TFLM counts sizeof(int32_t)
     VARIANT = (14, 1)
     UINT32 = (15, 4)
     UINT16 = (16, 2)

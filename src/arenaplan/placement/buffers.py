@@ -2,7 +2,8 @@
 
 The buffers are added in TFLM's ``CreatePlan`` order: every planned tensor in
 tensor-index order across subgraphs, then every scratch request in request order.
-A tensor is planned if it has no constant data, is not a variable, and has bytes.
+A tensor is planned if it has no constant data, is not a variable or a resource
+handle, and has bytes.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from arenaplan.analysis.lifetimes import Lifetimes, compute_lifetimes
 from arenaplan.analysis.scratch import ScratchRequest, scratch_requests
 from arenaplan.analysis.sizes import tensor_bytes
 from arenaplan.errors import UnsupportedModelError
+from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Model
 from arenaplan.placement.plan import TFLM_ALIGNMENT
 
@@ -44,8 +46,13 @@ class ArenaItems:
 
 
 def is_planned(model: Model, sizes: tuple[tuple[int, ...], ...], s: int, t: int) -> bool:
+    """TFLM plans a tensor whose data is not set before planning: no constant data, not
+    a variable, not a resource handle (VAR_HANDLE points it at its id in Prepare), and
+    some bytes."""
     tensor = model.subgraphs[s].tensors[t]
-    return not tensor.is_constant and not tensor.is_variable and sizes[s][t] > 0
+    if tensor.is_constant or tensor.is_variable or tensor.dtype is DType.RESOURCE:
+        return False
+    return sizes[s][t] > 0
 
 
 def arena_items(model: Model, pointer_size: int = 8) -> ArenaItems:

@@ -13,6 +13,7 @@ from arenaplan.allocation.validate import solution_problems
 from arenaplan.analysis.lifetimes import compute_lifetimes
 from arenaplan.analysis.sizes import tensor_bytes
 from arenaplan.errors import PlanValidationError
+from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Model
 from arenaplan.placement.plan import TFLM_ALIGNMENT, Plan
 
@@ -35,14 +36,16 @@ def plan_problems(model: Model, plan: Plan) -> list[str]:
             off = plan.offline_offsets[k]
             k += 1
             label = f"tensor {t.index} {t.name!r} (subgraph {sg.index})"
-            needs_plan = not t.is_constant and not t.is_variable and sizes[sg.index][t.index] > 0
-            if not needs_plan:
+            owned = t.is_constant or t.is_variable or t.dtype is DType.RESOURCE
+            if owned or sizes[sg.index][t.index] == 0:
                 if off != -1:
                     why = (
                         "a constant"
                         if t.is_constant
                         else "a variable"
                         if t.is_variable
+                        else "a resource handle"
+                        if t.dtype is DType.RESOURCE
                         else "empty"
                     )
                     found.append(f"{label} is {why} but has offset {off}; it must be -1")
