@@ -165,8 +165,8 @@ def _header(
     target: Target | None,
     caps: dict[str, int],
     tiers: TierPlacement | None,
+    profile: str,
 ) -> str:
-    profile = args.profile or (target.tflm_profile if target else "arm32")
     arena_section, persistent_section, head = "", None, None
     if target is not None:
         arena = check_arena_memory(args.arena_memory, model, plan, target, caps, tiers)
@@ -246,24 +246,23 @@ def run(args: argparse.Namespace, console: Console) -> int:
     planned = planned_model_bytes(data, model, plan)
     refusals = tflm_refusals(model)
     name = args.model.name
-    if args.output is not None:
-        outputs.add(args.output, planned)
-    if args.json is not None:
-        where = tiers.memory_of if tiers else None
-        outputs.add(args.json, plan_to_json(model, plan, name, where, refusals).encode())
+    where = tiers.memory_of if tiers else None  # each tensor's memory, when spread
     regions = memory_regions(target, caps, plan, tiers) if tiers and target else None
     profile = args.profile or (target.tflm_profile if target else "arm32")
     persistent = _persistent(model, plan, target, caps, tiers, profile)
+    if args.output is not None:
+        outputs.add(args.output, planned)
+    if args.json is not None:
+        outputs.add(args.json, plan_to_json(model, plan, name, where, refusals).encode())
     if args.picture is not None:
         outputs.add(args.picture, _picture(args, plan, name, regions, target, persistent, refusals))
     if args.header is not None:
-        header = _header(args, model, plan, planned, target, caps, tiers)
+        header = _header(args, model, plan, planned, target, caps, tiers, profile)
         outputs.add(args.header, header.encode())
     if args.planner_cpp is not None and target is not None:
         placement = tiers or place_tiers(model, target, caps)
         outputs.add(args.planner_cpp, planner_source(model, placement, target, name).encode())
     if args.report is not None:
-        where = tiers.memory_of if tiers else None
         report = html_report(
             model,
             plan,
