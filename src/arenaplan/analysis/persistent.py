@@ -291,6 +291,17 @@ def planning_bytes(
     return _up(x, ALIGN) + PLANNER_BYTES_PER_BUFFER * n_planned
 
 
+def planning_room(
+    model: Model, n_scratch: int, n_planned: int, profile: str | BuildProfile = "pypi"
+) -> int:
+    """X for ``model``, rounded up to 16: the least a separate non-persistent arena
+    can be, since TFLM commits its plan there (``n_scratch`` requests, ``n_planned``
+    buffers in the planner)."""
+    p = PROFILES[profile] if isinstance(profile, str) else profile
+    x = planning_bytes(n_scratch, model.tensor_count, n_planned, len(model.subgraphs), p.pointer)
+    return _up(x, ALIGN)
+
+
 def _temporaries(view: OpView, p: BuildProfile, passes: int) -> int:
     """Head bytes of the temporary TfLiteTensors a kernel's Prepare makes of its
     inputs and outputs (``AllocateTempTfLiteTensor``: the tensor, and for a

@@ -16,9 +16,8 @@ from rich.table import Table
 from arenaplan.allocation.bounds import live_bytes_bound
 from arenaplan.allocation.problem import Problem
 from arenaplan.analysis.persistent import (
-    PROFILES,
     min_arena,
-    planning_bytes,
+    planning_room,
     predict_tail,
     tail_estimate,
 )
@@ -233,11 +232,7 @@ def target_arena_line(
     if not memory:
         return f"{arena_line(model, plan, profile, head)}, in {fast}"
     n_planned = len(plan.tensors) + len(plan.scratch)
-    p = PROFILES[profile]
-    room = planning_bytes(
-        len(plan.scratch), model.tensor_count, n_planned, len(model.subgraphs), p.pointer
-    )
-    non_persistent = max(head, -(-room // 16) * 16)
+    non_persistent = max(head, planning_room(model, len(plan.scratch), n_planned, profile))
     estimate = tail_estimate(model, profile)
     tail = -(-estimate.bytes // 16) * 16
     words = PROFILE_WORDS.get(profile, profile)

@@ -27,7 +27,7 @@ from arenaplan.analysis.persistent import (
     PROFILES,
     min_arena,
     min_arena_estimate,
-    planning_bytes,
+    planning_room,
     tail_estimate,
 )
 from arenaplan.ir.model import Model
@@ -75,11 +75,7 @@ def firmware_header(
     one_arena = arena_estimate.bytes
     tail = tail_estimate(model, profile).bytes
     p = PROFILES[profile]
-    x = _up16(
-        planning_bytes(
-            len(plan.scratch), model.tensor_count, n_planned, len(model.subgraphs), p.pointer
-        )
-    )
+    x = planning_room(model, len(plan.scratch), n_planned, profile)
     non_persistent = max(head, x)
     two = persistent_section is not None
     about = PROFILE_TEXT.get(profile, f"{p.pointer * 8}-bit pointers")
