@@ -116,6 +116,15 @@ class Model:
         """Tensors over all subgraphs: the length TFLM wants in an offline plan."""
         return sum(len(sg.tensors) for sg in self.subgraphs)
 
+    def tensor_keys(self) -> tuple[tuple[int, int], ...]:
+        """(subgraph, tensor index) of every tensor, in the order TFLM counts them over
+        all subgraphs: the order of an offline plan's offsets."""
+        return tuple((sg.index, t.index) for sg in self.subgraphs for t in sg.tensors)
+
+    def offline_layout(self, offsets: dict[tuple[int, int], int]) -> tuple[int, ...]:
+        """An offline plan's offsets from (subgraph, tensor) -> offset; -1 elsewhere."""
+        return tuple(offsets.get(key, -1) for key in self.tensor_keys())
+
     @property
     def operator_count(self) -> int:
         return sum(len(sg.operators) for sg in self.subgraphs)

@@ -139,10 +139,7 @@ def _make_plan(
         )
         for k, (r, b) in enumerate(zip(items.scratch, items.scratch_buffers, strict=True))
     )
-    offsets = {(p.subgraph, p.index): p.offset for p in tensors}
-    offline = tuple(
-        offsets.get((sg.index, t.index), -1) for sg in model.subgraphs for t in sg.tensors
-    )
+    offline = model.offline_layout({(p.subgraph, p.index): p.offset for p in tensors})
     raw = Problem(
         tuple(
             Buffer(b.id, b.first, b.last, items.sizes[s][t])

@@ -184,8 +184,10 @@ def predict(planned: Model) -> Prediction:
     ]
     problem = Problem((*fixed, *items.scratch_buffers))
     head = TflmGreedy().solve(problem).height
-    wrong = solution_problems(Problem(tuple(items.tensor_buffers)), given)
-    wrong = [w for w in wrong if "missing" not in w]  # TFLM plans those itself
+    placed = [(b, o) for b, o in zip(items.tensor_buffers, given, strict=True) if o is not None]
+    wrong = solution_problems(  # only what the plan places: TFLM plans the rest itself
+        Problem(tuple(b for b, _ in placed)), [o for _, o in placed]
+    )
     n_planned = len(items.tensors) + len(items.scratch)
     tail = tail_estimate(planned, RUNTIME_PROFILE)
     arena = min_arena_estimate(planned, head, n_planned, RUNTIME_PROFILE)
@@ -196,11 +198,8 @@ def _offline_offsets(model: Model, keys: tuple[tuple[int, int], ...]) -> list[in
     """The model's offline offset of each planned tensor; None where TFLM plans it."""
     if model.offline_plan is None:
         return [None] * len(keys)
-    start = [0]
-    for sg in model.subgraphs:
-        start.append(start[-1] + len(sg.tensors))
-    offsets = [model.offline_plan[start[s] + t] for s, t in keys]
-    return [o if o >= 0 else None for o in offsets]
+    given = dict(zip(model.tensor_keys(), model.offline_plan, strict=True))
+    return [given[key] if given[key] >= 0 else None for key in keys]
 
 
 def _apart(model: Model) -> tuple[int, ...]:
@@ -211,7 +210,7 @@ def _apart(model: Model) -> tuple[int, ...]:
     for key, b in zip(items.tensors, items.tensor_buffers, strict=True):
         where[key] = top
         top += b.size
-    return tuple(where.get((sg.index, t.index), -1) for sg in model.subgraphs for t in sg.tensors)
+    return model.offline_layout(where)
 
 
 def _reads_unwritten_memory(
