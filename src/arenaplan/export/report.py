@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from arenaplan.analysis.cost import TensorKey, default_memory, estimate
 from arenaplan.export.json_plan import persistent_figures
 from arenaplan.export.picture import render, render_memories
-from arenaplan.export.summary import find_peak
+from arenaplan.export.summary import find_peak, saving
 from arenaplan.ir.model import Model
 from arenaplan.placement.plan import Plan
 from arenaplan.targets.model import Target
@@ -68,8 +68,8 @@ def _figures(model: Model, plan: Plan, refusal: str | None) -> str:
 
 def _claim(plan: Plan, refusal: str | None, spread: bool) -> str:
     """The saving against TFLM's planner, only where it holds."""
-    saved = plan.tflm_greedy - plan.arena
-    if refusal is not None or spread or saved <= 0:
+    saved = saving(plan, spread, refusal is not None)
+    if not saved:
         return ""
     return f"<p>saves {saved:,} B ({saved / plan.tflm_greedy:.1%}) against TFLM's planner</p>"
 

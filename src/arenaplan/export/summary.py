@@ -141,11 +141,19 @@ def _print_claims(console: Console, plan: Plan, spread: bool, refusals: Sequence
             "arena, so there is no like-for-like saving to report"
         )
         return
-    saved = plan.tflm_greedy - plan.arena
-    if saved > 0:
+    saved = saving(plan, spread, bool(refusals))
+    if saved:
         console.print(
             f"saves {saved:,} B ({saved / plan.tflm_greedy:.1%}) against TFLM's own planner"
         )
+
+
+def saving(plan: Plan, spread: bool, refused: bool) -> int:
+    """Bytes saved against TFLM's own planner, where that claim holds: TFLM runs the
+    model and the plan is one arena like TFLM's; else 0."""
+    if refused or spread:
+        return 0
+    return max(plan.tflm_greedy - plan.arena, 0)
 
 
 def arena_line(model: Model, plan: Plan, profile: str, head: int | None = None) -> str:
