@@ -15,6 +15,7 @@ from pathlib import Path
 
 from arenaplan.allocation.problem import Buffer, Problem
 from arenaplan.errors import AllocationError
+from arenaplan.inputs import read_text_input
 
 REQUIRED = ("id", "lower", "upper", "size")
 OPTIONAL = ("alignment", "offset")
@@ -104,16 +105,7 @@ def _check_total(buffers: list[Buffer]) -> None:
 
 
 def read_problem(path: Path, capacity: int | None = None) -> Problem:
-    try:
-        text = Path(path).read_text(encoding="utf-8-sig")  # a spreadsheet's byte-order mark
-    except FileNotFoundError:
-        raise AllocationError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise AllocationError(f"{path}: is a directory, not a CSV file") from None
-    except UnicodeDecodeError:
-        raise AllocationError(f"{path}: not a text (UTF-8) CSV file") from None
-    except OSError as exc:
-        raise AllocationError(f"{path}: cannot read: {exc.strerror}") from None
+    text = read_text_input(path, "CSV", AllocationError)
     try:
         return parse_problem(text, capacity)
     except AllocationError as exc:

@@ -17,6 +17,7 @@ import numpy as np
 import tflite
 
 from arenaplan.errors import ModelFormatError
+from arenaplan.inputs import read_input
 from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Model, Operator, Quantization, Subgraph, Tensor
 from arenaplan.ir.verify import check_operators
@@ -61,15 +62,7 @@ def _builtin_names() -> dict[int, str]:
 
 def read_file(path: str | Path) -> bytes:
     """The bytes of a model file; a missing or unreadable file is a ``ModelFormatError``."""
-    path = Path(path)
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        raise ModelFormatError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise ModelFormatError(f"{path}: is a directory, not a .tflite file") from None
-    except OSError as exc:
-        raise ModelFormatError(f"{path}: cannot read: {exc.strerror}") from None
+    return read_input(path, ".tflite", ModelFormatError)
 
 
 def read_model(path: str | Path) -> Model:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from arenaplan.errors import TargetError
+from arenaplan.inputs import read_text_input
 from arenaplan.targets.model import HOLDS, Memory, Target
 from arenaplan.units import parse_size
 
@@ -133,13 +134,9 @@ def parse_target(data: dict, source: str) -> Target:
 
 def load_target(path: str | Path) -> Target:
     """A target from a user's TOML file."""
-    path = Path(path)
+    text = read_text_input(path, "TOML", TargetError)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise TargetError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TargetError(f"{path}: cannot read: {exc}") from None
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise TargetError(f"{path}: not valid TOML: {exc}") from None
     return parse_target(data, str(path))
