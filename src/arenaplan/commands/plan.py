@@ -40,7 +40,7 @@ from arenaplan.ir.model import Model
 from arenaplan.placement import Plan, PlanOptions, plan_model
 from arenaplan.placement.tiers import TierPlacement, place_tiers
 from arenaplan.reader import load_model, read_model_bytes
-from arenaplan.targets import Target
+from arenaplan.targets import Memory, Target
 from arenaplan.units import SIZE_HELP, seconds_arg
 
 _OUTPUTS = (
@@ -166,10 +166,10 @@ def _header(
     caps: dict[str, int],
     tiers: TierPlacement | None,
     profile: str,
+    arena: Memory | None,
 ) -> str:
     arena_section, persistent_section, head = "", None, None
-    if target is not None:
-        arena = check_arena_memory(args.arena_memory, model, plan, target, caps, tiers)
+    if target is not None and arena is not None:
         arena_section = arena.section
         chosen = args.persistent_memory
         if chosen is None:  # as advised: two arenas only when one does not fit
@@ -239,10 +239,10 @@ def run(args: argparse.Namespace, console: Console) -> int:
         check_capacities(model, target, caps)
     options = PlanOptions(allocator=args.allocator, time_limit=args.time_limit)
     plan = plan_model(model, options)
-    tiers = None
+    tiers, arena = None, None
     if target is not None:
         plan, tiers = fit_to_target(model, plan, target, caps, options)
-        check_arena_memory(args.arena_memory, model, plan, target, caps, tiers)
+        arena = check_arena_memory(args.arena_memory, model, plan, target, caps, tiers)
     planned = planned_model_bytes(data, model, plan)
     refusals = tflm_refusals(model)
     name = args.model.name
@@ -257,7 +257,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     if args.picture is not None:
         outputs.add(args.picture, _picture(args, plan, name, regions, target, persistent, refusals))
     if args.header is not None:
-        header = _header(args, model, plan, planned, target, caps, tiers, profile)
+        header = _header(args, model, plan, planned, target, caps, tiers, profile, arena)
         outputs.add(args.header, header.encode())
     if args.planner_cpp is not None and target is not None:
         placement = tiers or place_tiers(model, target, caps)
