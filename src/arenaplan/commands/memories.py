@@ -111,7 +111,6 @@ def fit_to_target(
 
 def check_arena_memory(
     name: str | None,
-    model: Model,
     plan: Plan,
     target: Target,
     caps: dict[str, int],

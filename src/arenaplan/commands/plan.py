@@ -242,7 +242,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     tiers, arena = None, None
     if target is not None:
         plan, tiers = fit_to_target(model, plan, target, caps, options)
-        arena = check_arena_memory(args.arena_memory, model, plan, target, caps, tiers)
+        arena = check_arena_memory(args.arena_memory, plan, target, caps, tiers)
     planned = planned_model_bytes(data, model, plan)
     refusals = tflm_refusals(model)
     name = args.model.name
