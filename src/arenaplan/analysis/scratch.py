@@ -40,8 +40,7 @@ class _Ctx:
     pointer_size: int
 
     def t(self, k: int):  # the k-th input tensor (None if omitted)
-        idx = self.op.inputs[k] if k < len(self.op.inputs) else -1
-        return self.sg.tensors[idx] if idx >= 0 else None
+        return self.sg.operand(self.op, k)
 
     def out(self, k: int = 0):
         return self.sg.tensors[self.op.outputs[k]]

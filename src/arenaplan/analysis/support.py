@@ -59,9 +59,7 @@ REGISTERED_CUSTOM = _words(
 def _tensor(sg: Subgraph, op: Operator, slot: str) -> Tensor | None:
     """The tensor at ``slot`` ("input 2", "output 0"), None if omitted or absent."""
     kind, k = slot.split()
-    indices = op.inputs if kind == "input" else op.outputs
-    i = indices[int(k)] if int(k) < len(indices) else -1
-    return sg.tensors[i] if 0 <= i < len(sg.tensors) else None
+    return sg.operand(op, int(k), output=kind == "output")
 
 
 _INTEGER_WEIGHTS = frozenset({DType.INT4, DType.INT8, DType.UINT8, DType.INT16})

@@ -48,12 +48,10 @@ class OpView:
 
     def input(self, k: int) -> Tensor | None:
         """The k-th input (None if absent or omitted)."""
-        idx = self.op.inputs[k] if k < len(self.op.inputs) else -1
-        return self.sg.tensors[idx] if 0 <= idx < len(self.sg.tensors) else None
+        return self.sg.operand(self.op, k)
 
     def output(self, k: int = 0) -> Tensor | None:
-        idx = self.op.outputs[k] if k < len(self.op.outputs) else -1
-        return self.sg.tensors[idx] if 0 <= idx < len(self.sg.tensors) else None
+        return self.sg.operand(self.op, k, output=True)
 
     def dtype(self, k: int) -> DType | None:
         t = self.input(k)

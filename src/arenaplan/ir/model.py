@@ -99,6 +99,12 @@ class Subgraph:
     inputs: tuple[int, ...]
     outputs: tuple[int, ...]
 
+    def operand(self, op: Operator, k: int, output: bool = False) -> Tensor | None:
+        """The k-th input (or output) tensor of ``op``; None if omitted or absent."""
+        indices = op.outputs if output else op.inputs
+        i = indices[k] if k < len(indices) else -1
+        return self.tensors[i] if 0 <= i < len(self.tensors) else None
+
 
 @dataclass(frozen=True, slots=True)
 class Model:
