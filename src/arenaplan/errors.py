@@ -49,3 +49,7 @@ class RuntimeUnavailableError(ArenaplanError):
 
 class VerificationError(ArenaplanError):
     """Running the planned model in TFLM failed or gave different outputs."""
+
+
+class PassError(ArenaplanError):
+    """A graph rewrite produced an invalid model: names the pass and the operator."""

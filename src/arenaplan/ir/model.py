@@ -108,7 +108,12 @@ class Subgraph:
 
 @dataclass(frozen=True, slots=True)
 class Model:
-    """A whole model. ``metadata`` maps entry names to buffer indices, in file order."""
+    """A whole model. ``metadata`` maps entry names to buffer indices, in file order.
+
+    ``buffers`` holds the bytes of every buffer (b"" for an empty one, or for data
+    stored outside the flatbuffer); ``buffer_sizes`` their lengths as the file
+    declares them.
+    """
 
     subgraphs: tuple[Subgraph, ...]
     version: int = 3
@@ -116,6 +121,7 @@ class Model:
     metadata: tuple[tuple[str, int], ...] = ()
     buffer_sizes: tuple[int, ...] = ()
     offline_plan: tuple[int, ...] | None = None
+    buffers: tuple[bytes, ...] = ()
 
     @property
     def tensor_count(self) -> int:

@@ -10,6 +10,7 @@ elements read by the file size so that a corrupt length cannot make us loop.
 from __future__ import annotations
 
 import struct
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
@@ -119,6 +120,7 @@ def _read(data: bytes) -> Model:
     m = tflite.Model.GetRootAsModel(data, 0)
     _check_pos(m, len(data), "model table")
     buffer_sizes = _read_buffer_sizes(m, budget, len(data))
+    buffers = _read_buffers(m, buffer_sizes)
     opcodes = _read_opcodes(m, budget)
     n_sub = budget.take(m.SubgraphsLength(), "subgraph list")
     if n_sub == 0:
@@ -134,6 +136,7 @@ def _read(data: bytes) -> Model:
         description=_string(m.Description()),
         metadata=metadata,
         buffer_sizes=buffer_sizes,
+        buffers=buffers,
     )
     return _with_offline_plan(model, data, m)
 
@@ -164,6 +167,15 @@ def _read_buffer_sizes(m: tflite.Model, budget: _Budget, size: int) -> tuple[int
             n = buf.Size()  # data stored outside the flatbuffer (large models)
         sizes.append(n)
     return tuple(sizes)
+
+
+def _read_buffers(m: tflite.Model, sizes: tuple[int, ...]) -> tuple[bytes, ...]:
+    """The bytes of every buffer held in the flatbuffer (lengths already checked)."""
+    out = []
+    for b, n in enumerate(sizes):
+        raw = m.Buffers(b).DataAsNumpy() if n else None
+        out.append(raw.tobytes() if isinstance(raw, np.ndarray) else b"")
+    return tuple(out)
 
 
 def _read_opcodes(m: tflite.Model, budget: _Budget) -> tuple[tuple[str, bool], ...]:
@@ -346,11 +358,4 @@ def _with_offline_plan(model: Model, data: bytes, m: tflite.Model) -> Model:
             f"corrupt model: the OfflineMemoryAllocation plan has {len(words) - 3} offsets "
             f"(header says {count}), the model has {model.tensor_count} tensors"
         )
-    return Model(
-        model.subgraphs,
-        model.version,
-        model.description,
-        model.metadata,
-        model.buffer_sizes,
-        tuple(int(w) for w in words[3:]),
-    )
+    return replace(model, offline_plan=tuple(int(w) for w in words[3:]))
