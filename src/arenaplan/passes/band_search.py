@@ -1,0 +1,156 @@
+"""Find the chains worth banding, count their extra MACs, estimate the peak after.
+
+The estimate (``view_peak``) is for ranking candidates only: live activation bytes
+per scope (sizes rounded to 16, scratch not counted) with the aliasing the planner
+applies to bands, a STRIDED_SLICE of whole rows inside its input and the inputs of
+a CONCATENATION along H inside its output. The planner's own figure, checked by
+the validator, is what the command reports.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+
+from arenaplan.allocation.packing import align_up
+from arenaplan.analysis.lifetimes import compute_lifetimes
+from arenaplan.analysis.sizes import tensor_bytes
+from arenaplan.ir.model import Model, Operator, Subgraph
+from arenaplan.passes.band_split import Chain, band_rows, needs
+from arenaplan.passes.rows import window
+
+ALIGN = 16  # bytes, TFLM's arena alignment
+MAC_OPS = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV")
+
+
+def op_macs(sg: Subgraph, op: Operator) -> int:
+    """Multiply-accumulates of one operator (0 for operators that do none)."""
+    if op.opcode not in MAC_OPS or not op.outputs:
+        return 0
+    t = sg.tensors
+    out, filt = t[op.outputs[0]], sg.operand(op, 1)
+    if filt is None:
+        return 0
+    if op.opcode == "CONV_2D":
+        return out.elements * filt.shape[1] * filt.shape[2] * filt.shape[3]
+    if op.opcode == "DEPTHWISE_CONV_2D":
+        return out.elements * filt.shape[1] * filt.shape[2]
+    if op.opcode == "FULLY_CONNECTED":
+        return out.elements * filt.shape[-1]
+    x = sg.operand(op, 2)
+    return (x.elements if x else 0) * filt.shape[0] * filt.shape[1] * filt.shape[2]
+
+
+def model_macs(model: Model) -> int:
+    return sum(op_macs(sg, op) for sg in model.subgraphs for op in sg.operators)
+
+
+def extra_macs(sg: Subgraph, chain: Chain, bands: int) -> int:
+    """MACs the bands compute beyond the unsplit chain (the halos computed twice)."""
+    ops = sg.operators[chain.first : chain.last + 1]
+    rows_done: dict[int, int] = defaultdict(int)
+    for rows in band_rows(sg.tensors[chain.y].shape[1], bands):
+        for t, (lo, hi) in needs(sg, chain, rows).items():
+            rows_done[t] += hi - lo
+    extra = 0
+    for op in ops:
+        out = sg.tensors[op.outputs[0]]
+        per_row = op_macs(sg, op) // out.shape[1]
+        extra += (rows_done[out.index] - out.shape[1]) * per_row
+    return extra
+
+
+def chains(sg: Subgraph, fresh: set[int]) -> list[Chain]:
+    """Every run of row-local operators (only those in ``fresh``, by index) with one
+    activation input from outside and one output used outside, of 2+ rows."""
+    consumers = _consumers(sg)
+    found = []
+    for i in range(len(sg.operators)):
+        for j in range(i, len(sg.operators)):
+            op = sg.operators[j]
+            if j not in fresh or window(sg, op) is None:
+                break
+            chain = _as_chain(sg, i, j, consumers)
+            if chain is not None:
+                found.append(chain)
+    return found
+
+
+def _consumers(sg: Subgraph) -> dict[int, list[int]]:
+    users: dict[int, list[int]] = defaultdict(list)
+    for op in sg.operators:
+        for t in op.tensor_inputs():
+            users[t].append(op.index)
+    return users
+
+
+def _as_chain(sg: Subgraph, i: int, j: int, consumers: dict[int, list[int]]) -> Chain | None:
+    ops = sg.operators[i : j + 1]
+    made = {o for op in ops for o in op.outputs}
+    outside = set()
+    for op in ops:
+        outside.update(t for t in op.tensor_inputs() if t not in made)
+    xs = [t for t in outside if not sg.tensors[t].is_constant]
+    y = ops[-1].outputs[0]
+    if len(xs) != 1 or sg.tensors[y].shape[1] < 2:
+        return None
+    for t in made - {y}:
+        users = consumers.get(t, [])
+        if t in sg.outputs or not users or any(u > j for u in users):
+            return None
+    if y in sg.inputs:
+        return None
+    return Chain(sg.index, i, j, xs[0], y)
+
+
+def view_peak(model: Model) -> int:
+    """Peak of live activation bytes over scopes, band views sharing their base."""
+    live = scope_bytes(model)
+    return int(live.max()) if len(live) else 0
+
+
+def scope_bytes(model: Model) -> np.ndarray:
+    """Live activation bytes in each scope, band views sharing their base."""
+    sizes = tensor_bytes(model)
+    lt = compute_lifetimes(model)
+    delta = np.zeros(lt.scopes + 1, dtype=np.int64)
+    for sg in model.subgraphs:
+        base = _view_bases(sg)
+        span: dict[int, list[int]] = {}
+        for t in sg.tensors:
+            life = lt.tensors[sg.index][t.index]
+            if t.is_constant or t.is_variable or life.first < 0 or not sizes[sg.index][t.index]:
+                continue
+            root = _root(base, t.index)
+            lo, hi = span.get(root, [life.first, life.last])
+            span[root] = [min(lo, life.first), max(hi, life.last)]
+        for root, (lo, hi) in span.items():
+            size = align_up(sizes[sg.index][root], ALIGN)
+            delta[lo] += size
+            delta[hi + 1] -= size
+    return np.cumsum(delta)[:-1]
+
+
+def _root(base: dict[int, int], t: int) -> int:
+    while t in base:
+        t = base[t]
+    return t
+
+
+def _view_bases(sg: Subgraph) -> dict[int, int]:
+    """view tensor -> the tensor whose bytes it shares (row slices, H concatenations)."""
+    base = {}
+    for op in sg.operators:
+        if op.opcode == "STRIDED_SLICE" and _whole_rows(sg, op.inputs[0], op.outputs[0]):
+            base[op.outputs[0]] = op.inputs[0]
+        if op.opcode == "CONCATENATION" and op.options.get("axis") == 1:
+            for t in op.inputs:
+                if _whole_rows(sg, op.outputs[0], t):
+                    base[t] = op.outputs[0]
+    return base
+
+
+def _whole_rows(sg: Subgraph, big: int, part: int) -> bool:
+    b, p = sg.tensors[big].shape, sg.tensors[part].shape
+    return len(b) == 4 and len(p) == 4 and b[0] == p[0] == 1 and b[2:] == p[2:]

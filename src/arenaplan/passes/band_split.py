@@ -1,0 +1,185 @@
+"""Split one chain of row-local operators into bands of output rows.
+
+A chain is a run of consecutive operators [first, last] of a subgraph with one
+activation input X from outside and one output Y (produced by ``last``) used
+outside; every other tensor it makes is used only inside it. Band b computes Y's
+rows [b*H//B, (b+1)*H//B) and, backwards through the chain, the rows of each
+tensor those rows need (the halo of each window). Per band and operator:
+
+    X or a piece --STRIDED_SLICE rows--> [PAD explicit padding] --> op (VALID) --> piece
+
+A slice is emitted only when the piece holds more rows than the operator reads;
+a PAD only where the original read its implicit padding (SAME): top rows on the
+first bands, bottom rows on the last, and the columns of every band when the
+original pads columns. PAD fills with the zero point (TFLM's PAD without a
+constant), which is what a convolution's implicit padding contributes. The bands'
+last pieces are assembled by CONCATENATION along H into Y, which keeps its index.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from arenaplan.errors import PassError
+from arenaplan.ir.model import Operator, Subgraph
+from arenaplan.passes.edit import SubgraphEdit, new_options, with_option
+from arenaplan.passes.rows import CONVS, POOLS, Window, window
+
+MAX_CONCAT_INPUTS = 10  # kMaxInputNum in TFLM's concatenation.cc
+Rows = tuple[int, int]  # half-open [first, end) rows of one tensor
+
+
+@dataclass(frozen=True, slots=True)
+class Chain:
+    """Operators [first, last] of subgraph ``subgraph``; ``x`` in, ``y`` out."""
+
+    subgraph: int
+    first: int
+    last: int
+    x: int
+    y: int
+
+
+def band_rows(height: int, bands: int) -> list[Rows]:
+    """Y's rows of each band: as even as integer division makes them."""
+    return [(b * height // bands, (b + 1) * height // bands) for b in range(bands)]
+
+
+def needs(sg: Subgraph, chain: Chain, rows: Rows) -> dict[int, Rows]:
+    """Rows of every chain tensor that Y's ``rows`` need (clipped to the tensor)."""
+    need: dict[int, Rows] = {chain.y: rows}
+    for op in reversed(sg.operators[chain.first : chain.last + 1]):
+        w = _window(sg, op)
+        o0, o1 = need[op.outputs[0]]
+        for t in _activations(sg, op):
+            a, b = w.input_rows(o0, o1)
+            lo, hi = max(a, 0), min(b, sg.tensors[t].shape[1])
+            old = need.get(t, (lo, hi))
+            need[t] = (min(old[0], lo), max(old[1], hi))
+    return need
+
+
+def _window(sg: Subgraph, op: Operator) -> Window:
+    w = window(sg, op)
+    if w is None:
+        raise PassError(f"operator {op.index} {op.opcode} is not row-local")
+    return w
+
+
+def _activations(sg: Subgraph, op: Operator) -> list[int]:
+    return [i for i in op.tensor_inputs() if not sg.tensors[i].is_constant]
+
+
+class _Band:
+    """Emits the operators of one band into ``edit``."""
+
+    def __init__(self, edit: SubgraphEdit, sg: Subgraph, chain: Chain, b: int, rows: Rows):
+        self.edit, self.sg, self.chain, self.b = edit, sg, chain, b
+        self.need = needs(sg, chain, rows)
+        x = sg.tensors[chain.x]
+        # tensor -> (index of the piece holding its rows, the first of those rows)
+        self.piece: dict[int, tuple[int, int]] = {chain.x: (chain.x, 0)}
+        self.have: dict[int, Rows] = {chain.x: (0, x.shape[1])}
+
+    def emit(self, op: Operator) -> int:
+        w = _window(self.sg, op)
+        out = op.outputs[0]
+        o0, o1 = self.need[out]
+        inputs = list(op.inputs)
+        for k, t in enumerate(op.inputs):
+            if t >= 0 and not self.sg.tensors[t].is_constant:
+                inputs[k] = self._input(t, w, o0, o1)
+        like = self.sg.tensors[out]
+        shape = (1, o1 - o0, *like.shape[2:])
+        piece = self.edit.add_tensor(like, f"{like.name}/band{self.b}", shape)
+        options = op.options
+        if op.opcode in CONVS or op.opcode in POOLS:
+            options = with_option(options, "padding", "VALID")
+        self.edit.add_op(replace(op, inputs=tuple(inputs), outputs=(piece,), options=options))
+        self.piece[out] = (piece, o0)
+        self.have[out] = (o0, o1)
+        return piece
+
+    def _input(self, t: int, w: Window, o0: int, o1: int) -> int:
+        a, b = w.input_rows(o0, o1)
+        height = self.sg.tensors[t].shape[1]
+        lo, hi = max(a, 0), min(b, height)
+        index, first = self.piece[t]
+        if (lo, hi) != self.have[t]:
+            index = self._slice(index, lo - first, hi - first)
+        top, bottom = lo - a, b - hi
+        if top or bottom or w.pads_columns:
+            index = self._pad(index, top, bottom, w.left, w.right)
+        return index
+
+    def _slice(self, src: int, r0: int, r1: int) -> int:
+        t = self.edit.tensors[src]
+        n, _, width, depth = t.shape
+        name = f"{t.name}/rows{r0}-{r1}"
+        begin = self.edit.add_int32(f"{name}/begin", [0, r0, 0, 0])
+        end = self.edit.add_int32(f"{name}/end", [n, r1, width, depth])
+        strides = self.edit.add_int32(f"{name}/strides", [1, 1, 1, 1])
+        out = self.edit.add_tensor(t, name, (n, r1 - r0, width, depth))
+        options = new_options(
+            "StridedSliceOptions",
+            begin_mask=0,
+            end_mask=0,
+            ellipsis_mask=0,
+            new_axis_mask=0,
+            shrink_axis_mask=0,
+            offset=False,
+        )
+        self.edit.add_op(_op("STRIDED_SLICE", (src, begin, end, strides), out, options))
+        return out
+
+    def _pad(self, src: int, top: int, bottom: int, left: int, right: int) -> int:
+        t = self.edit.tensors[src]
+        n, h, width, depth = t.shape
+        name = f"{t.name}/pad"
+        paddings = self.edit.add_int32(
+            f"{name}/paddings", [[0, 0], [top, bottom], [left, right], [0, 0]]
+        )
+        out = self.edit.add_tensor(t, name, (n, h + top + bottom, width + left + right, depth))
+        self.edit.add_op(_op("PAD", (src, paddings), out, new_options("PadOptions")))
+        return out
+
+
+def _op(opcode: str, inputs: tuple[int, ...], out: int, options) -> Operator:
+    return Operator(0, opcode, False, inputs, (out,), options=options)
+
+
+def _assemble(edit: SubgraphEdit, pieces: list[int], y: int) -> None:
+    """CONCATENATION of the pieces along H into ``y``; a tree of them when there are
+    more pieces than one CONCATENATION takes."""
+    concat = new_options("ConcatenationOptions", axis=1, fused_activation_function="NONE")
+    while len(pieces) > MAX_CONCAT_INPUTS:
+        groups = [
+            pieces[i : i + MAX_CONCAT_INPUTS] for i in range(0, len(pieces), MAX_CONCAT_INPUTS)
+        ]
+        pieces = []
+        for group in groups:
+            like = edit.tensors[group[0]]
+            rows = sum(edit.tensors[g].shape[1] for g in group)
+            name = f"{edit.tensors[y].name}/part{len(pieces)}"
+            out = edit.add_tensor(like, name, (1, rows, *like.shape[2:]))
+            edit.add_op(_op("CONCATENATION", tuple(group), out, concat))
+            pieces.append(out)
+    edit.add_op(_op("CONCATENATION", tuple(pieces), y, concat))
+
+
+def split_chain(model, chain: Chain, bands: int):
+    """``model`` with ``chain`` computed in ``bands`` bands of Y's rows."""
+    sg = model.subgraphs[chain.subgraph]
+    edit = SubgraphEdit(model, chain.subgraph)
+    for op in sg.operators[: chain.first]:
+        edit.add_op(op)
+    pieces = []
+    for b, rows in enumerate(band_rows(sg.tensors[chain.y].shape[1], bands)):
+        band = _Band(edit, sg, chain, b, rows)
+        for op in sg.operators[chain.first : chain.last + 1]:
+            piece = band.emit(op)
+        pieces.append(piece)
+    _assemble(edit, pieces, chain.y)
+    for op in sg.operators[chain.last + 1 :]:
+        edit.add_op(op)
+    return edit.finish()

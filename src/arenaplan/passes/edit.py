@@ -1,0 +1,127 @@
+"""Build a new subgraph from an old one: append tensors, constants and operators.
+
+Passes describe their rewrite with ``SubgraphEdit`` and ``finish`` returns a new
+``Model`` (the input is never touched): operators in the order they were added,
+tensors no operator or subgraph boundary refers to any more dropped, the rest
+renumbered, new constant data appended as new buffers. A rewritten model has new
+tensors, so an offline plan it carried no longer applies and is dropped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from arenaplan.ir.dtypes import DType
+from arenaplan.ir.model import Model, Operator, Options, OptionValue, Subgraph, Tensor
+
+OFFLINE_PLAN = "OfflineMemoryAllocation"
+
+
+def new_options(table: str, **items: OptionValue) -> Options:
+    """Builtin options of a new operator (``table``: the schema's options table)."""
+    fields = {f.name for f in dataclasses.fields(Options)}
+    extra = {"table": table} if "table" in fields else {}
+    return Options(items=tuple(sorted(items.items())), **extra)
+
+
+def with_option(options: Options, name: str, value: OptionValue) -> Options:
+    """``options`` with one field set (the table kept)."""
+    items = dict(options.items)
+    items[name] = value
+    return replace(options, items=tuple(sorted(items.items())))
+
+
+class SubgraphEdit:
+    """A subgraph under construction; ``tensors`` starts as the old table."""
+
+    def __init__(self, model: Model, subgraph: int) -> None:
+        self.model = model
+        self.sg: Subgraph = model.subgraphs[subgraph]
+        self.tensors: list[Tensor] = list(self.sg.tensors)
+        self.ops: list[Operator] = []
+        self.buffers: list[bytes] = []  # new buffers, numbered after the model's
+        self._constants: dict[tuple[tuple[int, ...], bytes], int] = {}
+
+    def add_tensor(self, like: Tensor, name: str, shape: Sequence[int]) -> int:
+        """A new activation with ``like``'s type and quantisation."""
+        t = replace(
+            like,
+            index=len(self.tensors),
+            name=name,
+            shape=tuple(int(d) for d in shape),
+            buffer=0,
+            is_constant=False,
+            is_variable=False,
+        )
+        self.tensors.append(t)
+        return t.index
+
+    def add_int32(self, name: str, values: Sequence[int] | np.ndarray) -> int:
+        """A constant INT32 tensor holding ``values`` (its shape is kept); one tensor
+        serves every operator asking for the same values (each costs TFLM a few
+        bytes of its persistent arena)."""
+        data = np.asarray(values, dtype="<i4")
+        key = (data.shape, data.tobytes())
+        if key in self._constants:
+            return self._constants[key]
+        self.buffers.append(data.tobytes())
+        t = Tensor(
+            index=len(self.tensors),
+            name=name,
+            shape=tuple(int(d) for d in data.shape),
+            dtype=DType.INT32,
+            buffer=len(self.model.buffers) + len(self.buffers) - 1,
+            is_constant=data.size > 0,
+            is_variable=False,
+        )
+        self.tensors.append(t)
+        self._constants[key] = t.index
+        return t.index
+
+    def add_op(self, op: Operator) -> None:
+        self.ops.append(replace(op, index=len(self.ops)))
+
+    def finish(self) -> Model:
+        """The model with this subgraph replaced; unused tensors dropped."""
+        keep = self._used()
+        new_index = {old: new for new, old in enumerate(keep)}
+        tensors = tuple(replace(self.tensors[old], index=new) for new, old in enumerate(keep))
+
+        def remap(indices: tuple[int, ...]) -> tuple[int, ...]:
+            return tuple(new_index[i] if i >= 0 else -1 for i in indices)
+
+        ops = tuple(
+            replace(
+                op,
+                inputs=remap(op.inputs),
+                outputs=remap(op.outputs),
+                intermediates=remap(op.intermediates),
+            )
+            for op in self.ops
+        )
+        sg = replace(
+            self.sg,
+            tensors=tensors,
+            operators=ops,
+            inputs=remap(self.sg.inputs),
+            outputs=remap(self.sg.outputs),
+        )
+        subgraphs = tuple(sg if s.index == sg.index else s for s in self.model.subgraphs)
+        return replace(
+            self.model,
+            subgraphs=subgraphs,
+            buffers=self.model.buffers + tuple(self.buffers),
+            buffer_sizes=self.model.buffer_sizes + tuple(len(b) for b in self.buffers),
+            metadata=tuple((n, b) for n, b in self.model.metadata if n != OFFLINE_PLAN),
+            offline_plan=None,
+        )
+
+    def _used(self) -> list[int]:
+        used = set(self.sg.inputs) | set(self.sg.outputs)
+        for op in self.ops:
+            used.update(i for i in (*op.inputs, *op.outputs, *op.intermediates) if i >= 0)
+        return sorted(used)
