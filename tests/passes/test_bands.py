@@ -1,0 +1,141 @@
+"""The bands pass on models built for it: geometry, budget, and bit-exact in TFLM."""
+
+from __future__ import annotations
+
+import pytest
+from analysis.opmodels import F32, I8, I32, Net
+
+from arenaplan.ir.checks import verify_ir
+from arenaplan.ir.model import Model
+from arenaplan.passes import run_passes
+from arenaplan.passes.band_search import model_macs, view_peak
+from arenaplan.passes.bands import Bands
+from arenaplan.passes.rows import same_padding, window
+from arenaplan.reader import read_model_bytes
+
+
+def _bias(net: Net, n: int, dtype) -> int:
+    return net.bias(n, per_channel=n) if dtype is I8 else net.bias(n, F32)
+
+
+def _chain_model(dtype=I8, padding: str = "SAME", dilation: int = 1) -> bytes:
+    """x -> conv 3x3 -> a -> depthwise 3x3 -> b -> ADD(a, b) -> c -> max pool 2x2/2 ->
+    reshape -> fully connected: a residual ADD inside a chain of row-local operators."""
+    net = Net(f"chain-{dtype.name}-{padding}-{dilation}")
+    shrink = 0 if padding == "SAME" else 2 * dilation
+    h, w = 24, 12
+    x = net.act((1, h, w, 4), dtype)
+    conv = dict(padding=padding, stride_h=1, stride_w=1)
+    conv |= dict(dilation_h_factor=dilation, dilation_w_factor=dilation)
+    a = net.act((1, h - shrink, w - shrink, 8), dtype)
+    net.op("CONV_2D", [x, net.weights((8, 3, 3, 4), 0, dtype), _bias(net, 8, dtype)], [a], **conv)
+    h, w = h - shrink, w - shrink
+    b = net.act((1, h - shrink, w - shrink, 8), dtype)
+    dw = net.weights((1, 3, 3, 8), 3, dtype)
+    net.op("DEPTHWISE_CONV_2D", [a, dw, _bias(net, 8, dtype)], [b], depth_multiplier=1, **conv)
+    if shrink:  # VALID: crop a to b's rows and columns is not row-local; add b to itself
+        a = b
+    c = net.act((1, h - shrink, w - shrink, 8), dtype)
+    net.op("ADD", [a, b], [c])
+    h, w = h - shrink, w - shrink
+    d = net.act((1, h // 2, w // 2, 8), dtype)
+    pool = dict(padding="VALID", stride_h=2, stride_w=2, filter_height=2, filter_width=2)
+    net.op("MAX_POOL_2D", [c], [d], **pool)
+    n = (h // 2) * (w // 2) * 8
+    flat = net.act((1, n), dtype)
+    net.op("RESHAPE", [d, net.const([1, n], I32)], [flat])
+    out = net.act((1, 4), dtype)
+    fc_bias = net.bias(4) if dtype is I8 else net.bias(4, F32)
+    net.op("FULLY_CONNECTED", [flat, net.weights((4, n), None, dtype), fc_bias], [out])
+    net.b.set_io([x], [out])
+    return net.b.finish()
+
+
+MODELS = {
+    "int8 SAME": lambda: _chain_model(I8, "SAME"),
+    "int8 VALID": lambda: _chain_model(I8, "VALID"),
+    "int8 SAME dilated": lambda: _chain_model(I8, "SAME", 2),
+    "float32 SAME": lambda: _chain_model(F32, "SAME"),
+}
+
+
+def _banded(data: bytes, **options) -> tuple[Model, Model, dict]:
+    model = read_model_bytes(data)
+    new, records = run_passes(model, [Bands(objective="head", **options)])
+    return model, new, records[0].stats
+
+
+def _count(model: Model, opcode: str) -> int:
+    return sum(op.opcode == opcode for op in model.subgraphs[0].operators)
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_bands_lower_the_peak_within_the_budget(name: str) -> None:
+    model, new, stats = _banded(MODELS[name](), max_extra_macs=0.25)
+    verify_ir(new)
+    assert view_peak(new) < view_peak(model)
+    assert stats["peak_after"] == view_peak(new)
+    extra = model_macs(new) - model_macs(model)
+    assert extra == stats["extra_macs"]  # the pass's count, checked by counting again
+    assert 0 <= extra <= 0.25 * model_macs(model)
+    assert _count(new, "CONCATENATION") >= 1 and _count(new, "STRIDED_SLICE") >= 1
+
+
+def test_same_padding_becomes_explicit_and_valid_needs_none() -> None:
+    _, same, _ = _banded(MODELS["int8 SAME"](), max_extra_macs=0.25)
+    _, valid, _ = _banded(MODELS["int8 VALID"](), max_extra_macs=0.25)
+    assert _count(same, "PAD") > 0
+    assert _count(valid, "PAD") == 0
+    sg = same.subgraphs[0]
+    for op in sg.operators:
+        if "/band" in sg.tensors[op.outputs[0]].name and op.opcode != "ADD":
+            assert op.options.get("padding") == "VALID"
+
+
+def test_no_budget_no_change_and_the_same_input_gives_the_same_model() -> None:
+    model = read_model_bytes(MODELS["int8 SAME"]())
+    result = Bands(objective="head", max_extra_macs=0.0).run(model)
+    assert model_macs(result.model) == model_macs(model)
+    a = Bands(objective="head").run(model).model
+    b = Bands(objective="head").run(model).model
+    assert a == b
+
+
+def test_fit_stops_at_the_first_budget_that_reaches_it() -> None:
+    model = read_model_bytes(MODELS["int8 SAME"]())
+    full = Bands(objective="head", max_extra_macs=4.0).run(model).stats["peak_after"]
+    target = (view_peak(model) + full) // 2
+    fitted = Bands(objective="head", fit=target).run(model)
+    assert fitted.stats["score_after"] <= target
+
+
+def test_same_padding_is_tflm_s() -> None:
+    # ComputePaddingHeightWidth: out = ceil(in / s), total = (out - 1) s + eff - in
+    assert same_padding(24, 24, 1, 3) == (1, 1)
+    assert same_padding(24, 12, 2, 3) == (0, 1)
+    assert same_padding(25, 13, 2, 3) == (1, 1)
+    assert same_padding(4, 4, 1, 1) == (0, 0)
+
+
+def test_pools_that_read_padding_are_not_row_local() -> None:
+    net = Net("avgpool-same")
+    x, y = net.act((1, 8, 8, 4)), net.act((1, 8, 8, 4))
+    pool = dict(stride_h=1, stride_w=1, filter_height=3, filter_width=3)
+    net.op("AVERAGE_POOL_2D", [x], [y], padding="SAME", **pool)
+    net.b.set_io([x], [y])
+    sg = read_model_bytes(net.b.finish()).subgraphs[0]
+    assert window(sg, sg.operators[0]) is None
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_banded_models_run_bit_exact_in_tflm(name: str) -> None:
+    pytest.importorskip("tflite_micro", reason="the TFLM runtime (tflite-micro) is absent")
+    from arenaplan.export.tflite_writer import write_model
+
+    from arenaplan.verify import compare_models
+
+    data = MODELS[name]()
+    _, new, _ = _banded(data, max_extra_macs=0.25)
+    report = compare_models(data, write_model(new), trials=3)
+    assert report.refused is None and report.failed is None
+    assert report.identical, report.mismatch
