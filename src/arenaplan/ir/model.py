@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from arenaplan.ir.dtypes import DType
 
-OptionValue = int | float | bool | str | tuple[int, ...]
+OptionValue = int | float | bool | str | tuple[int, ...] | tuple[float, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +41,8 @@ class Tensor:
     is_constant: bool
     is_variable: bool
     quantization: Quantization | None = None
+    shape_signature: tuple[int, ...] | None = None  # -1 for a dynamic dim; None: absent
+    has_rank: bool = False  # the file says the rank is known (even with no shape)
 
     @property
     def elements(self) -> int:
@@ -55,9 +57,13 @@ class Tensor:
 
 @dataclass(frozen=True, slots=True)
 class Options:
-    """An operator's builtin options as sorted (snake_case name, value) pairs."""
+    """An operator's builtin options as sorted (snake_case name, value) pairs.
+
+    ``table`` names the schema's options table they come from (``Conv2DOptions``),
+    "" when the operator has none (or was built without saying which)."""
 
     items: tuple[tuple[str, OptionValue], ...] = ()
+    table: str = ""
 
     def get(self, name: str, default: OptionValue | None = None) -> OptionValue | None:
         for key, value in self.items:
@@ -73,7 +79,8 @@ class Options:
 class Operator:
     """One operator. ``opcode`` is the builtin name (``CONV_2D``) or the custom code.
 
-    ``inputs`` may hold -1 for an omitted optional input.
+    ``inputs`` may hold -1 for an omitted optional input. ``version`` is the
+    operator code's version (which kernel variant the converter asks for).
     """
 
     index: int
@@ -84,6 +91,7 @@ class Operator:
     intermediates: tuple[int, ...] = ()
     options: Options = field(default_factory=Options)
     custom_options: bytes = b""
+    version: int = 1
 
     def tensor_inputs(self) -> Iterator[int]:
         """Input tensor indices, omitted optional inputs (-1) skipped."""
@@ -107,12 +115,24 @@ class Subgraph:
 
 
 @dataclass(frozen=True, slots=True)
+class SignatureDef:
+    """A named entry point: ``subgraph`` with its inputs and outputs by name."""
+
+    key: str
+    subgraph: int
+    inputs: tuple[tuple[str, int], ...] = ()  # (name, tensor index in the subgraph)
+    outputs: tuple[tuple[str, int], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Model:
     """A whole model. ``metadata`` maps entry names to buffer indices, in file order.
 
     ``buffers`` holds the bytes of every buffer (b"" for an empty one, or for data
     stored outside the flatbuffer); ``buffer_sizes`` their lengths as the file
-    declares them.
+    declares them. ``unkept`` says which parts of the file that change what the
+    model computes the IR does not hold (a sparse tensor, ...): a writer refuses
+    such a model rather than drop them.
     """
 
     subgraphs: tuple[Subgraph, ...]
@@ -122,6 +142,8 @@ class Model:
     buffer_sizes: tuple[int, ...] = ()
     offline_plan: tuple[int, ...] | None = None
     buffers: tuple[bytes, ...] = ()
+    signature_defs: tuple[SignatureDef, ...] = ()
+    unkept: tuple[str, ...] = ()
 
     @property
     def tensor_count(self) -> int:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import struct
 from dataclasses import replace
-from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -20,9 +19,11 @@ import tflite
 from arenaplan.errors import ModelFormatError
 from arenaplan.inputs import read_input
 from arenaplan.ir.dtypes import DType
-from arenaplan.ir.model import Model, Operator, Quantization, Subgraph, Tensor
+from arenaplan.ir.model import Model, Operator, Quantization, SignatureDef, Subgraph, Tensor
 from arenaplan.ir.verify import check_operators
 from arenaplan.reader.options import read_options
+from arenaplan.reader.schema import names
+from arenaplan.reader.unkept import unkept_parts
 
 FILE_IDENTIFIER = b"TFL3"
 OFFLINE_PLAN_NAME = "OfflineMemoryAllocation"
@@ -53,12 +54,6 @@ class _Budget:
             )
         self.left -= n
         return n
-
-
-@cache
-def _builtin_names() -> dict[int, str]:
-    ops = tflite.BuiltinOperator
-    return {v: k for k, v in vars(ops).items() if not k.startswith("_") and isinstance(v, int)}
 
 
 def read_file(path: str | Path) -> bytes:
@@ -137,6 +132,8 @@ def _read(data: bytes) -> Model:
         metadata=metadata,
         buffer_sizes=buffer_sizes,
         buffers=buffers,
+        signature_defs=_read_signature_defs(m, subgraphs, budget, len(data)),
+        unkept=unkept_parts(m, buffer_sizes, buffers),
     )
     return _with_offline_plan(model, data, m)
 
@@ -178,25 +175,27 @@ def _read_buffers(m: tflite.Model, sizes: tuple[int, ...]) -> tuple[bytes, ...]:
     return tuple(out)
 
 
-def _read_opcodes(m: tflite.Model, budget: _Budget) -> tuple[tuple[str, bool], ...]:
-    names = _builtin_names()
+_Opcode = tuple[str, bool, int]  # (name or custom code, is custom, version)
+
+
+def _read_opcodes(m: tflite.Model, budget: _Budget) -> tuple[_Opcode, ...]:
+    builtins = names(tflite.BuiltinOperator)
     codes = []
     for i in range(budget.take(m.OperatorCodesLength(), "operator code list")):
         oc = m.OperatorCodes(i)
         code = max(oc.BuiltinCode(), oc.DeprecatedBuiltinCode())
+        version = oc.Version()
         if code == _CUSTOM_CODE:
-            codes.append((_string(oc.CustomCode()) or "CUSTOM", True))
-        elif code in names:
-            codes.append((names[code], False))
+            codes.append((_string(oc.CustomCode()) or "CUSTOM", True, version))
         else:
-            codes.append((f"BUILTIN_{code}", False))
+            codes.append((builtins.get(code, f"BUILTIN_{code}"), False, version))
     return tuple(codes)
 
 
 def _read_subgraph(
     sg: tflite.SubGraph,
     s: int,
-    opcodes: tuple[tuple[str, bool], ...],
+    opcodes: tuple[_Opcode, ...],
     buffer_sizes: tuple[int, ...],
     budget: _Budget,
     size: int,
@@ -252,6 +251,10 @@ def _read_tensor(
             f"but there are {len(buffer_sizes)} buffers"
         )
     is_constant = buffer > 0 and buffer_sizes[buffer] > 0
+    signature = None
+    if not t.ShapeSignatureIsNone():
+        n = budget.take(t.ShapeSignatureLength(), f"{where} shape signature")
+        signature = tuple(int(t.ShapeSignature(j)) for j in range(n))
     return Tensor(
         index=i,
         name=_string(t.Name()),
@@ -261,6 +264,8 @@ def _read_tensor(
         is_constant=is_constant,
         is_variable=bool(t.IsVariable()),
         quantization=_read_quantization(t.Quantization(), budget, where),
+        shape_signature=signature,
+        has_rank=bool(t.HasRank()),
     )
 
 
@@ -283,7 +288,7 @@ def _read_operator(
     op: tflite.Operator,
     s: int,
     i: int,
-    opcodes: tuple[tuple[str, bool], ...],
+    opcodes: tuple[_Opcode, ...],
     n_tensors: int,
     budget: _Budget,
     size: int,
@@ -296,9 +301,10 @@ def _read_operator(
         raise ModelFormatError(
             f"corrupt model: {where} uses operator code {code_index}, but there are {len(opcodes)}"
         )
-    opcode, is_custom = opcodes[code_index]
-    options = read_options(tflite.BuiltinOptions, op.BuiltinOptionsType(), op.BuiltinOptions())
-    if not options.items:
+    opcode, is_custom, version = opcodes[code_index]
+    if op.BuiltinOptionsType():
+        options = read_options(tflite.BuiltinOptions, op.BuiltinOptionsType(), op.BuiltinOptions())
+    else:
         options = read_options(
             tflite.BuiltinOptions2, op.BuiltinOptions2Type(), op.BuiltinOptions2()
         )
@@ -317,6 +323,7 @@ def _read_operator(
         ),
         options=options,
         custom_options=custom_options,
+        version=version,
     )
 
 
@@ -341,6 +348,37 @@ def _read_metadata(m: tflite.Model, budget: _Budget, n_buffers: int) -> tuple[tu
             )
         entries.append((name, buffer))
     return tuple(entries)
+
+
+def _read_signature_defs(
+    m: tflite.Model, subgraphs: tuple[Subgraph, ...], budget: _Budget, size: int
+) -> tuple[SignatureDef, ...]:
+    defs = []
+    for i in range(budget.take(m.SignatureDefsLength(), "signature def list")):
+        sd = m.SignatureDefs(i)
+        where = f"signature def {i}"
+        _check_pos(sd, size, where)
+        s = sd.SubgraphIndex()
+        if s >= len(subgraphs):
+            raise ModelFormatError(
+                f"corrupt model: {where} names subgraph {s}, but there are {len(subgraphs)}"
+            )
+        n_tensors = len(subgraphs[s].tensors)
+        maps = []
+        for kind, get, count in (
+            ("inputs", sd.Inputs, sd.InputsLength()),
+            ("outputs", sd.Outputs, sd.OutputsLength()),
+        ):
+            entries = [get(j) for j in range(budget.take(count, f"{where} {kind}"))]
+            pairs = tuple((_string(e.Name()), e.TensorIndex()) for e in entries)
+            if any(t >= n_tensors for _, t in pairs):
+                raise ModelFormatError(
+                    f"corrupt model: {where} {kind} refer to a tensor beyond the "
+                    f"{n_tensors} of subgraph {s}"
+                )
+            maps.append(pairs)
+        defs.append(SignatureDef(_string(sd.SignatureKey()), s, maps[0], maps[1]))
+    return tuple(defs)
 
 
 def _with_offline_plan(model: Model, data: bytes, m: tflite.Model) -> Model:
