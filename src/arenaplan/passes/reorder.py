@@ -1,0 +1,193 @@
+"""``reorder``: run the operators of each subgraph in an order of lower peak.
+
+The peak is the one the planner cannot go below (``allocation.bounds``): the
+largest sum, over TFLM's scopes, of the live planned tensors and scratch buffers
+of ``placement.buffers.arena_items``, each rounded up to 16 bytes. The order is
+searched by ``passes.schedule`` on the subgraph's own scopes (inputs in scope 0,
+operator i in scope i+1, outputs alive to the last scope); the model is rewritten
+only if the whole model's peak goes down, so the pass is never worse than the
+order it was given.
+
+An order keeps, besides every data edge:
+  - operators that touch the same variable tensor, in their order (its state);
+  - operators on resource variables (VAR_HANDLE, READ_VARIABLE, ASSIGN_VARIABLE,
+    or any operator with a resource tensor), in their order;
+  - CALL_ONCE where it is: what came before it stays before, the rest after.
+Subgraphs with other control flow (IF, WHILE, CALL), and subgraphs that control
+flow calls, are left alone: their scopes interleave with their callers'.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from itertools import pairwise
+from typing import ClassVar
+
+from arenaplan.allocation.bounds import live_bytes_bound
+from arenaplan.allocation.problem import Buffer, Problem
+from arenaplan.ir.dtypes import DType
+from arenaplan.ir.model import Model, Subgraph
+from arenaplan.passes.base import PassResult
+from arenaplan.passes.schedule import Found, OrderProblem, best_order, peak_bytes
+from arenaplan.placement.buffers import ArenaItems, arena_items
+
+# state expansions of the search per second of ``time_limit`` (a count of work, not
+# a clock, so that the result is the same on every machine; about a second's worth
+# of expansions in CPython on a 2020s laptop)
+WORK_PER_SECOND = 400_000
+
+_RESOURCE_OPS = frozenset({"VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE"})
+
+
+@dataclass(frozen=True, slots=True)
+class Reorder:
+    """``time_limit``: seconds of search (as a budget of work) for the whole model."""
+
+    name: ClassVar[str] = "reorder"
+    summary: ClassVar[str] = (
+        "operator order of least peak of live activation bytes (exact search where it fits "
+        "the time limit, the best found otherwise)"
+    )
+
+    time_limit: float = 2.0
+
+    def run(self, model: Model) -> PassResult:
+        items = arena_items(model)
+        before, raw_before = _peaks(items)
+        budget = max(int(self.time_limit * WORK_PER_SECOND), 0)
+        subgraphs, found = [], []
+        for sg in model.subgraphs:
+            if not _may_reorder(model, sg):
+                subgraphs.append(sg)
+                continue
+            problem = order_problem(model, items, sg)
+            given = tuple(range(len(sg.operators)))
+            result = best_order(problem, given, max(budget - _work(found), 0))
+            found.append(result)
+            better = result.peak < peak_bytes(problem, given)
+            subgraphs.append(with_order(sg, result.order) if better else sg)
+        reordered = replace(model, subgraphs=tuple(subgraphs))
+        after, raw_after = _peaks(arena_items(reordered))
+        if after >= before:
+            note = f"operator order kept: peak {before:,} B"
+            if found and all(f.optimal for f in found):
+                note += " (no order does better)"
+            return PassResult(model, False, note, _stats(before, before, raw_before, found))
+        note = f"operator order: peak {before:,} -> {after:,} B"
+        if all(f.optimal for f in found):
+            note += " (optimal)"
+        stats = _stats(before, after, raw_before, found, raw_after)
+        return PassResult(reordered, True, note, stats)
+
+
+def _work(found: list[Found]) -> int:
+    return sum(f.work for f in found)
+
+
+def _peaks(items: ArenaItems) -> tuple[int, int]:
+    """The planner's lower bound (sizes rounded to 16, scratch included) and the same
+    over the planned tensors' bytes as they are (the models README's LB column)."""
+    raw = [
+        Buffer(b.id, b.first, b.last, items.sizes[s][t])
+        for (s, t), b in zip(items.tensors, items.tensor_buffers, strict=True)
+    ]
+    return live_bytes_bound(Problem(items.buffers)), live_bytes_bound(Problem(tuple(raw)))
+
+
+def _stats(
+    before: int, after: int, raw_before: int, found: list[Found], raw_after: int | None = None
+) -> dict[str, int | float | str]:
+    return {
+        "peak_before": before,
+        "peak_after": after,
+        "tensor_bytes_before": raw_before,
+        "tensor_bytes_after": raw_before if raw_after is None else raw_after,
+        "lower_bound": max((f.lower_bound for f in found), default=after),
+        "optimal": int(bool(found) and all(f.optimal for f in found)),
+        "search": ", ".join(f.method for f in found),
+        "work": _work(found),
+    }
+
+
+def with_order(sg: Subgraph, order: tuple[int, ...]) -> Subgraph:
+    """``sg`` with its operators in ``order`` (old indices), renumbered."""
+    ops = tuple(replace(sg.operators[v], index=k) for k, v in enumerate(order))
+    return replace(sg, operators=ops)
+
+
+def _calls(model: Model) -> dict[int, set[int]]:
+    """Subgraph -> the subgraphs its control-flow operators call."""
+    calls: dict[int, set[int]] = {}
+    for sg in model.subgraphs:
+        for op in sg.operators:
+            for key, value in op.options.items:
+                if key.endswith("subgraph_index") and isinstance(value, int):
+                    calls.setdefault(sg.index, set()).add(value)
+    return calls
+
+
+def _may_reorder(model: Model, sg: Subgraph) -> bool:
+    """Not called by control flow, and no control flow but CALL_ONCE in it."""
+    if any(sg.index in called for called in _calls(model).values()):
+        return False
+    return not any(
+        op.opcode != "CALL_ONCE" and any(k.endswith("subgraph_index") for k, _ in op.options.items)
+        for op in sg.operators
+    )
+
+
+def order_problem(model: Model, items: ArenaItems, sg: Subgraph) -> OrderProblem:
+    """The subgraph as an ordering problem: its planned tensors (ids = tensor indices,
+    sizes rounded as the planner rounds them) and its operators' scratch."""
+    sizes = [0] * len(sg.tensors)
+    for (s, t), buffer in zip(items.tensors, items.tensor_buffers, strict=True):
+        if s == sg.index:
+            sizes[t] = buffer.size
+    scratch = [0] * len(sg.operators)
+    for request, buffer in zip(items.scratch, items.scratch_buffers, strict=True):
+        if request.subgraph == sg.index:
+            scratch[request.op] += buffer.size
+    planned = {t for t, size in enumerate(sizes) if size > 0}
+    makes = tuple(tuple(t for t in op.outputs if t in planned) for op in sg.operators)
+    uses = tuple(tuple(t for t in op.tensor_inputs() if t in planned) for op in sg.operators)
+    made = {t for ts in makes for t in ts}
+    read = {t for ts in uses for t in ts}
+    return OrderProblem(
+        preds=_dependencies(sg),
+        makes=makes,
+        uses=uses,
+        scratch=tuple(scratch),
+        sizes=tuple(sizes),
+        held=frozenset((set(sg.inputs) & planned) | (read - made)),
+        pinned=frozenset(set(sg.outputs) & planned),
+    )
+
+
+def _dependencies(sg: Subgraph) -> tuple[frozenset[int], ...]:
+    """For each operator, the operators that must run before it."""
+    n = len(sg.operators)
+    preds: list[set[int]] = [set() for _ in range(n)]
+    producer: dict[int, int] = {}
+    for op in sg.operators:
+        for t in op.outputs:
+            producer.setdefault(t, op.index)
+    for op in sg.operators:
+        preds[op.index] |= {producer[t] for t in op.tensor_inputs() if t in producer}
+    chains: dict[object, list[int]] = {}  # a variable or "resources" -> its operators in order
+    for op in sg.operators:
+        touched = [sg.tensors[t] for t in (*op.tensor_inputs(), *op.outputs)]
+        for t in touched:
+            if t.is_variable:
+                chains.setdefault(t.index, []).append(op.index)
+        if op.opcode in _RESOURCE_OPS or any(t.dtype is DType.RESOURCE for t in touched):
+            chains.setdefault("resources", []).append(op.index)
+        if op.opcode == "CALL_ONCE":
+            preds[op.index] |= set(range(op.index))
+            for later in range(op.index + 1, n):
+                preds[later].add(op.index)
+    for ops in chains.values():
+        for a, b in pairwise(ops):
+            preds[b].add(a)
+    for v in range(n):
+        preds[v].discard(v)
+    return tuple(frozenset(p) for p in preds)
