@@ -207,6 +207,10 @@ def test_what_cannot_be_read_back_equal_is_refused_in_one_line() -> None:
     assert "do not name their table" in _refusal(
         replace(model, subgraphs=(replace(sg, operators=(odd,)), model.subgraphs[1]))
     )
+    huge = replace(sg, tensors=(replace(sg.tensors[0], shape=(2**40,)), *sg.tensors[1:]))
+    assert "does not fit its schema field" in _refusal(
+        replace(model, subgraphs=(huge, model.subgraphs[1]))
+    )
     wrong = replace(odd, options=Options((("alpha", 1.0),), "Conv2DOptions"))
     assert "Conv2DOptions has no option 'alpha'" in _refusal(
         replace(model, subgraphs=(replace(sg, operators=(wrong,)), model.subgraphs[1]))

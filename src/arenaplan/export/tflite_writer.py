@@ -17,7 +17,8 @@ its metadata), is refused with one ``UnsupportedModelError`` line.
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import flatbuffers
 import numpy as np
@@ -53,14 +54,21 @@ def write_model(model: Model) -> bytes:
     """The ``.tflite`` bytes of ``model``; the same model gives the same bytes."""
     buffers = model.buffers or (b"",)
     _check(model, buffers)
-    opcodes = {_key(op): 0 for sg in model.subgraphs for op in sg.operators}
-    index = {key: i for i, key in enumerate(opcodes)}
-    b = flatbuffers.Builder(sum(len(raw) + DATA_ALIGN for raw in buffers) + 65536)
+    index: dict[_OpcodeKey, int] = {}  # operator code -> its position, in order of first use
+    for sg in model.subgraphs:
+        for op in sg.operators:
+            index.setdefault(_key(op), len(index))
+    size = sum(len(raw) + DATA_ALIGN for raw in buffers) + 65536  # bytes: a first guess
     try:
+        b = flatbuffers.Builder(min(size, flatbuffers.Builder.MAX_BUFFER_SIZE))
         return _write(b, model, buffers, index)
     except flatbuffers.builder.BuilderSizeError:
         raise UnsupportedModelError(
-            "the model does not fit a flatbuffer (2 GiB); not writing it"
+            "cannot write the model: it does not fit a flatbuffer (2 GiB)"
+        ) from None
+    except (struct.error, OverflowError, TypeError) as exc:  # a shape, index or code
+        raise UnsupportedModelError(
+            f"cannot write the model: a value does not fit its schema field ({exc})"
         ) from None
 
 
@@ -293,17 +301,25 @@ def _options(
         elif field.kind == "vector":
             if not isinstance(value, tuple | list):
                 raise UnsupportedModelError(f"cannot write {where}: option {name!r} is a vector")
-            made[name] = _numbers(b, value, field.element)
+            with _fits(where, table, name, value):
+                made[name] = _numbers(b, value, field.element)
     getattr(tflite, f"{table}Start")(b)
     for name, value in options.items:
         add = getattr(tflite, f"{table}Add{fields[name].method}")
-        try:
+        with _fits(where, table, name, value):
             add(b, made[name] if name in made else _scalar(name, value))
-        except (struct.error, TypeError, ValueError, KeyError):
-            raise UnsupportedModelError(
-                f"cannot write {where}: option {name}={value!r} does not fit {table}"
-            ) from None
     return union[0], union[1], getattr(tflite, f"{table}End")(b)
+
+
+@contextmanager
+def _fits(where: str, table: str, name: str, value: object) -> Iterator[None]:
+    """Turn a value the schema field cannot hold into one UnsupportedModelError line."""
+    try:
+        yield
+    except (struct.error, TypeError, ValueError, KeyError, OverflowError):
+        raise UnsupportedModelError(
+            f"cannot write {where}: option {name}={value!r} does not fit {table}"
+        ) from None
 
 
 def _scalar(name: str, value: OptionValue) -> int | float | bool:
