@@ -30,6 +30,7 @@ from arenaplan.ir.model import Model, Subgraph
 from arenaplan.passes.base import PassResult
 from arenaplan.passes.schedule import Found, OrderProblem, best_order, peak_bytes
 from arenaplan.placement.buffers import ArenaItems, arena_items
+from arenaplan.reader.tflite_reader import OFFLINE_PLAN_NAME
 
 # state expansions of the search per second of ``time_limit`` (a count of work, not
 # a clock, so that the result is the same on every machine; about a second's worth
@@ -66,7 +67,13 @@ class Reorder:
             found.append(result)
             better = result.peak < peak_bytes(problem, given)
             subgraphs.append(with_order(sg, result.order) if better else sg)
-        reordered = replace(model, subgraphs=tuple(subgraphs))
+        # an offline plan fits the old lifetimes only: dropped, as TFLM would trust it
+        reordered = replace(
+            model,
+            subgraphs=tuple(subgraphs),
+            metadata=tuple((k, b) for k, b in model.metadata if k != OFFLINE_PLAN_NAME),
+            offline_plan=None,
+        )
         after, raw_after = _peaks(arena_items(reordered))
         if after >= before:
             note = f"operator order kept: peak {before:,} B"
