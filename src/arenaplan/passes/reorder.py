@@ -77,13 +77,14 @@ class Reorder:
         after, raw_after = _peaks(arena_items(reordered))
         if after >= before:
             note = f"operator order kept: peak {before:,} B"
-            if found and all(f.optimal for f in found):
+            if _proven(found, before):
                 note += " (no order does better)"
-            return PassResult(model, False, note, _stats(before, before, raw_before, found))
+            stats = _stats(before, before, raw_before, raw_before, found)
+            return PassResult(model, False, note, stats)
         note = f"operator order: peak {before:,} -> {after:,} B"
-        if all(f.optimal for f in found):
+        if _proven(found, after):
             note += " (optimal)"
-        stats = _stats(before, after, raw_before, found, raw_after)
+        stats = _stats(before, after, raw_before, raw_after, found)
         return PassResult(reordered, True, note, stats)
 
 
@@ -101,18 +102,24 @@ def _peaks(items: ArenaItems) -> tuple[int, int]:
     return live_bytes_bound(Problem(items.buffers)), live_bytes_bound(Problem(tuple(raw)))
 
 
+def _proven(found: list[Found], peak: int) -> bool:
+    """No order does better than ``peak``: each searched subgraph is at its optimum
+    and the model's peak is one of theirs (another subgraph's tensors only add)."""
+    return bool(found) and all(f.optimal for f in found) and peak == max(f.peak for f in found)
+
+
 def _stats(
-    before: int, after: int, raw_before: int, found: list[Found], raw_after: int | None = None
+    before: int, after: int, raw_before: int, raw_after: int, found: list[Found]
 ) -> dict[str, int | float | str]:
     return {
-        "peak_before": before,
+        "peak_before": before,  # bytes: the planner's lower bound
         "peak_after": after,
-        "tensor_bytes_before": raw_before,
-        "tensor_bytes_after": raw_before if raw_after is None else raw_after,
+        "tensor_bytes_before": raw_before,  # bytes: planned tensors, not rounded
+        "tensor_bytes_after": raw_after,
         "lower_bound": max((f.lower_bound for f in found), default=after),
-        "optimal": int(bool(found) and all(f.optimal for f in found)),
+        "optimal": int(_proven(found, after)),
         "search": ", ".join(f.method for f in found),
-        "work": _work(found),
+        "work": _work(found),  # state expansions
     }
 
 

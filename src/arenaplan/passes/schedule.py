@@ -237,8 +237,6 @@ class _Tables:
 
     def __init__(self, problem: OrderProblem) -> None:
         self.n = n = problem.n
-        self.problem = problem
-        self.full = (1 << n) - 1
         self.pred_mask = [sum(1 << u for u in problem.preds[v]) for v in range(n)]
         touchers: dict[int, int] = {}
         makers: dict[int, int] = {}
@@ -323,11 +321,12 @@ class _Search:
     ) -> tuple[tuple[tuple[int, ...], int] | None, bool]:
         """(order, peak) of the best order below ``upper`` (None if there is none),
         and whether the run finished within the budget."""
-        layer: dict[int, tuple[_State, int, int]] = {0: (_State.start(self.t), -1, -1)}
-        history: list[dict[int, tuple[_State, int, int]]] = [layer]
+        layer = {0: _State.start(self.t)}  # operators run -> the best state
+        history: list[dict[int, tuple[int, int]]] = []  # per step: state -> (parent, op)
         for _ in range(self.t.n):
-            nxt: dict[int, tuple[_State, int, int]] = {}
-            for done, (state, _, _) in layer.items():
+            nxt: dict[int, _State] = {}
+            links: dict[int, tuple[int, int]] = {}
+            for done, state in layer.items():
                 for v in state.ready():
                     self.work += 1
                     live, held = state.step(v)
@@ -336,27 +335,26 @@ class _Search:
                         continue
                     key = done | 1 << v
                     old = nxt.get(key)
-                    if old is None or peak < old[0].peak:
-                        child = _State(self.t, key, held, peak, state.count + 1)
-                        nxt[key] = (child, done, v)
+                    if old is None or peak < old.peak:
+                        nxt[key] = _State(self.t, key, held, peak, state.count + 1)
+                        links[key] = (done, v)
                 if self.work > budget:
                     return None, False
             if not nxt:
                 return None, True
             if width is not None and len(nxt) > width:
-                kept = sorted(nxt.items(), key=lambda kv: (kv[1][0].peak, kv[1][0].held, kv[0]))
+                kept = sorted(nxt.items(), key=lambda kv: (kv[1].peak, kv[1].held, kv[0]))
                 nxt = dict(kept[:width])
             layer = nxt
-            history.append(layer)
-        ((end, (state, _, _)),) = layer.items()
+            history.append(links)
+        ((end, state),) = layer.items()
         return (self._order(history, end), state.peak), True
 
     @staticmethod
-    def _order(history: list[dict[int, tuple[_State, int, int]]], end: int) -> tuple[int, ...]:
+    def _order(history: list[dict[int, tuple[int, int]]], end: int) -> tuple[int, ...]:
         order = []
         key = end
-        for layer in reversed(history[1:]):
-            _, parent, v = layer[key]
+        for links in reversed(history):
+            key, v = links[key]
             order.append(v)
-            key = parent
         return tuple(reversed(order))
