@@ -6,7 +6,7 @@ buffers alone and names each violation (which buffers, which step, which bytes).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import numpy as np
 
@@ -16,8 +16,15 @@ from arenaplan.errors import PlanValidationError
 MAX_REPORTED = 20
 
 
-def solution_problems(problem: Problem, offsets: Sequence[int | None]) -> list[str]:
-    """Every violated constraint, as readable sentences; empty when valid."""
+def solution_problems(
+    problem: Problem,
+    offsets: Sequence[int | None],
+    shared: Collection[frozenset[int]] = frozenset(),
+) -> list[str]:
+    """Every violated constraint, as readable sentences; empty when valid.
+
+    ``shared``: pairs of buffer indices the caller has shown may share bytes (each
+    pair by a rule of its own); every other overlap is a violation."""
     bufs = problem.buffers
     if len(offsets) != len(bufs):
         return [f"{len(offsets)} offsets for {len(bufs)} buffers"]
@@ -25,7 +32,7 @@ def solution_problems(problem: Problem, offsets: Sequence[int | None]) -> list[s
     for b, off in zip(bufs, offsets, strict=True):
         found.extend(_buffer_problems(b, off, problem.capacity))
     placed = [i for i, off in enumerate(offsets) if off is not None]
-    found.extend(_overlaps(problem, offsets, placed))
+    found.extend(_overlaps(problem, offsets, placed, shared))
     return found
 
 
@@ -51,8 +58,14 @@ def _buffer_problems(b, off: int | None, capacity: int | None) -> list[str]:
     return out
 
 
-def _overlaps(problem: Problem, offsets: Sequence[int | None], placed: list[int]) -> list[str]:
-    """Pairs overlapping in both time (inclusive steps) and space (half-open bytes)."""
+def _overlaps(
+    problem: Problem,
+    offsets: Sequence[int | None],
+    placed: list[int],
+    shared: Collection[frozenset[int]],
+) -> list[str]:
+    """Pairs overlapping in both time (inclusive steps) and space (half-open bytes),
+    but for the ``shared`` pairs."""
     if len(placed) < 2:
         return []
     bufs = problem.buffers
@@ -74,6 +87,8 @@ def _overlaps(problem: Problem, offsets: Sequence[int | None], placed: list[int]
         clash[: a + 1] = False
         for b in np.flatnonzero(clash):
             ia, ib = placed[a], placed[int(b)]
+            if shared and frozenset((ia, ib)) in shared:
+                continue
             step = max(bufs[ia].first, bufs[ib].first)
             start, end = max(lo[a], lo[b]), min(hi[a], hi[b])
             out.append(

@@ -4,17 +4,29 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from arenaplan.analysis.aliases import Alias
+
 TFLM_ALIGNMENT = 16  # bytes: MicroArenaBufferAlignment(); sizes and offsets are multiples
 
 
 @dataclass(frozen=True, slots=True)
 class PlanOptions:
-    """How to plan. ``pointer_size`` (bytes) sizes pointer-array scratch (8 on the host)."""
+    """How to plan. ``pointer_size`` (bytes) sizes pointer-array scratch (8 on the host).
+
+    ``aliases``: which tensors may share bytes, by kind (``analysis.aliases``):
+    "inplace" (an operator's output over an input that dies there, for the kernels
+    of docs/inplace.md) and "views" (STRIDED_SLICE outputs inside their input,
+    CONCATENATION inputs inside their output). ``clobber_inputs``: an in-place
+    output may also write over a graph input (the caller refills inputs before
+    every invoke).
+    """
 
     allocator: str = "portfolio"
     scratch_aware: bool = True
     pointer_size: int = 8
     time_limit: float = 2.0  # seconds for the exact search, when greedy stops above the bound
+    aliases: frozenset[str] = frozenset()
+    clobber_inputs: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,9 +69,14 @@ class Plan:
 
     ``arena``: head bytes TFLM will use with this plan (tensors and scratch).
     ``lower_bound``: peak over scopes of live aligned bytes, scratch included;
-    no plan of this model in this operator order can use less.
+    no plan of this model in this operator order can use less (with aliases: no
+    plan that keeps each alias class in one block).
     ``tflm_greedy``: head TFLM's own online planner reaches on the unmodified model.
     ``offline_offsets``: one per tensor over all subgraphs, -1 where TFLM plans it.
+    ``aliases``: every pair of tensors that share bytes, with the rule that allows
+    it (the validator re-derives each); with aliases, ``lower_bound`` is that of
+    the merged buffers (one per alias class). ``clobber_inputs``: whether the plan
+    was allowed to write over graph inputs.
     """
 
     tensors: tuple[TensorPlacement, ...]
@@ -73,6 +90,8 @@ class Plan:
     strategy: str
     offline_offsets: tuple[int, ...]
     seconds: float
+    aliases: tuple[Alias, ...] = ()
+    clobber_inputs: bool = False
 
     @property
     def optimal(self) -> bool:

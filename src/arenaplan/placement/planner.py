@@ -9,6 +9,12 @@ runtime will. Candidates, best kept (ties to the earlier):
   scratch-low   each operator's scratch stacked from offset 0 in TFLM's order
                 (where TFLM's first-fit will put them), tensors packed around;
   tflm          TFLM's own online plan, so we are never worse than TFLM.
+
+With aliases (``PlanOptions.aliases``), the tensors of an alias class are one
+buffer for the allocator (``alias_classes``); joint and scratch-low are tried
+with every alias the rules allow, then without views (if asked for with
+in-place), then with none, so asking for aliases never costs a byte. A layout
+whose lower bound cannot beat the best plan found is not tried.
 """
 
 from __future__ import annotations
@@ -16,13 +22,17 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from arenaplan.allocation.bounds import live_bytes_bound
 from arenaplan.allocation.problem import Buffer, Problem, Solution
 from arenaplan.allocation.registry import get_allocator
 from arenaplan.allocation.tflm_greedy import TflmGreedy, tflm_order
 from arenaplan.allocation.validate import check_solution
+from arenaplan.analysis.aliases import alias_candidates
+from arenaplan.errors import AllocationError
 from arenaplan.ir.model import Model
+from arenaplan.placement.alias_classes import AliasLayout, alias_layout
 from arenaplan.placement.buffers import ArenaItems, arena_items
 from arenaplan.placement.plan import (
     TFLM_ALIGNMENT,
@@ -36,27 +46,66 @@ from arenaplan.placement.validate import check_plan
 _TFLM = TflmGreedy()
 
 
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    """One candidate: its name, alias layout, the allocator's problem and solution
+    (one offset per class, then scratch), and the same as TFLM will run it."""
+
+    name: str
+    layout: AliasLayout
+    problem: Problem
+    solution: Solution
+    runs: Solution
+
+
 def plan_model(model: Model, options: PlanOptions | None = None) -> Plan:
     """A validated plan of ``model``'s head; raises if validation fails."""
     options = options or PlanOptions()
     start = time.perf_counter()
     items = arena_items(model, options.pointer_size)
-    problem = Problem(items.buffers)
-    tflm = _TFLM.solve(problem)
+    tflm = _TFLM.solve(Problem(items.buffers))
     allocator = get_allocator(options.allocator, options.time_limit)
-    candidates = [("joint", allocator.solve(problem))]
-    if options.scratch_aware and items.scratch:
-        candidates.append(("scratch-low", allocator.solve(_scratch_low(items))))
-    candidates.append(("tflm", tflm))
-    best_name, best = min(
-        ((name, _as_tflm_runs(items, sol)) for name, sol in candidates), key=lambda c: c[1].height
-    )
-    check_solution(problem, best.offsets)
+    best: _Candidate | None = None
+    tried: list[tuple] = []
+    for kinds in _alias_tries(options.aliases):
+        found = alias_candidates(model, kinds, options.clobber_inputs).aliases
+        layout = alias_layout(items, found)
+        if layout.aliases in tried:
+            continue
+        tried.append(layout.aliases)
+        problem = Problem((*layout.buffers, *items.scratch_buffers))
+        if best is not None and best.runs.height <= live_bytes_bound(problem):
+            continue  # this layout cannot give a lower plan
+        solutions = [("joint", allocator.solve(problem))]
+        if options.scratch_aware and items.scratch:
+            solutions.append(("scratch-low", allocator.solve(_scratch_low(problem, items))))
+        if not layout.aliases:
+            solutions.append(("tflm", tflm))
+        for name, sol in solutions:
+            runs = _as_tflm_runs(items, layout.tensor_offsets(sol.offsets[: len(layout.buffers)]))
+            if best is None or runs.height < best.runs.height:
+                best = _Candidate(name, layout, problem, sol, runs)
+    if best is None:  # cannot happen: the first layout tried always gives one
+        raise AllocationError("no candidate plan")
+    if best.layout.aliases:
+        check_solution(best.problem, best.solution.offsets)
+    else:
+        check_solution(Problem(items.buffers), best.runs.offsets)
     plan = _make_plan(
-        model, items, best, tflm.height, best_name, options, time.perf_counter() - start
-    )
+        model, items, best.layout, best.runs, tflm.height, best.name, options,
+        time.perf_counter() - start,
+    )  # fmt: skip
     check_plan(model, plan)
     return plan
+
+
+def _alias_tries(kinds: frozenset[str]) -> list[frozenset[str]]:
+    """Alias kinds to try, most sharing first; always ends with none."""
+    tries = [frozenset(kinds)]
+    if "views" in kinds and len(kinds) > 1:
+        tries.append(frozenset(kinds - {"views"}))
+    tries.append(frozenset())
+    return list(dict.fromkeys(tries))
 
 
 def layout_plan(
@@ -66,31 +115,33 @@ def layout_plan(
     options: PlanOptions | None = None,
 ) -> Plan:
     """A validated plan from given tensor offsets (e.g. memories laid end to end);
-    TFLM's own placement of the scratch buffers around them is simulated."""
+    TFLM's own placement of the scratch buffers around them is simulated. The
+    offsets are taken as they are: no aliases (``options.aliases`` is not used)."""
     options = options or PlanOptions()
     start = time.perf_counter()
     items = arena_items(model, options.pointer_size)
     problem = Problem(items.buffers)
     tflm = _TFLM.solve(problem)
-    offsets = tuple(tensor_offsets[k] for k in items.tensors) + (0,) * len(items.scratch)
-    laid = _as_tflm_runs(items, Solution(offsets, 0, 0, strategy))
+    laid = _as_tflm_runs(items, tuple(tensor_offsets[k] for k in items.tensors))
     check_solution(problem, laid.offsets)
     plan = _make_plan(
-        model, items, laid, tflm.height, strategy, options, time.perf_counter() - start
-    )
+        model, items, alias_layout(items, ()), laid, tflm.height, strategy, options,
+        time.perf_counter() - start,
+    )  # fmt: skip
     check_plan(model, plan)
     return plan
 
 
-def _scratch_low(items: ArenaItems) -> Problem:
-    """Fix each operator's scratch buffers at the bottom, stacked in TFLM's order."""
+def _scratch_low(problem: Problem, items: ArenaItems) -> Problem:
+    """Fix each operator's scratch buffers (the last ones of ``problem``) at the
+    bottom, stacked in TFLM's order."""
     by_op: dict[tuple[int, int], list[int]] = defaultdict(list)
-    n_tensors = len(items.tensors)
+    n_tensors = len(problem.buffers) - len(items.scratch)
     for k, r in enumerate(items.scratch):
         by_op[(r.subgraph, r.op)].append(n_tensors + k)
-    buffers = list(items.buffers)
+    buffers = list(problem.buffers)
     for members in by_op.values():
-        sub = Problem(tuple(items.buffers[i] for i in members))
+        sub = Problem(tuple(problem.buffers[i] for i in members))
         top = 0
         for j in tflm_order(sub):
             i = members[j]
@@ -103,16 +154,17 @@ def _fixed(b: Buffer, offset: int) -> Buffer:
     return Buffer(b.id, b.first, b.last, b.size, b.alignment, offset)
 
 
-def _as_tflm_runs(items: ArenaItems, sol: Solution) -> Solution:
-    """Fix the tensors at ``sol``'s offsets; place scratch the way TFLM's runtime will."""
-    n = len(items.tensors)
-    fixed = [_fixed(b, o) for b, o in zip(items.tensor_buffers, sol.offsets[:n], strict=True)]
+def _as_tflm_runs(items: ArenaItems, tensor_offsets: tuple[int, ...]) -> Solution:
+    """Fix the tensors at these offsets (aliased ones may overlap: TFLM takes offline
+    offsets unchecked); place scratch the way TFLM's runtime will."""
+    fixed = [_fixed(b, o) for b, o in zip(items.tensor_buffers, tensor_offsets, strict=True)]
     return _TFLM.solve(Problem((*fixed, *items.scratch_buffers)))
 
 
 def _make_plan(
     model: Model,
     items: ArenaItems,
+    layout: AliasLayout,
     sol: Solution,
     tflm_head: int,
     strategy: str,
@@ -140,22 +192,19 @@ def _make_plan(
         for k, (r, b) in enumerate(zip(items.scratch, items.scratch_buffers, strict=True))
     )
     offline = model.offline_layout({(p.subgraph, p.index): p.offset for p in tensors})
-    raw = Problem(
-        tuple(
-            Buffer(b.id, b.first, b.last, items.sizes[s][t])
-            for (s, t), b in zip(items.tensors, items.tensor_buffers, strict=True)
-        )
-    )
+    merged = Problem((*layout.buffers, *items.scratch_buffers))  # no alias: items.buffers
     return Plan(
         tensors=tensors,
         scratch=scratch,
         arena=sol.height,
-        lower_bound=live_bytes_bound(Problem(items.buffers)),
-        tensor_lower_bound=live_bytes_bound(raw),
+        lower_bound=live_bytes_bound(merged),
+        tensor_lower_bound=live_bytes_bound(Problem(layout.raw)),
         tflm_greedy=tflm_head,
         alignment=TFLM_ALIGNMENT,
         allocator=options.allocator,
         strategy=strategy,
         offline_offsets=offline,
         seconds=seconds,
+        aliases=layout.aliases,
+        clobber_inputs=options.clobber_inputs,
     )
