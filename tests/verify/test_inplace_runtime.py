@@ -1,0 +1,131 @@
+"""Aliased plans in the real TFLM runtime: TFLM takes the overlapping offline offsets,
+computes bit for bit what the unaliased model computes, and its head is the plan's.
+
+One small model per kernel on the in-place list (and dtype path), the STRIDED_SLICE
+and CONCATENATION views, a band structure, and every shared model TFLM runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from placement.test_aliases import ALIAS_MODELS, ALL, CLOBBER, VIEW_MODELS
+from testkit import model_params, model_path
+
+pytest.importorskip("tflite_micro", reason="the TFLM runtime (pip install tflite-micro) is absent")
+
+from arenaplan.analysis.aliases import INPLACE, INPLACE_KERNELS
+from arenaplan.export.offline_plan import with_offline_plan
+from arenaplan.placement import Plan, PlanOptions, plan_model
+from arenaplan.placement.validate import offline_plan_problems
+from arenaplan.reader import read_model_bytes
+from arenaplan.verify import TflmRunner, compare_models, measure
+from arenaplan.verify.compare import VerifyReport
+
+CLOBBER_ALL = PlanOptions(aliases=frozenset({"inplace", "views"}), clobber_inputs=True)
+
+
+@pytest.fixture(scope="module")
+def runner():
+    with TflmRunner() as own:
+        yield own
+
+
+def _run(data: bytes, options: PlanOptions, runner: TflmRunner) -> tuple[Plan, VerifyReport]:
+    model = read_model_bytes(data)
+    plan = plan_model(model, options)
+    planned = with_offline_plan(data, plan.offline_offsets)
+    report = compare_models(data, planned, trials=2, seed=0, runner=runner)
+    return plan, report
+
+
+def _check(data: bytes, plan: Plan, report: VerifyReport) -> None:
+    """Outputs bit-identical, head = the plan's arena, every other figure as predicted;
+    the overlaps TFLM was handed are exactly what the rules allow."""
+    assert report.refused is None and report.failed is None, (report.refused, report.failed)
+    assert report.identical, report.mismatch
+    assert report.planned.head == plan.arena
+    # verify's own plan check knows no aliases: it flags each aliased pair, and only those
+    flagged = [d for d in report.disagreements() if d.startswith("the offline plan is invalid")]
+    assert bool(flagged) == any(True for _ in _overlapping(plan))
+    assert [d for d in report.disagreements() if d not in flagged] == []
+    model = read_model_bytes(data)
+    assert offline_plan_problems(model, plan.offline_offsets, plan.clobber_inputs) == []
+
+
+def _overlapping(plan: Plan):
+    """Aliased pairs whose bytes really overlap (a view may share none)."""
+    by_key = {(t.subgraph, t.index): t for t in plan.tensors}
+    for a in plan.aliases:
+        x, y = by_key[(a.subgraph, a.tensor)], by_key[(a.subgraph, a.base)]
+        if x.offset < y.offset + y.size and y.offset < x.offset + x.size:
+            yield a
+
+
+@pytest.mark.parametrize("name", sorted(ALIAS_MODELS))
+def test_each_kernel_in_place_is_bit_exact_in_tflm(name: str, runner) -> None:
+    build, opcodes = ALIAS_MODELS[name]
+    data = build()
+    plan, report = _run(data, CLOBBER, runner)
+    model = read_model_bytes(data)
+    ops = model.subgraphs[0].operators
+    used = {ops[a.op].opcode for a in plan.aliases if a.kind == INPLACE}
+    assert set(opcodes.split()) <= used
+    for a in plan.aliases:  # the output really is at its input's address
+        assert plan.offline_offsets[a.tensor] == plan.offline_offsets[a.base]
+    _check(data, plan, report)
+
+
+def test_every_listed_kernel_ran_in_place() -> None:
+    assert {op for _, ops in ALIAS_MODELS.values() for op in ops.split()} == set(INPLACE_KERNELS)
+
+
+@pytest.mark.parametrize("name", sorted(VIEW_MODELS))
+def test_views_are_bit_exact_in_tflm(name: str, runner) -> None:
+    build, kinds = VIEW_MODELS[name]
+    data = build()
+    plan, report = _run(data, ALL, runner)
+    assert kinds <= {a.kind for a in plan.aliases}
+    _check(data, plan, report)
+
+
+def test_simple_add_measured_head_is_32768_with_clobbered_inputs(runner) -> None:
+    data = model_path("tflite-micro__simple_add_model").read_bytes()
+    plan, report = _run(data, CLOBBER, runner)
+    assert report.original.head == 49152
+    assert plan.arena == report.planned.head == 32768
+    _check(data, plan, report)
+    kept = plan_model(read_model_bytes(data), PlanOptions(aliases=frozenset({"inplace"})))
+    assert measure(with_offline_plan(data, kept.offline_offsets)).head == 49152
+
+
+@pytest.mark.parametrize("path", model_params())
+def test_every_shared_model_aliased_runs_bit_exact(path: Path, runner) -> None:
+    data = path.read_bytes()
+    plan, report = _run(data, CLOBBER_ALL, runner)
+    if report.refused and "TFLM refuses the original model" in report.refused:
+        pytest.skip("TFLM refuses this model")
+    _check(data, plan, report)
+    assert plan.arena <= plan_model(read_model_bytes(data)).arena
+
+
+def test_an_unlisted_kernel_in_place_is_caught_by_the_outputs(runner) -> None:
+    """The negative control: DEQUANTIZE widens int8 to float32, so writing its output
+    over its input corrupts input bytes before they are read. TFLM runs the plan and
+    computes garbage; the validator would have refused it."""
+    from analysis.opmodels import F32, I8, Net
+
+    n = Net("dequantize_in_place")
+    x = n.act((1, 64), F32)
+    q = n.act((1, 64), I8, 0.02, 3)
+    n.op("QUANTIZE", [x], [q])
+    y = n.act((1, 64), F32)
+    n.op("DEQUANTIZE", [q], [y])
+    data = n.done([x], [y])
+    model = read_model_bytes(data)
+    offsets = list(plan_model(model).offline_offsets)
+    offsets[y] = offsets[q]
+    assert offline_plan_problems(model, offsets)  # no rule for it
+    report = compare_models(data, with_offline_plan(data, offsets), 2, 0, runner=runner)
+    assert not report.identical and "differs" in report.mismatch
