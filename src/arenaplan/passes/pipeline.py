@@ -6,6 +6,7 @@ it found wrong; nothing downstream ever sees an unverified model.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -53,5 +54,7 @@ def run_passes(model: Model, passes: Sequence[Pass]) -> tuple[Model, list[PassRe
 
 
 def _options(p: Pass) -> dict[str, int | float | bool | str | None]:
-    fields = getattr(p, "__dataclass_fields__", {})
-    return {name: getattr(p, name) for name in fields}
+    """The pass's options: its dataclass fields (not its ClassVars)."""
+    if not dataclasses.is_dataclass(p):
+        return {}
+    return {f.name: getattr(p, f.name) for f in dataclasses.fields(p)}
