@@ -90,3 +90,14 @@ def count_arg(minimum: int):
         return value
 
     return count
+
+
+def percent_arg(text: str) -> float:
+    """An ``argparse`` type for a share: ``10%`` or ``10`` (percent) -> 0.10."""
+    try:
+        value = float(text.strip().removesuffix("%"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a percentage (e.g. 10%)") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a percentage of 0 or more, got {text!r}")
+    return value / 100

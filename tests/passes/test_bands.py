@@ -131,7 +131,6 @@ def test_pools_that_read_padding_are_not_row_local() -> None:
 def test_banded_models_run_bit_exact_in_tflm(name: str) -> None:
     pytest.importorskip("tflite_micro", reason="the TFLM runtime (tflite-micro) is absent")
     from arenaplan.export.tflite_writer import write_model
-
     from arenaplan.verify import compare_models
 
     data = MODELS[name]()

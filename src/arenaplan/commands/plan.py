@@ -8,6 +8,8 @@ point leaves no file behind.
 from __future__ import annotations
 
 import argparse
+import sys
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rich.console import Console
@@ -27,6 +29,13 @@ from arenaplan.commands.memories import (
     target_arena_line,
     target_memory,
 )
+from arenaplan.commands.rewrite import (
+    Rewrite,
+    add_pass_options,
+    check_fit,
+    pass_names,
+    rewrite,
+)
 from arenaplan.errors import PlanValidationError, UsageError
 from arenaplan.export.files import Outputs
 from arenaplan.export.firmware import firmware_header
@@ -35,13 +44,15 @@ from arenaplan.export.offline_plan import with_offline_plan
 from arenaplan.export.picture import picture_format, pyplot, render, render_memories
 from arenaplan.export.planner_cpp import planner_source
 from arenaplan.export.report import html_report
-from arenaplan.export.summary import arena_line, print_summary
+from arenaplan.export.summary import arena_line, print_rewrite, print_summary
+from arenaplan.export.tflite_writer import write_model
 from arenaplan.ir.model import Model
 from arenaplan.placement import Plan, PlanOptions, plan_model
 from arenaplan.placement.tiers import TierPlacement, place_tiers
 from arenaplan.reader import load_model, read_model_bytes
 from arenaplan.targets import Memory, Target
 from arenaplan.units import SIZE_HELP, seconds_arg
+from arenaplan.verify.prove import Proof, prove
 
 _OUTPUTS = (
     ("output", "-o"),
@@ -118,6 +129,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="seconds for the exact solver when the greedy orders stop above "
         "the lower bound (default 2)",
     )
+    add_pass_options(p)
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
     p.set_defaults(run=run)
 
@@ -229,31 +241,101 @@ def _picture(
     return render(plan, title, fmt, persistent=persistent, memory=memory, tflm_planner=not refusals)
 
 
+@dataclass(frozen=True, slots=True)
+class _Planned:
+    """The model planned (rewritten if proven), its plan and the bytes to write."""
+
+    model: Model
+    plan: Plan
+    tiers: TierPlacement | None
+    arena: Memory | None
+    planned: bytes
+    rewrite: Rewrite | None  # None: no pass ran, or the rewrite was not proven
+    proof: Proof | None
+
+
+def _fit(
+    args: argparse.Namespace,
+    model: Model,
+    options: PlanOptions,
+    target: Target | None,
+    caps: dict[str, int],
+) -> tuple[Plan, TierPlacement | None, Memory | None]:
+    plan = plan_model(model, options)
+    if target is None:
+        return plan, None, None
+    plan, tiers = fit_to_target(model, plan, target, caps, options)
+    return plan, tiers, check_arena_memory(args.arena_memory, plan, target, caps, tiers)
+
+
+def _plan(
+    args: argparse.Namespace,
+    data: bytes,
+    original: Model,
+    target: Target | None,
+    caps: dict[str, int],
+    profile: str,
+) -> _Planned:
+    """Rewrite and plan; a rewrite TFLM does not prove falls back to the model as is."""
+    base = PlanOptions(allocator=args.allocator, time_limit=args.time_limit)
+    proof = None
+    if pass_names(args):
+        objective = "head" if args.persistent_memory else "arena"
+        rw = rewrite(original, args, profile, objective)
+        if rw.needs_proof:
+            options = replace(base, aliases=rw.aliases, clobber_inputs=rw.clobber_inputs)
+            plan, tiers, arena = _fit(args, rw.model, options, target, caps)
+            source = write_model(rw.model) if rw.changed else data
+            planned = planned_model_bytes(source, rw.model, plan)
+            proof = prove(data, planned, plan.arena)
+            if proof.proven:
+                return _Planned(rw.model, plan, tiers, arena, planned, rw, proof)
+            print(
+                f"arenaplan: the rewrite is not proven in TFLM ({proof.reason}); "
+                "planned the model as it is",
+                file=sys.stderr,
+            )
+    plan, tiers, arena = _fit(args, original, base, target, caps)
+    return _Planned(
+        original, plan, tiers, arena, planned_model_bytes(data, original, plan), None, proof
+    )
+
+
+def _extra_json(p: _Planned) -> dict[str, object]:
+    records = p.rewrite.records if p.rewrite else ()
+    return {
+        "passes": [
+            {"name": r.name, "options": r.options, "changed": r.changed, "note": r.note}
+            | {"stats": r.stats}
+            for r in records
+        ],
+        "proof": p.proof.as_dict() if p.proof else None,
+    }
+
+
 def run(args: argparse.Namespace, console: Console) -> int:
     outputs = _claim_outputs(args)
     target = target_from_args(args)
     _check_target_options(args, target)
-    data, model = load_model(args.model)
+    data, original = load_model(args.model)
     caps = parse_memories(args.memory, target)
     if target is not None:
-        check_capacities(model, target, caps)
-    options = PlanOptions(allocator=args.allocator, time_limit=args.time_limit)
-    plan = plan_model(model, options)
-    tiers, arena = None, None
-    if target is not None:
-        plan, tiers = fit_to_target(model, plan, target, caps, options)
-        arena = check_arena_memory(args.arena_memory, plan, target, caps, tiers)
-    planned = planned_model_bytes(data, model, plan)
+        check_capacities(original, target, caps)
+    profile = args.profile or (target.tflm_profile if target else "arm32")
+    done = _plan(args, data, original, target, caps, profile)
+    model, plan, tiers, arena, planned = done.model, done.plan, done.tiers, done.arena, done.planned
+    if args.fit is not None:
+        check_fit(args.fit, model, plan, profile, head_only=args.persistent_memory is not None)
     refusals = tflm_refusals(model)
     name = args.model.name
     where = tiers.memory_of if tiers else None  # each tensor's memory, when spread
     regions = memory_regions(target, caps, plan, tiers) if tiers and target else None
-    profile = args.profile or (target.tflm_profile if target else "arm32")
     persistent = _persistent(model, plan, target, caps, tiers, profile)
     if args.output is not None:
         outputs.add(args.output, planned)
     if args.json is not None:
-        outputs.add(args.json, plan_to_json(model, plan, name, where, refusals).encode())
+        text = plan_to_json(model, plan, name, where, refusals, _extra_json(done))
+        outputs.add(args.json, text.encode())
     if args.picture is not None:
         outputs.add(args.picture, _picture(args, plan, name, regions, target, persistent, refusals))
     if args.header is not None:
@@ -278,6 +360,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     if args.quiet or outputs.to_stdout:
         return 0
     print_summary(console, model, plan, name, spread=tiers is not None, refusals=refusals)
+    print_rewrite(console, done.rewrite.records if done.rewrite else (), done.proof)
     if target is not None:
         print_memories(console, model, target, caps, plan, tiers)
     for path in written:

@@ -70,6 +70,18 @@ def plan_to_dict(
             }
             for s in plan.scratch
         ],
+        "aliases": [
+            {
+                "kind": a.kind,
+                "subgraph": a.subgraph,
+                "operator": a.op,
+                "tensor": a.tensor,
+                "base": a.base,
+                "delta": a.delta,
+            }
+            for a in plan.aliases
+        ],
+        "clobber_inputs": plan.clobber_inputs,
         "persistent": persistent_figures(model, plan),
         "tflm_refuses": list(refusals),
         "offline_offsets": list(plan.offline_offsets),
@@ -101,5 +113,8 @@ def plan_to_json(
     source: str,
     memory_of: Mapping[tuple[int, int], str] | None = None,
     refusals: Sequence[str] = (),
+    extra: Mapping[str, Any] | None = None,
 ) -> str:
-    return json.dumps(plan_to_dict(model, plan, source, memory_of, refusals), indent=2) + "\n"
+    """The JSON text; ``extra``: more top-level keys (``passes``, ``proof``)."""
+    data = plan_to_dict(model, plan, source, memory_of, refusals) | dict(extra or {})
+    return json.dumps(data, indent=2) + "\n"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
@@ -18,6 +19,10 @@ from rich.table import Table
 from arenaplan.analysis.persistent import min_arena_estimate, tail_estimate
 from arenaplan.ir.model import Model
 from arenaplan.placement.plan import Plan
+
+if TYPE_CHECKING:  # types only: the summary prints what the passes and the proof say
+    from arenaplan.passes.pipeline import PassRecord
+    from arenaplan.verify.prove import Proof
 
 WORDS = (
     "How to read this: TFLM's tensor arena has two parts. The head holds what lives "
@@ -186,3 +191,14 @@ def _print_peak(console: Console, peak: Peak, shown: int = 12) -> None:
         rest_bytes = peak.live_bytes - sum(size for _, size, _ in largest)
         table.add_row(f"... {rest} more buffers", "", f"{rest_bytes:,}")
     console.print(table)
+
+
+def print_rewrite(console: Console, records: Sequence[PassRecord], proof: Proof | None) -> None:
+    """One line per pass that ran, and the proof of the rewritten model."""
+    for r in records:
+        console.print(f"pass {r.name}: {escape(r.note)}")
+    if proof is not None and proof.proven:
+        console.print(
+            f"proven in TFLM: outputs bit-identical to the original model's on {proof.trials} "
+            f"random inputs; measured head {proof.head:,} B = the plan"
+        )

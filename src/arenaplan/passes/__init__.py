@@ -7,7 +7,9 @@ options.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
+from collections.abc import Mapping
 
 from arenaplan.passes.base import Pass, PassResult
 from arenaplan.passes.pipeline import PassRecord, run_passes
@@ -26,4 +28,19 @@ def pass_class(name: str) -> type:
     return getattr(importlib.import_module(module), cls)
 
 
-__all__ = ["PASS_CLASSES", "Pass", "PassRecord", "PassResult", "pass_class", "run_passes"]
+def make_pass(name: str, options: Mapping[str, object]) -> Pass:
+    """The pass called ``name`` with those of ``options`` that are its fields."""
+    cls = pass_class(name)
+    fields = {f.name for f in dataclasses.fields(cls)}
+    return cls(**{k: v for k, v in options.items() if k in fields})
+
+
+__all__ = [
+    "PASS_CLASSES",
+    "Pass",
+    "PassRecord",
+    "PassResult",
+    "make_pass",
+    "pass_class",
+    "run_passes",
+]

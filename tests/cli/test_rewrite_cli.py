@@ -1,0 +1,88 @@
+"""`plan --passes/--fit` and `arenaplan passes`: rewritten, proven in TFLM, or fallen back."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from testkit import model_path
+
+import arenaplan.verify.prove as prove_module
+from arenaplan.cli import main
+from arenaplan.reader import read_model
+
+CONV = "tflite-micro__test_conv_model"
+
+
+def _plan(tmp_path: Path, capsys, *extra: str) -> tuple[int, dict, str, str]:
+    src = model_path(CONV)
+    out, js = tmp_path / "out.tflite", tmp_path / "plan.json"
+    code = main(["plan", str(src), "-o", str(out), "--json", str(js), *extra])
+    captured = capsys.readouterr()
+    data = json.loads(js.read_text()) if js.exists() else {}
+    return code, data, captured.out, captured.err
+
+
+def test_passes_lists_every_pass_with_its_options(capsys) -> None:
+    assert main(["passes"]) == 0
+    out = capsys.readouterr().out
+    for name in ("reorder", "bands", "inplace"):
+        assert name in out
+    assert "max_extra_macs" in out
+
+
+def test_an_unknown_pass_is_one_usage_line(capsys) -> None:
+    assert main(["plan", "x.tflite", "--passes", "bands,fold"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown pass 'fold'" in err and err.count("\n") == 1
+    assert main(["plan", "x.tflite", "--max-extra-macs", "ten"]) == 2
+    assert "percentage" in capsys.readouterr().err
+
+
+def test_bands_rewrite_is_proven_recorded_and_verifies(tmp_path: Path, capsys) -> None:
+    pytest.importorskip("tflite_micro", reason="the TFLM runtime (tflite-micro) is absent")
+    code, data, out, _ = _plan(tmp_path, capsys, "--passes", "bands")
+    assert code == 0
+    (record,) = data["passes"]
+    assert record["name"] == "bands" and record["changed"]
+    assert record["stats"]["extra_macs_percent"] <= 10
+    assert data["proof"]["proven"] and data["proof"]["measured_head"] == data["arena"]["size"]
+    assert "pass bands:" in out and "proven in TFLM" in out
+    written = read_model(tmp_path / "out.tflite")
+    assert written.operator_count > read_model(model_path(CONV)).operator_count
+    assert main(["verify", str(model_path(CONV)), str(tmp_path / "out.tflite")]) == 0
+
+
+def test_the_same_options_give_the_same_bytes(tmp_path: Path, capsys) -> None:
+    pytest.importorskip("tflite_micro", reason="the TFLM runtime (tflite-micro) is absent")
+    _plan(tmp_path, capsys, "--passes", "bands,inplace")
+    first = (tmp_path / "out.tflite").read_bytes(), (tmp_path / "plan.json").read_bytes()
+    _plan(tmp_path, capsys, "--passes", "bands,inplace")
+    assert ((tmp_path / "out.tflite").read_bytes(), (tmp_path / "plan.json").read_bytes()) == first
+
+
+def test_an_unproven_rewrite_falls_back_and_says_why(tmp_path: Path, capsys, monkeypatch) -> None:
+    monkeypatch.setattr(prove_module, "tflm_available", lambda: False)
+    code, data, _, err = _plan(tmp_path, capsys, "--passes", "bands")
+    assert code == 0
+    assert "not proven" in err and "tflm" in err
+    assert data["passes"] == [] and data["proof"]["proven"] is False
+    original = read_model(model_path(CONV))
+    assert read_model(tmp_path / "out.tflite").subgraphs == original.subgraphs
+
+
+def test_fit_that_no_rewrite_reaches_is_one_line(tmp_path: Path, capsys) -> None:
+    pytest.importorskip("tflite_micro", reason="the TFLM runtime (tflite-micro) is absent")
+    code, _, _, err = _plan(tmp_path, capsys, "--fit", "1KiB")
+    assert code == 2 and err.count("\n") == 1 and "--fit" in err
+    assert not (tmp_path / "out.tflite").exists()
+
+
+def test_fit_reaches_a_reachable_size_at_small_cost(tmp_path: Path, capsys) -> None:
+    pytest.importorskip("tflite_micro", reason="the TFLM runtime (tflite-micro) is absent")
+    code, data, _, err = _plan(tmp_path, capsys, "--fit", "9000", "--profile", "arm32")
+    assert code == 0, err
+    bands = next(r for r in data["passes"] if r["name"] == "bands")
+    assert bands["stats"]["score_after"] <= 9000
+    assert data["persistent"]["arm32"]["min_arena"] <= 9000
