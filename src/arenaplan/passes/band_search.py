@@ -16,7 +16,7 @@ import numpy as np
 from arenaplan.allocation.packing import align_up
 from arenaplan.analysis.lifetimes import compute_lifetimes
 from arenaplan.analysis.sizes import tensor_bytes
-from arenaplan.ir.model import Model, Operator, Subgraph
+from arenaplan.ir.model import Model, Operator, Subgraph, Tensor
 from arenaplan.passes.band_split import Chain, band_rows, needs
 from arenaplan.passes.rows import window
 
@@ -50,7 +50,7 @@ def extra_macs(sg: Subgraph, chain: Chain, bands: int) -> int:
     """MACs the bands compute beyond the unsplit chain (the halos computed twice)."""
     ops = sg.operators[chain.first : chain.last + 1]
     rows_done: dict[int, int] = defaultdict(int)
-    for rows in band_rows(sg.tensors[chain.y].shape[1], bands):
+    for rows in band_rows(sg.tensors[chain.y], bands):
         for t, (lo, hi) in needs(sg, chain, rows).items():
             rows_done[t] += hi - lo
     extra = 0
@@ -116,7 +116,7 @@ def scope_bytes(model: Model) -> np.ndarray:
     lt = compute_lifetimes(model)
     delta = np.zeros(lt.scopes + 1, dtype=np.int64)
     for sg in model.subgraphs:
-        base = _view_bases(sg)
+        base = _view_bases(model, sg)
         span: dict[int, list[int]] = {}
         for t in sg.tensors:
             life = lt.tensors[sg.index][t.index]
@@ -138,17 +138,35 @@ def _root(base: dict[int, int], t: int) -> int:
     return t
 
 
-def _view_bases(sg: Subgraph) -> dict[int, int]:
-    """view tensor -> the tensor whose bytes it shares (row slices, H concatenations)."""
+def _view_bases(model: Model, sg: Subgraph) -> dict[int, int]:
+    """view tensor -> the tensor whose bytes it shares: a slice of whole rows inside
+    its input, an input of a concatenation along H inside the output, each only
+    where it starts at a multiple of 16 bytes (where the planner can place it)."""
     base = {}
     for op in sg.operators:
         if op.opcode == "STRIDED_SLICE" and _whole_rows(sg, op.inputs[0], op.outputs[0]):
-            base[op.outputs[0]] = op.inputs[0]
+            begin = _first_row(model, sg, op)
+            if begin is not None and _aligned(sg.tensors[op.inputs[0]], begin):
+                base[op.outputs[0]] = op.inputs[0]
         if op.opcode == "CONCATENATION" and op.options.get("axis") == 1:
+            row = 0
             for t in op.inputs:
-                if _whole_rows(sg, op.outputs[0], t):
+                if _whole_rows(sg, op.outputs[0], t) and _aligned(sg.tensors[t], row):
                     base[t] = op.outputs[0]
+                row += sg.tensors[t].shape[1]
     return base
+
+
+def _first_row(model: Model, sg: Subgraph, op: Operator) -> int | None:
+    """The slice's first row (its begin along H), when the begin is a constant."""
+    begin = sg.tensors[op.inputs[1]]
+    if not begin.is_constant or begin.shape != (4,):
+        return None
+    return int(np.frombuffer(model.buffers[begin.buffer], dtype="<i4")[1])
+
+
+def _aligned(t: Tensor, row: int) -> bool:
+    return row * t.shape[2] * t.shape[3] * t.dtype.itemsize % ALIGN == 0
 
 
 def _whole_rows(sg: Subgraph, big: int, part: int) -> bool:

@@ -18,13 +18,16 @@ last pieces are assembled by CONCATENATION along H into Y, which keeps its index
 
 from __future__ import annotations
 
+import itertools
+import math
 from dataclasses import dataclass, replace
 
 from arenaplan.errors import PassError
-from arenaplan.ir.model import Operator, Subgraph
+from arenaplan.ir.model import Operator, Subgraph, Tensor
 from arenaplan.passes.edit import SubgraphEdit, new_options, with_option
 from arenaplan.passes.rows import CONVS, POOLS, Window, window
 
+ALIGN = 16  # bytes: TFLM's arena alignment, where a view may start
 MAX_CONCAT_INPUTS = 10  # kMaxInputNum in TFLM's concatenation.cc
 Rows = tuple[int, int]  # half-open [first, end) rows of one tensor
 
@@ -40,9 +43,18 @@ class Chain:
     y: int
 
 
-def band_rows(height: int, bands: int) -> list[Rows]:
-    """Y's rows of each band: as even as integer division makes them."""
-    return [(b * height // bands, (b + 1) * height // bands) for b in range(bands)]
+def band_rows(y: Tensor, bands: int) -> list[Rows]:
+    """Y's rows of each band, as even as can be with every band starting at a multiple
+    of 16 bytes of Y (so that the planner can place it inside Y): at most ``bands``."""
+    height, row = y.shape[1], _row_bytes(y)
+    step = ALIGN // math.gcd(row, ALIGN)  # rows between 16-byte boundaries
+    cuts = sorted({round(b * height / bands / step) * step for b in range(1, bands)})
+    edges = [0, *(c for c in cuts if 0 < c < height), height]
+    return list(itertools.pairwise(edges))
+
+
+def _row_bytes(t: Tensor) -> int:
+    return t.shape[2] * t.shape[3] * t.dtype.itemsize
 
 
 def needs(sg: Subgraph, chain: Chain, rows: Rows) -> dict[int, Rows]:
@@ -174,7 +186,7 @@ def split_chain(model, chain: Chain, bands: int):
     for op in sg.operators[: chain.first]:
         edit.add_op(op)
     pieces = []
-    for b, rows in enumerate(band_rows(sg.tensors[chain.y].shape[1], bands)):
+    for b, rows in enumerate(band_rows(sg.tensors[chain.y], bands)):
         band = _Band(edit, sg, chain, b, rows)
         for op in sg.operators[chain.first : chain.last + 1]:
             piece = band.emit(op)
