@@ -105,18 +105,24 @@ def _as_chain(sg: Subgraph, i: int, j: int, consumers: dict[int, list[int]]) -> 
 
 
 def view_peak(model: Model) -> int:
-    """Peak of live activation bytes over scopes, band views sharing their base."""
-    live = scope_bytes(model)
+    """Peak of live activation bytes over scopes, row slices inside their input, and
+    the pieces of a concatenation inside its output or not, whichever is lower (the
+    planner tries both: holding the whole output from the first piece on can cost
+    more than a copy at the end)."""
+    return min(_peak(scope_bytes(model, concat)) for concat in (True, False))
+
+
+def _peak(live: np.ndarray) -> int:
     return int(live.max()) if len(live) else 0
 
 
-def scope_bytes(model: Model) -> np.ndarray:
+def scope_bytes(model: Model, concat_views: bool = True) -> np.ndarray:
     """Live activation bytes in each scope, band views sharing their base."""
     sizes = tensor_bytes(model)
     lt = compute_lifetimes(model)
     delta = np.zeros(lt.scopes + 1, dtype=np.int64)
     for sg in model.subgraphs:
-        base = _view_bases(model, sg)
+        base = _view_bases(model, sg, concat_views)
         span: dict[int, list[int]] = {}
         for t in sg.tensors:
             life = lt.tensors[sg.index][t.index]
@@ -138,7 +144,7 @@ def _root(base: dict[int, int], t: int) -> int:
     return t
 
 
-def _view_bases(model: Model, sg: Subgraph) -> dict[int, int]:
+def _view_bases(model: Model, sg: Subgraph, concat_views: bool) -> dict[int, int]:
     """view tensor -> the tensor whose bytes it shares: a slice of whole rows inside
     its input, an input of a concatenation along H inside the output, each only
     where it starts at a multiple of 16 bytes (where the planner can place it)."""
@@ -148,7 +154,7 @@ def _view_bases(model: Model, sg: Subgraph) -> dict[int, int]:
             begin = _first_row(model, sg, op)
             if begin is not None and _aligned(sg.tensors[op.inputs[0]], begin):
                 base[op.outputs[0]] = op.inputs[0]
-        if op.opcode == "CONCATENATION" and op.options.get("axis") == 1:
+        if concat_views and op.opcode == "CONCATENATION" and op.options.get("axis") == 1:
             row = 0
             for t in op.inputs:
                 if _whole_rows(sg, op.outputs[0], t) and _aligned(sg.tensors[t], row):
