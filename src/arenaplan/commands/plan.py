@@ -252,6 +252,7 @@ class _Planned:
     planned: bytes
     rewrite: Rewrite | None  # None: no pass ran, or the rewrite was not proven
     proof: Proof | None
+    before: Plan | None = None  # the plan of the model as given, when rewritten
 
 
 def _fit(
@@ -289,7 +290,8 @@ def _plan(
             planned = planned_model_bytes(source, rw.model, plan)
             proof = prove(data, planned, plan.arena)
             if proof.proven:
-                return _Planned(rw.model, plan, tiers, arena, planned, rw, proof)
+                before = plan_model(original, base)
+                return _Planned(rw.model, plan, tiers, arena, planned, rw, proof, before)
             print(
                 f"arenaplan: the rewrite is not proven in TFLM ({proof.reason}); "
                 "planned the model as it is",
@@ -360,7 +362,9 @@ def run(args: argparse.Namespace, console: Console) -> int:
     if args.quiet or outputs.to_stdout:
         return 0
     print_summary(console, model, plan, name, spread=tiers is not None, refusals=refusals)
-    print_rewrite(console, done.rewrite.records if done.rewrite else (), done.proof)
+    records = done.rewrite.records if done.rewrite else ()
+    before = (original, done.before) if done.before else None
+    print_rewrite(console, records, done.proof, before, (model, plan), profile)
     if target is not None:
         print_memories(console, model, target, caps, plan, tiers)
     for path in written:

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from arenaplan.analysis.persistent import min_arena_estimate, tail_estimate
+from arenaplan.analysis.persistent import min_arena_estimate, predict_tail, tail_estimate
 from arenaplan.ir.model import Model
 from arenaplan.placement.plan import Plan
 
@@ -193,12 +193,34 @@ def _print_peak(console: Console, peak: Peak, shown: int = 12) -> None:
     console.print(table)
 
 
-def print_rewrite(console: Console, records: Sequence[PassRecord], proof: Proof | None) -> None:
-    """One line per pass that ran, and the proof of the rewritten model."""
+def print_rewrite(
+    console: Console,
+    records: Sequence[PassRecord],
+    proof: Proof | None,
+    before: tuple[Model, Plan] | None = None,
+    after: tuple[Model, Plan] | None = None,
+    profile: str = "arm32",
+) -> None:
+    """One line per pass that ran, the proof of the rewritten model, and what the
+    rewrite changed against the model as given (``before``) for ``profile``."""
     for r in records:
         console.print(f"pass {r.name}: {escape(r.note)}")
-    if proof is not None and proof.proven:
+    if proof is None or not proof.proven:
+        return
+    console.print(
+        f"proven in TFLM: outputs bit-identical to the original model's on {proof.trials} "
+        f"random inputs; measured head {proof.head:,} B = the plan"
+    )
+    if before is not None and after is not None:
+        (m0, p0), (m1, p1) = before, after
+        a0, a1 = (_smallest(m, p, profile) for m, p in ((m0, p0), (m1, p1)))
         console.print(
-            f"proven in TFLM: outputs bit-identical to the original model's on {proof.trials} "
-            f"random inputs; measured head {proof.head:,} B = the plan"
+            f"against the model as given: head {p0.arena:,} -> {p1.arena:,} B, "
+            f"tail {predict_tail(m0, profile):,} -> {predict_tail(m1, profile):,} B, "
+            f"whole arena {a0:,} -> {a1:,} B (profile {profile})"
         )
+
+
+def _smallest(model: Model, plan: Plan, profile: str) -> int:
+    n_planned = len(plan.tensors) + len(plan.scratch)
+    return min_arena_estimate(model, plan.arena, n_planned, profile).bytes
