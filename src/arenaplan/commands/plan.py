@@ -283,20 +283,22 @@ def _plan(
     if pass_names(args):
         objective = "head" if args.persistent_memory else "arena"
         rw = rewrite(original, args, profile, objective)
-        if rw.needs_proof:
-            options = replace(base, aliases=rw.aliases, clobber_inputs=rw.clobber_inputs)
-            plan, tiers, arena = _fit(args, rw.model, options, target, caps)
-            source = write_model(rw.model) if rw.changed else data
-            planned = planned_model_bytes(source, rw.model, plan)
-            proof = prove(data, planned, plan.arena)
-            if proof.proven:
-                before = plan_model(original, base)
-                return _Planned(rw.model, plan, tiers, arena, planned, rw, proof, before)
-            print(
-                f"arenaplan: the rewrite is not proven in TFLM ({proof.reason}); "
-                "planned the model as it is",
-                file=sys.stderr,
-            )
+        options = replace(base, aliases=rw.aliases, clobber_inputs=rw.clobber_inputs)
+        plan, tiers, arena = _fit(args, rw.model, options, target, caps)
+        if not rw.changed and not plan.aliases:  # the plan of the model as given
+            planned = planned_model_bytes(data, original, plan)
+            return _Planned(original, plan, tiers, arena, planned, rw, None)
+        source = write_model(rw.model) if rw.changed else data
+        planned = planned_model_bytes(source, rw.model, plan)
+        proof = prove(data, planned, plan.arena)
+        if proof.proven:
+            before = plan_model(original, base)
+            return _Planned(rw.model, plan, tiers, arena, planned, rw, proof, before)
+        print(
+            f"arenaplan: the rewrite is not proven in TFLM ({proof.reason}); "
+            "planned the model as it is",
+            file=sys.stderr,
+        )
     plan, tiers, arena = _fit(args, original, base, target, caps)
     return _Planned(
         original, plan, tiers, arena, planned_model_bytes(data, original, plan), None, proof

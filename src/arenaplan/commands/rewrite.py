@@ -78,10 +78,6 @@ class Rewrite:
     def changed(self) -> bool:
         return any(r.changed for r in self.records)
 
-    @property
-    def needs_proof(self) -> bool:
-        return self.changed or bool(self.aliases)
-
 
 def pass_names(args: argparse.Namespace) -> tuple[str, ...]:
     return args.passes or (FIT_PASSES if args.fit is not None else ())
