@@ -1,10 +1,10 @@
 """Find the chains worth banding, count their extra MACs, estimate the peak after.
 
 The estimate (``view_peak``) is for ranking candidates only: live activation bytes
-per scope (sizes rounded to 16, scratch not counted) with the aliasing the planner
-applies to bands, a STRIDED_SLICE of whole rows inside its input and the inputs of
-a CONCATENATION along H inside its output. The planner's own figure, checked by
-the validator, is what the command reports.
+per scope (sizes rounded to 16, scratch not counted) with the views the planner may
+use for bands (``analysis.aliases``: a STRIDED_SLICE of whole rows inside its input,
+the inputs of a CONCATENATION along H inside its output). The planner's own figure,
+checked by the validator and proven in TFLM, is what the command reports.
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ from collections import defaultdict
 import numpy as np
 
 from arenaplan.allocation.packing import align_up
+from arenaplan.analysis.aliases import CONCAT_VIEW, SLICE_VIEW, alias_candidates
 from arenaplan.analysis.lifetimes import compute_lifetimes
 from arenaplan.analysis.sizes import tensor_bytes
-from arenaplan.ir.model import Model, Operator, Subgraph, Tensor
+from arenaplan.ir.model import Model, Operator, Subgraph
 from arenaplan.passes.band_split import Chain, band_rows, needs
 from arenaplan.passes.rows import window
 
@@ -122,7 +123,7 @@ def scope_bytes(model: Model, concat_views: bool = True) -> np.ndarray:
     lt = compute_lifetimes(model)
     delta = np.zeros(lt.scopes + 1, dtype=np.int64)
     for sg in model.subgraphs:
-        base = _view_bases(model, sg, concat_views)
+        base = _view_bases(model, concat_views) if sg.index == 0 else {}
         span: dict[int, list[int]] = {}
         for t in sg.tensors:
             life = lt.tensors[sg.index][t.index]
@@ -144,37 +145,10 @@ def _root(base: dict[int, int], t: int) -> int:
     return t
 
 
-def _view_bases(model: Model, sg: Subgraph, concat_views: bool) -> dict[int, int]:
-    """view tensor -> the tensor whose bytes it shares: a slice of whole rows inside
-    its input, an input of a concatenation along H inside the output, each only
-    where it starts at a multiple of 16 bytes (where the planner can place it)."""
-    base = {}
-    for op in sg.operators:
-        if op.opcode == "STRIDED_SLICE" and _whole_rows(sg, op.inputs[0], op.outputs[0]):
-            begin = _first_row(model, sg, op)
-            if begin is not None and _aligned(sg.tensors[op.inputs[0]], begin):
-                base[op.outputs[0]] = op.inputs[0]
-        if concat_views and op.opcode == "CONCATENATION" and op.options.get("axis") == 1:
-            row = 0
-            for t in op.inputs:
-                if _whole_rows(sg, op.outputs[0], t) and _aligned(sg.tensors[t], row):
-                    base[t] = op.outputs[0]
-                row += sg.tensors[t].shape[1]
-    return base
-
-
-def _first_row(model: Model, sg: Subgraph, op: Operator) -> int | None:
-    """The slice's first row (its begin along H), when the begin is a constant."""
-    begin = sg.tensors[op.inputs[1]]
-    if not begin.is_constant or begin.shape != (4,):
-        return None
-    return int(np.frombuffer(model.buffers[begin.buffer], dtype="<i4")[1])
-
-
-def _aligned(t: Tensor, row: int) -> bool:
-    return row * t.shape[2] * t.shape[3] * t.dtype.itemsize % ALIGN == 0
-
-
-def _whole_rows(sg: Subgraph, big: int, part: int) -> bool:
-    b, p = sg.tensors[big].shape, sg.tensors[part].shape
-    return len(b) == 4 and len(p) == 4 and b[0] == p[0] == 1 and b[2:] == p[2:]
+def _view_bases(model: Model, concat_views: bool) -> dict[int, int]:
+    """view tensor -> the tensor whose bytes it shares, by the planner's own view rules
+    (``analysis.aliases``: slices of whole rows inside their input, concatenation
+    inputs inside the output, each starting at a multiple of 16 bytes)."""
+    rules = (SLICE_VIEW, CONCAT_VIEW) if concat_views else (SLICE_VIEW,)
+    found = alias_candidates(model, ("views",)).aliases
+    return {a.tensor: a.base for a in found if a.kind in rules}
