@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from analysis.opmodels import F32, I8, I32, Net
+from analysis.opmodels import F32, I8, I32, SHAPED, Net
 
 from arenaplan.ir.checks import verify_ir
 from arenaplan.ir.model import Model
@@ -56,6 +56,9 @@ MODELS = {
     "int8 VALID": lambda: _chain_model(I8, "VALID"),
     "int8 SAME dilated": lambda: _chain_model(I8, "SAME", 2),
     "float32 SAME": lambda: _chain_model(F32, "SAME"),
+    # explicit PAD operators (one whose output zero point differs from its input's)
+    "MobileNetV2 PAD blocks": SHAPED["mobilenet_v2_pad_int8"],
+    "Keras residual with RELU": SHAPED["keras_residual_relu_int8"],
 }
 
 
@@ -71,13 +74,13 @@ def _count(model: Model, opcode: str) -> int:
 
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_bands_lower_the_peak_within_the_budget(name: str) -> None:
-    model, new, stats = _banded(MODELS[name](), max_extra_macs=0.25)
+    model, new, stats = _banded(MODELS[name](), max_extra_macs=0.3)
     verify_ir(new)
     assert view_peak(new) < view_peak(model)
     assert stats["peak_after"] == view_peak(new)
     extra = model_macs(new) - model_macs(model)
     assert extra == stats["extra_macs"]  # the pass's count, checked by counting again
-    assert 0 <= extra <= 0.25 * model_macs(model)
+    assert 0 <= extra <= 0.3 * model_macs(model)
     assert _count(new, "CONCATENATION") >= 1 and _count(new, "STRIDED_SLICE") >= 1
 
 
@@ -134,7 +137,7 @@ def test_banded_models_run_bit_exact_in_tflm(name: str) -> None:
     from arenaplan.verify import compare_models
 
     data = MODELS[name]()
-    _, new, _ = _banded(data, max_extra_macs=0.25)
+    _, new, _ = _banded(data, max_extra_macs=0.3)
     report = compare_models(data, write_model(new), trials=3)
     assert report.refused is None and report.failed is None
     assert report.identical, report.mismatch

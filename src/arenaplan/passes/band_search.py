@@ -47,12 +47,13 @@ def model_macs(model: Model) -> int:
     return sum(op_macs(sg, op) for sg in model.subgraphs for op in sg.operators)
 
 
-def extra_macs(sg: Subgraph, chain: Chain, bands: int) -> int:
+def extra_macs(model: Model, chain: Chain, bands: int) -> int:
     """MACs the bands compute beyond the unsplit chain (the halos computed twice)."""
+    sg = model.subgraphs[chain.subgraph]
     ops = sg.operators[chain.first : chain.last + 1]
     rows_done: dict[int, int] = defaultdict(int)
     for rows in band_rows(sg.tensors[chain.y], bands):
-        for t, (lo, hi) in needs(sg, chain, rows).items():
+        for t, (lo, hi) in needs(model, chain, rows).items():
             rows_done[t] += hi - lo
     extra = 0
     for op in ops:
@@ -62,18 +63,19 @@ def extra_macs(sg: Subgraph, chain: Chain, bands: int) -> int:
     return extra
 
 
-def chains(sg: Subgraph, fresh: set[int]) -> list[Chain]:
+def chains(model: Model, sg: Subgraph, fresh: set[int]) -> list[Chain]:
     """Every run of row-local operators (only those in ``fresh``, by index) with one
-    activation input from outside and one output used outside, of 2+ rows."""
+    activation input from outside and one output used outside, of 2+ rows, that
+    does not end in a PAD (the bands' last pieces must be computed)."""
     consumers = _consumers(sg)
     found = []
     for i in range(len(sg.operators)):
         for j in range(i, len(sg.operators)):
             op = sg.operators[j]
-            if j not in fresh or window(sg, op) is None:
+            if j not in fresh or window(sg, op, model.buffers) is None:
                 break
             chain = _as_chain(sg, i, j, consumers)
-            if chain is not None:
+            if chain is not None and op.opcode != "PAD":
                 found.append(chain)
     return found
 

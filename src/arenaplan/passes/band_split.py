@@ -23,7 +23,7 @@ import math
 from dataclasses import dataclass, replace
 
 from arenaplan.errors import PassError
-from arenaplan.ir.model import Operator, Subgraph, Tensor
+from arenaplan.ir.model import Model, Operator, Options, Subgraph, Tensor
 from arenaplan.passes.edit import SubgraphEdit, new_options, with_option
 from arenaplan.passes.rows import CONVS, POOLS, Window, window
 
@@ -57,11 +57,12 @@ def _row_bytes(t: Tensor) -> int:
     return t.shape[2] * t.shape[3] * t.dtype.itemsize
 
 
-def needs(sg: Subgraph, chain: Chain, rows: Rows) -> dict[int, Rows]:
+def needs(model: Model, chain: Chain, rows: Rows) -> dict[int, Rows]:
     """Rows of every chain tensor that Y's ``rows`` need (clipped to the tensor)."""
+    sg = model.subgraphs[chain.subgraph]
     need: dict[int, Rows] = {chain.y: rows}
     for op in reversed(sg.operators[chain.first : chain.last + 1]):
-        w = _window(sg, op)
+        w = _window(model, sg, op)
         o0, o1 = need[op.outputs[0]]
         for t in _activations(sg, op):
             a, b = w.input_rows(o0, o1)
@@ -71,8 +72,8 @@ def needs(sg: Subgraph, chain: Chain, rows: Rows) -> dict[int, Rows]:
     return need
 
 
-def _window(sg: Subgraph, op: Operator) -> Window:
-    w = window(sg, op)
+def _window(model: Model, sg: Subgraph, op: Operator) -> Window:
+    w = window(sg, op, model.buffers)
     if w is None:
         raise PassError(f"operator {op.index} {op.opcode} is not row-local")
     return w
@@ -87,16 +88,21 @@ class _Band:
 
     def __init__(self, edit: SubgraphEdit, sg: Subgraph, chain: Chain, b: int, rows: Rows):
         self.edit, self.sg, self.chain, self.b = edit, sg, chain, b
-        self.need = needs(sg, chain, rows)
+        self.need = needs(edit.model, chain, rows)
         x = sg.tensors[chain.x]
         # tensor -> (index of the piece holding its rows, the first of those rows)
         self.piece: dict[int, tuple[int, int]] = {chain.x: (chain.x, 0)}
         self.have: dict[int, Rows] = {chain.x: (0, x.shape[1])}
 
     def emit(self, op: Operator) -> int:
-        w = _window(self.sg, op)
+        w = _window(self.edit.model, self.sg, op)
         out = op.outputs[0]
         o0, o1 = self.need[out]
+        if op.opcode == "PAD":  # the band's own padding is the band of the PAD
+            like = self.sg.tensors[out]  # TFLM pads with the output's zero point
+            piece = self._input(op.inputs[0], w, o0, o1, like)
+            self.piece[out], self.have[out] = (piece, o0), (o0, o1)
+            return piece
         inputs = list(op.inputs)
         for k, t in enumerate(op.inputs):
             if t >= 0 and not self.sg.tensors[t].is_constant:
@@ -112,7 +118,10 @@ class _Band:
         self.have[out] = (o0, o1)
         return piece
 
-    def _input(self, t: int, w: Window, o0: int, o1: int) -> int:
+    def _input(self, t: int, w: Window, o0: int, o1: int, pad_like: Tensor | None = None) -> int:
+        """The piece of ``t`` that output rows [o0, o1) read, sliced and padded;
+        ``pad_like``: the tensor whose quantisation a PAD takes (a PAD is emitted,
+        even with no padding, when it differs from ``t``'s)."""
         a, b = w.input_rows(o0, o1)
         height = self.sg.tensors[t].shape[1]
         lo, hi = max(a, 0), min(b, height)
@@ -120,8 +129,11 @@ class _Band:
         if (lo, hi) != self.have[t]:
             index = self._slice(index, lo - first, hi - first)
         top, bottom = lo - a, b - hi
-        if top or bottom or w.pads_columns:
-            index = self._pad(index, top, bottom, w.left, w.right)
+        requantised = (
+            pad_like is not None and pad_like.quantization != self.sg.tensors[t].quantization
+        )
+        if top or bottom or w.pads_columns or requantised:
+            index = self._pad(index, top, bottom, w.left, w.right, pad_like)
         return index
 
     def _slice(self, src: int, r0: int, r1: int) -> int:
@@ -144,19 +156,22 @@ class _Band:
         self.edit.add_op(_op("STRIDED_SLICE", (src, begin, end, strides), out, options))
         return out
 
-    def _pad(self, src: int, top: int, bottom: int, left: int, right: int) -> int:
+    def _pad(
+        self, src: int, top: int, bottom: int, left: int, right: int, like: Tensor | None
+    ) -> int:
         t = self.edit.tensors[src]
         n, h, width, depth = t.shape
         name = f"{t.name}/pad"
         paddings = self.edit.add_int32(
             f"{name}/paddings", [[0, 0], [top, bottom], [left, right], [0, 0]]
         )
-        out = self.edit.add_tensor(t, name, (n, h + top + bottom, width + left + right, depth))
+        shape = (n, h + top + bottom, width + left + right, depth)
+        out = self.edit.add_tensor(like or t, name, shape)
         self.edit.add_op(_op("PAD", (src, paddings), out, new_options("PadOptions")))
         return out
 
 
-def _op(opcode: str, inputs: tuple[int, ...], out: int, options) -> Operator:
+def _op(opcode: str, inputs: tuple[int, ...], out: int, options: Options) -> Operator:
     return Operator(0, opcode, False, inputs, (out,), options=options)
 
 
@@ -179,7 +194,7 @@ def _assemble(edit: SubgraphEdit, pieces: list[int], y: int) -> None:
     edit.add_op(_op("CONCATENATION", tuple(pieces), y, concat))
 
 
-def split_chain(model, chain: Chain, bands: int):
+def split_chain(model: Model, chain: Chain, bands: int) -> Model:
     """``model`` with ``chain`` computed in ``bands`` bands of Y's rows."""
     sg = model.subgraphs[chain.subgraph]
     edit = SubgraphEdit(model, chain.subgraph)

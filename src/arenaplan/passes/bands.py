@@ -151,13 +151,13 @@ def _best_step(
     sg = model.subgraphs[0]
     at = _peak_operator(model)
     best: _Step | None = None
-    for chain in chains(sg, fresh):
+    for chain in chains(model, sg, fresh):
         if not chain.first <= at <= chain.last or chain.last - chain.first >= MAX_CHAIN:
             continue
         for bands in BAND_COUNTS:
             if bands > sg.tensors[chain.y].shape[1]:
                 break
-            extra = extra_macs(sg, chain, bands)
+            extra = extra_macs(model, chain, bands)
             if extra > budget:
                 continue
             new = split_chain(model, chain, bands)

@@ -56,6 +56,7 @@ class SubgraphEdit:
             buffer=0,
             is_constant=False,
             is_variable=False,
+            shape_signature=None,  # ``like``'s would describe another shape
         )
         self.tensors.append(t)
         return t.index

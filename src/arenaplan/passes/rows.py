@@ -13,7 +13,10 @@ padding before (top, left) total // 2, the remainder after.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Operator, Subgraph, Tensor
@@ -59,8 +62,11 @@ def same_padding(size: int, out: int, stride: int, eff: int) -> tuple[int, int]:
     return total // 2, total - total // 2
 
 
-def window(sg: Subgraph, op: Operator) -> Window | None:
-    """The row window of a row-local operator, or None if it is not row-local."""
+def window(sg: Subgraph, op: Operator, buffers: Sequence[bytes] = ()) -> Window | None:
+    """The row window of a row-local operator, or None if it is not row-local.
+    ``buffers``: the model's buffers, to read a PAD's paddings."""
+    if op.opcode == "PAD":
+        return _pad_window(sg, op, buffers)
     if op.opcode in UNARY or op.opcode in BINARY:
         return Window() if _elementwise_ok(sg, op) else None
     if op.opcode in CONVS:
@@ -120,6 +126,25 @@ def _conv_window(sg: Subgraph, op: Operator) -> Window | None:
     x, y = io
     kh, kw = filt.shape[1], filt.shape[2]
     return _window(op, x, y, kh, kw)
+
+
+def _pad_window(sg: Subgraph, op: Operator, buffers: Sequence[bytes]) -> Window | None:
+    """A PAD (no constant value: it pads with the zero point, as bands do) of rows and
+    columns only: its output row r is input row r - top."""
+    io = _io(sg, op)
+    paddings = sg.operand(op, 1)
+    if io is None or len(op.inputs) != 2 or paddings is None or not paddings.is_constant:
+        return None
+    if paddings.dtype is not DType.INT32 or paddings.shape != (4, 2):
+        return None
+    if paddings.buffer >= len(buffers) or len(buffers[paddings.buffer]) != 32:
+        return None
+    (n0, n1), (top, _), (left, right), (c0, c1) = np.frombuffer(
+        buffers[paddings.buffer], dtype="<i4"
+    ).reshape(4, 2)
+    if n0 or n1 or c0 or c1 or min(top, left, right) < 0:
+        return None
+    return Window(1, 1, 1, int(top), int(left), int(right))
 
 
 def _pool_window(sg: Subgraph, op: Operator) -> Window | None:
