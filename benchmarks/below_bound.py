@@ -1,8 +1,9 @@
 """Below the naive bound: every model of ../shared/models rewritten, planned, proven.
 
 For each model: the naive bound (live bytes at the peak in the model's own order,
-scratch included), the planned head after the passes, the activation bytes after
-them (before scratch), extra MACs, operators added, the head TFLM measures with
+scratch included, sizes rounded to 16), the planned head after the passes, the
+activation bytes after them (live tensor bytes at the peak, not rounded, before
+scratch, shared bytes counted once), extra MACs, operators added, the head TFLM measures with
 the rewritten model's offline plan, whether its outputs are bit-identical to the
 original's on random inputs, TFLM's tail before and after (measured) and the time
 the passes and the plan took.
@@ -27,7 +28,7 @@ from rich.table import Table
 from arenaplan.export.offline_plan import with_offline_plan
 from arenaplan.export.tflite_writer import write_model
 from arenaplan.passes import make_pass, run_passes
-from arenaplan.passes.band_search import model_macs, view_peak
+from arenaplan.passes.band_search import model_macs
 from arenaplan.passes.inplace import alias_options
 from arenaplan.placement import PlanOptions, plan_model
 from arenaplan.reader import read_model_bytes
@@ -37,7 +38,7 @@ COLUMNS = (
     "model",
     "naive bound",
     "head after",
-    "activations",
+    "activation bytes",
     "extra MACs",
     "ops added",
     "TFLM head",
@@ -71,7 +72,7 @@ def _row(path: Path, args: argparse.Namespace) -> list[str]:
         path.stem.split("__")[-1],
         f"{before.lower_bound:,}",
         f"{plan.arena:,}",
-        f"{view_peak(new):,}",
+        f"{plan.tensor_lower_bound:,}",
         f"{extra:.1f}%",
         f"{added:+d}",
         head,
