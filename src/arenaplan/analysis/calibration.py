@@ -1,0 +1,178 @@
+"""Fit a target's compute rates and memory latencies to measured operator times.
+
+Each run is one MicroProfiler log of the model under one placement (which memory
+holds each tensor and the persistent arena). Under the time model of
+``analysis.timing`` an operator's cycles are linear in the unknowns
+
+    x = [cycles per unit of work of each operator kind] + [latency of each memory]
+
+(transfer time, bytes / bandwidth, is taken from the target and subtracted), so
+the fit is one bounded linear least-squares problem (scipy's ``lsq_linear``,
+every unknown >= 0): one row per operator when the log lists events in order
+(invocations averaged), one row per tag when it gives per-tag totals. Rows are
+weighted by 1 / measured time, so that the fit minimises relative errors (a
+conv of 10 ms and an add of 0.1 ms count alike). Ticks are converted to cycles
+with ``ticks_per_second`` (default: the target's clock, one tick per cycle).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from arenaplan.analysis.cost import TensorKey
+from arenaplan.analysis.profile_log import ProfileLog
+from arenaplan.analysis.timing import OpAccesses, per_memory
+from arenaplan.errors import UsageError
+from arenaplan.targets.model import Target
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """One profile and the placement it was measured with."""
+
+    name: str
+    log: ProfileLog
+    where: Mapping[TensorKey, str]
+    persistent: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Row:
+    run: str
+    label: str  # operator kind (for the error table)
+    work: dict[str, float]  # kind -> work
+    accesses: dict[str, float]  # memory -> accesses
+    transfer: float  # cycles of transfer (known)
+    measured: float  # cycles
+
+
+@dataclass(frozen=True, slots=True)
+class Calibration:
+    """The fitted target, and per (run, kind): measured and fitted cycles."""
+
+    target: Target
+    errors: tuple[tuple[str, str, float, float], ...]  # run, kind, measured, fitted
+
+    def worst(self) -> float:
+        """The largest relative error of a (run, kind) total."""
+        return max((abs(f - m) / m for _, _, m, f in self.errors if m), default=0.0)
+
+
+def calibrate(
+    ops: Sequence[OpAccesses],
+    runs: Sequence[Run],
+    target: Target,
+    ticks_per_second: float | None = None,
+) -> Calibration:
+    """Fit ``target``'s compute rates and memory latencies to the runs."""
+    cycles_per_tick = target.clock_hz / (ticks_per_second or target.clock_hz)
+    rows = [r for run in runs for r in _rows(ops, run, target, cycles_per_tick)]
+    kinds = sorted({k for r in rows for k in r.work})
+    memories = sorted({m for r in rows for m in r.accesses})
+    x = _solve(rows, kinds, memories)
+    fitted = _with(
+        target, dict(zip(kinds, x[: len(kinds)], strict=True)), memories, x[len(kinds) :]
+    )
+    return Calibration(fitted, _errors(rows, kinds, memories, x))
+
+
+def _rows(
+    ops: Sequence[OpAccesses], run: Run, target: Target, cycles_per_tick: float
+) -> list[_Row]:
+    main = [op for op in ops if op.subgraph == 0]
+    if run.log.events:
+        times = _per_operator(run, len(main))
+        groups = [([op], t) for op, t in zip(main, times, strict=True)]
+    else:
+        groups = _per_tag(main, run)
+    return [_row(run.name, group, t * cycles_per_tick, run, target) for group, t in groups]
+
+
+def _per_operator(run: Run, n_ops: int) -> list[float]:
+    """Mean ticks of each operator over the invocations the log holds."""
+    events = [t for tag, t in run.log.events if tag not in _INTERPRETER_TAGS]
+    if not n_ops or len(events) % n_ops:
+        raise UsageError(
+            f"{run.name}: {len(events)} operator events is not a whole number of "
+            f"invocations of a model with {n_ops} operators"
+        )
+    per = np.asarray(events, dtype=float).reshape(-1, n_ops)
+    return [float(v) for v in per.mean(axis=0)]
+
+
+_INTERPRETER_TAGS = {"AllocateTensors", "Invoke", "MicroInterpreter::Invoke"}
+
+
+def _per_tag(main: Sequence[OpAccesses], run: Run) -> list[tuple[list[OpAccesses], float]]:
+    by_tag: dict[str, list[OpAccesses]] = defaultdict(list)
+    for op in main:
+        by_tag[op.opcode].append(op)
+    missing = sorted(set(run.log.per_tag) - set(by_tag) - _INTERPRETER_TAGS)
+    if missing:
+        raise UsageError(
+            f"{run.name}: the log has ticks for {', '.join(missing)}, which the model does not run"
+        )
+    return [(by_tag[tag], float(t)) for tag, t in sorted(run.log.per_tag.items()) if tag in by_tag]
+
+
+def _row(run: str, group: list[OpAccesses], measured: float, r: Run, target: Target) -> _Row:
+    work: dict[str, float] = defaultdict(float)
+    accesses: dict[str, float] = defaultdict(float)
+    transfer = 0.0
+    for op in group:
+        work[op.kind] += op.work
+        for name, (count, nbytes) in per_memory(op, r.where, r.persistent).items():
+            m = target.memory(name)
+            bandwidth = m.read_bandwidth or m.write_bandwidth
+            accesses[name] += count
+            transfer += nbytes * target.clock_hz / bandwidth if bandwidth else 0.0
+    return _Row(run, group[0].kind, dict(work), dict(accesses), transfer, measured)
+
+
+def _matrix(rows: Sequence[_Row], kinds: list[str], memories: list[str]) -> np.ndarray:
+    a = np.zeros((len(rows), len(kinds) + len(memories)))
+    for i, r in enumerate(rows):
+        for j, k in enumerate(kinds):
+            a[i, j] = r.work.get(k, 0.0)
+        for j, m in enumerate(memories):
+            a[i, len(kinds) + j] = r.accesses.get(m, 0.0)
+    return a
+
+
+def _solve(rows: Sequence[_Row], kinds: list[str], memories: list[str]) -> np.ndarray:
+    from scipy.optimize import lsq_linear
+
+    a = _matrix(rows, kinds, memories)
+    y = np.array([r.measured - r.transfer for r in rows])
+    weight = 1.0 / np.maximum(np.array([r.measured for r in rows]), 1e-9)
+    scale = np.maximum(np.abs(a).max(axis=0), 1e-12)  # columns of like size
+    result = lsq_linear(a * weight[:, None] / scale, y * weight, bounds=(0, np.inf))
+    return result.x / scale
+
+
+def _with(
+    target: Target, cycles_per_work: dict[str, float], memories: list[str], latency
+) -> Target:
+    rates = dict(target.macs_per_cycle)
+    for kind, c in cycles_per_work.items():
+        rates[kind] = 1.0 / c if c > 0 else float("inf")
+    fitted = dict(zip(memories, (float(v) for v in latency), strict=True))
+    mems = tuple(
+        replace(m, latency=fitted[m.name]) if m.name in fitted else m for m in target.memories
+    )
+    return replace(target, macs_per_cycle=rates, memories=mems)
+
+
+def _errors(
+    rows: Sequence[_Row], kinds: list[str], memories: list[str], x: np.ndarray
+) -> tuple[tuple[str, str, float, float], ...]:
+    fitted = _matrix(rows, kinds, memories) @ x + np.array([r.transfer for r in rows])
+    totals: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
+    for r, f in zip(rows, fitted, strict=True):
+        totals[(r.run, r.label)][0] += r.measured
+        totals[(r.run, r.label)][1] += float(f)
+    return tuple((run, kind, m, f) for (run, kind), (m, f) in sorted(totals.items()))
