@@ -19,7 +19,17 @@ from typing import NoReturn
 from rich.console import Console
 
 from arenaplan import __version__
-from arenaplan.commands import demo, inspect, passes, plan, solve, sweep, targets, verify
+from arenaplan.commands import (
+    calibrate,
+    demo,
+    inspect,
+    passes,
+    plan,
+    solve,
+    sweep,
+    targets,
+    verify,
+)
 from arenaplan.errors import ArenaplanError
 
 EXIT_USAGE = 2
@@ -42,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"arenaplan {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (plan, verify, inspect, passes, solve, sweep, targets, demo):
+    for module in (plan, verify, inspect, passes, solve, sweep, targets, calibrate, demo):
         module.register(sub)
     return parser
 

@@ -83,6 +83,11 @@ def one_pass_accesses(model: Model) -> list[OpAccesses]:
     return ops
 
 
+def operator_accesses(model: Model) -> list[OpAccesses]:
+    """Every operator's accesses, from the best traffic counts available."""
+    return one_pass_accesses(model)
+
+
 @dataclass(frozen=True, slots=True)
 class OpCycles:
     """Cycles of one operator: compute, and per memory (accesses and transfer)."""

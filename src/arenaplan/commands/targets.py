@@ -46,7 +46,7 @@ def _show(console: Console, t: Target) -> None:
             _size(m.capacity),
             _rate(m.read_bandwidth),
             _rate(m.write_bandwidth),
-            str(m.latency),
+            f"{m.latency:g}",
             ", ".join(m.holds),
             m.section,
         )

@@ -14,7 +14,7 @@ Format (all keys checked; sizes are bytes or strings like "512KiB", "2MB", see
     capacity = "640KiB"
     read_bandwidth = 480e6   # bytes/s
     write_bandwidth = 480e6
-    latency = 1              # cycles
+    latency = 1              # cycles per access (a fraction is fine)
     holds = ["activations", "persistent"]
     section = ".bss"         # optional
 """
@@ -87,7 +87,7 @@ def _memory(table: Any, k: int) -> Memory:
         write_bandwidth=_number(
             table, "write_bandwidth", where, zero_ok=holds == ["weights"]
         ),  # read-only memory
-        latency=int(_number(table, "latency", where, zero_ok=True)),
+        latency=_number(table, "latency", where, zero_ok=True),
         holds=tuple(holds),
         section=section,
         note=str(table.get("note", "")),

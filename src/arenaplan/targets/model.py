@@ -12,13 +12,14 @@ HOLDS = ("activations", "persistent", "weights")
 @dataclass(frozen=True, slots=True)
 class Memory:
     """One memory. ``capacity`` bytes; bandwidths in bytes/s; ``latency`` in cycles
-    of the target clock per access burst; ``section``: linker section for arrays."""
+    of the target clock per access (a fitted figure may be fractional);
+    ``section``: linker section for arrays."""
 
     name: str
     capacity: int
     read_bandwidth: float
     write_bandwidth: float
-    latency: int
+    latency: float
     holds: tuple[str, ...]
     section: str = ""
     note: str = ""
