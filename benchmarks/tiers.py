@@ -22,8 +22,9 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from arenaplan.analysis.cost import default_memory, estimate
+from arenaplan.analysis.cost import default_memory
 from arenaplan.analysis.persistent import predict_tail
+from arenaplan.analysis.timing import estimate
 from arenaplan.errors import AllocationError
 from arenaplan.placement import plan_model
 from arenaplan.placement.tiers import place_tiers

@@ -29,8 +29,13 @@ def test_known_parameters_are_recovered_within_2_percent(fmt: str) -> None:
     fitted = calibrate(ops, runs, start).target
     for kind in ("conv", "depthwise", "fully_connected"):
         assert fitted.rate(kind) == pytest.approx(truth.rate(kind), rel=0.02)
-    for name in ("sram", "lpddr"):
-        assert fitted.memory(name).latency == pytest.approx(truth.memory(name).latency, rel=0.02)
+    # the fastest memory's own cost is part of the compute rates: what is fitted is
+    # how much more an access to LPDDR costs
+    assert _extra(fitted) == pytest.approx(_extra(truth), rel=0.02)
+
+
+def _extra(target) -> float:
+    return target.memory("lpddr").latency - target.memory("sram").latency
 
 
 def test_per_tag_totals_fit_every_kind_within_2_percent() -> None:

@@ -4,14 +4,17 @@ Each run is one MicroProfiler log of the model under one placement (which memory
 holds each tensor and the persistent arena). Under the time model of
 ``analysis.timing`` an operator's cycles are linear in the unknowns
 
-    x = [cycles per unit of work of each operator kind] + [latency of each memory]
+    x = [cycles per unit of work of each operator kind]
+      + [latency of each memory beyond the fastest's, cycles per access]
 
-(transfer time, bytes / bandwidth, is taken from the target and subtracted), so
+(transfer time, bytes / bandwidth, is taken from the target and subtracted; the
+fastest memory's own costs are part of the compute rates), so
 the fit is one bounded linear least-squares problem (scipy's ``lsq_linear``,
 every unknown >= 0): one row per operator when the log lists events in order
 (invocations averaged), one row per tag when it gives per-tag totals. Rows are
-weighted by 1 / measured time, so that the fit minimises relative errors (a
-conv of 10 ms and an add of 0.1 ms count alike). Ticks are converted to cycles
+weighted by 1 / sqrt(measured cycles): between absolute errors (where a 10 ms
+conv would drown a 0.1 ms add) and relative ones (where an operator of a few
+cycles, all timer noise, would steer the fit). Ticks are converted to cycles
 with ``ticks_per_second`` (default: the target's clock, one tick per cycle).
 """
 
@@ -25,7 +28,7 @@ import numpy as np
 
 from arenaplan.analysis.cost import TensorKey
 from arenaplan.analysis.profile_log import ProfileLog
-from arenaplan.analysis.timing import OpAccesses, per_memory
+from arenaplan.analysis.timing import OpAccesses, per_memory, transfer_cycles
 from arenaplan.errors import UsageError
 from arenaplan.targets.model import Target
 
@@ -45,8 +48,8 @@ class _Row:
     run: str
     label: str  # operator kind (for the error table)
     work: dict[str, float]  # kind -> work
-    accesses: dict[str, float]  # memory -> accesses
-    transfer: float  # cycles of transfer (known)
+    accesses: dict[str, float]  # memory (not the fastest) -> accesses reaching it
+    transfer: float  # cycles of transfer beyond the fastest memory's (known)
     measured: float  # cycles
 
 
@@ -123,13 +126,14 @@ def _row(run: str, group: list[OpAccesses], measured: float, r: Run, target: Tar
     work: dict[str, float] = defaultdict(float)
     accesses: dict[str, float] = defaultdict(float)
     transfer = 0.0
+    fastest = target.fastest().name
     for op in group:
         work[op.kind] += op.work
-        for name, (count, nbytes) in per_memory(op, r.where, r.persistent).items():
-            m = target.memory(name)
-            bandwidth = m.read_bandwidth or m.write_bandwidth
+        for name, (count, nbytes) in per_memory(op, r.where, r.persistent, target).items():
+            if name == fastest:
+                continue
             accesses[name] += count
-            transfer += nbytes * target.clock_hz / bandwidth if bandwidth else 0.0
+            transfer += transfer_cycles(target, name, nbytes)
     return _Row(run, group[0].kind, dict(work), dict(accesses), transfer, measured)
 
 
@@ -148,7 +152,7 @@ def _solve(rows: Sequence[_Row], kinds: list[str], memories: list[str]) -> np.nd
 
     a = _matrix(rows, kinds, memories)
     y = np.array([r.measured - r.transfer for r in rows])
-    weight = 1.0 / np.maximum(np.array([r.measured for r in rows]), 1e-9)
+    weight = 1.0 / np.sqrt(np.maximum(np.array([r.measured for r in rows]), 1.0))
     scale = np.maximum(np.abs(a).max(axis=0), 1e-12)  # columns of like size
     result = lsq_linear(a * weight[:, None] / scale, y * weight, bounds=(0, np.inf))
     return result.x / scale
@@ -160,9 +164,10 @@ def _with(
     rates = dict(target.macs_per_cycle)
     for kind, c in cycles_per_work.items():
         rates[kind] = 1.0 / c if c > 0 else float("inf")
-    fitted = dict(zip(memories, (float(v) for v in latency), strict=True))
+    fast = target.fastest().latency
+    extra = dict(zip(memories, (float(v) for v in latency), strict=True))
     mems = tuple(
-        replace(m, latency=fitted[m.name]) if m.name in fitted else m for m in target.memories
+        replace(m, latency=fast + extra[m.name]) if m.name in extra else m for m in target.memories
     )
     return replace(target, macs_per_cycle=rates, memories=mems)
 

@@ -1,35 +1,44 @@
-"""Operator time on a target from the memory accesses it makes: compute + accesses.
+"""Operator time on a target from the memory accesses it makes: compute + stalls.
 
-For one operator o, in cycles of the target clock:
+For one operator o, in cycles of the target clock (seconds = cycles / clock_hz):
 
-    cycles(o) = work(o) * cycles_per_work[kind(o)]                        compute
-              + sum over memories m of
-                  accesses(o, m) * latency(m)                             per access
-                + bytes(o, m) * clock / bandwidth(m)                      transfer
+    cycles(o) = work(o) / rate[kind(o)]                                  compute
+              + sum over memories m of  stall(o, m)
+
+    stall(o, m) = sum over tensors t of o in m, n = accesses(o, t) reaching m:
+                  n * (latency(m) - latency(F))                          per access
+                + bytes(n) * clock * (1 / bandwidth(m) - 1 / bandwidth(F))
 
 ``work`` is MACs for convolutions, depthwise convolutions and fully connected
-operators, output elements otherwise (``analysis.cost``); ``cycles_per_work`` is
-1 / the target's ``[compute]`` rate of that kind. ``accesses(o, m)`` and ``bytes(o,
-m)`` sum the loads and stores (count, bytes) the operator makes to every tensor and
-persistent block that lives in memory m: how a kernel really walks its tensors
-(a convolution re-reads its input about Kh*Kw/stride^2 times) comes from the
-traffic counts given (``Access``), by default one pass over each tensor in words
-of ``WORD`` bytes. ``latency`` is in cycles per access and ``bandwidth`` in bytes
-per second, both from the target's memory. Seconds = cycles / clock_hz.
+operators, output elements otherwise (``analysis.cost``). A target's compute
+rates are measured with everything in its fastest memory F, so they already
+include F's access costs: the model charges each memory only what it costs beyond
+F (nothing for F itself). ``latency`` is in cycles per access, ``bandwidth`` in
+bytes per second, both per memory of the target.
 
-Unlike the roofline (``analysis.cost``), memory time adds to compute: a
-microcontroller's core stalls on its loads.
+Accesses: how a kernel walks its tensors (a convolution re-reads its input about
+Kh*Kw/stride^2 times, its weights once per output pixel group) comes from the
+traffic counts (``Access``: loads, stores and their bytes per tensor, and to
+TFLM's persistent data under the key ``PERSISTENT``); without them, one pass
+over each tensor in words of ``WORD`` bytes. A memory behind a cache
+(``cache_bytes`` > 0, lines of ``line_bytes``) is reached once per line: a
+tensor that fits the cache once per line of the tensor, a larger one once per
+line of the bytes moved.
+
+Targets whose memory traffic overlaps compute (an NPU's DMA) keep the roofline
+of ``analysis.cost`` (``Target.time_model == "roofline"``).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from arenaplan.analysis.cost import TensorKey, operator_work
+from arenaplan.analysis.cost import OpTime, TensorKey, default_memory, op_time, operator_work
+from arenaplan.analysis.sizes import tensor_bytes
 from arenaplan.ir.model import Model
-from arenaplan.targets.model import Target
+from arenaplan.targets.model import Memory, Target
 
 WORD = 4  # bytes per access in the default traffic (32-bit loads and stores)
 PERSISTENT = "persistent"  # key of an operator's persistent data (op data, eval tensors)
@@ -39,12 +48,14 @@ AccessKey = TensorKey | str  # a tensor, or PERSISTENT
 
 @dataclass(frozen=True, slots=True)
 class Access:
-    """Loads and stores of one operator to one tensor (counts and bytes)."""
+    """Loads and stores of one operator to one tensor (counts and bytes);
+    ``footprint``: the tensor's bytes (what a cache must hold to reuse it)."""
 
     loads: int
     stores: int
     load_bytes: int
     store_bytes: int
+    footprint: int = 0
 
     @property
     def count(self) -> int:
@@ -70,17 +81,23 @@ class OpAccesses:
 def one_pass_accesses(model: Model) -> list[OpAccesses]:
     """Each tensor read (inputs) or written (outputs) once, in words: the counts the
     roofline assumes, for when no traffic model covers the operator."""
+    sizes = tensor_bytes(model)
     ops = []
     for w in operator_work(model):
         acc: dict[AccessKey, Access] = {}
-        for key, n in w.reads:
-            a = acc.get(key, Access(0, 0, 0, 0))
-            acc[key] = Access(a.loads + -(-n // WORD), a.stores, a.load_bytes + n, a.store_bytes)
-        for key, n in w.writes:
-            a = acc.get(key, Access(0, 0, 0, 0))
-            acc[key] = Access(a.loads, a.stores + -(-n // WORD), a.load_bytes, a.store_bytes + n)
+        moves = [(k, n, False) for k, n in w.reads] + [(k, n, True) for k, n in w.writes]
+        for key, n, store in moves:
+            a = acc.get(key, Access(0, 0, 0, 0, sizes[key[0]][key[1]]))
+            words = -(-n // WORD)
+            acc[key] = _plus(a, words, n, store)
         ops.append(OpAccesses(w.subgraph, w.op, w.opcode, w.kind, w.macs, acc))
     return ops
+
+
+def _plus(a: Access, words: int, n: int, store: bool) -> Access:
+    if store:
+        return Access(a.loads, a.stores + words, a.load_bytes, a.store_bytes + n, a.footprint)
+    return Access(a.loads + words, a.stores, a.load_bytes + n, a.store_bytes, a.footprint)
 
 
 def operator_accesses(model: Model) -> list[OpAccesses]:
@@ -88,9 +105,50 @@ def operator_accesses(model: Model) -> list[OpAccesses]:
     return one_pass_accesses(model)
 
 
+def reaching(a: Access, m: Memory) -> tuple[int, int]:
+    """(accesses, bytes) that reach memory ``m`` (through its cache, if it has one)."""
+    if m.cache_bytes <= 0:
+        return a.count, a.bytes
+    reused = a.footprint if 0 < a.footprint <= m.cache_bytes else a.bytes
+    lines = -(-min(reused, a.bytes) // m.line_bytes)
+    return lines, lines * m.line_bytes
+
+
+def per_memory(
+    op: OpAccesses, where: Mapping[TensorKey, str], persistent: str, target: Target
+) -> dict[str, tuple[int, int]]:
+    """(accesses, bytes) the operator makes to each memory, after its cache."""
+    out: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for key, a in op.accesses.items():
+        name = persistent if key == PERSISTENT else where[key]
+        n, b = reaching(a, target.memory(name))
+        out[name][0] += n
+        out[name][1] += b
+    return {m: (n, b) for m, (n, b) in out.items()}
+
+
+def stall_cycles(target: Target, name: str, count: int, nbytes: int) -> float:
+    """Cycles that ``count`` accesses of ``nbytes`` cost in memory ``name`` beyond
+    the same in the fastest memory (never negative)."""
+    m, fast = target.memory(name), target.fastest()
+    return max(count * (m.latency - fast.latency) + transfer_cycles(target, name, nbytes), 0.0)
+
+
+def transfer_cycles(target: Target, name: str, nbytes: int) -> float:
+    """Cycles that moving ``nbytes`` costs in memory ``name`` beyond the fastest."""
+    if not nbytes:
+        return 0.0
+    m, fast = target.memory(name), target.fastest()
+    return nbytes * target.clock_hz * (1 / _bandwidth(m) - 1 / _bandwidth(fast))
+
+
+def _bandwidth(m: Memory) -> float:
+    return m.read_bandwidth or m.write_bandwidth or float("inf")
+
+
 @dataclass(frozen=True, slots=True)
 class OpCycles:
-    """Cycles of one operator: compute, and per memory (accesses and transfer)."""
+    """Cycles of one operator: compute, and the stalls per memory."""
 
     op: OpAccesses
     compute: float
@@ -100,35 +158,63 @@ class OpCycles:
     def total(self) -> float:
         return self.compute + sum(self.memory.values())
 
-
-def per_memory(
-    op: OpAccesses, where: Mapping[TensorKey, str], persistent: str
-) -> dict[str, tuple[int, int]]:
-    """(accesses, bytes) the operator makes to each memory."""
-    out: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for key, a in op.accesses.items():
-        memory = persistent if key == PERSISTENT else where[key]
-        out[memory][0] += a.count
-        out[memory][1] += a.bytes
-    return {m: (n, b) for m, (n, b) in out.items()}
+    @property
+    def bound(self) -> str:
+        """What costs the most: "compute" or a memory's name."""
+        worst = max(self.memory.items(), key=lambda kv: kv[1], default=("compute", 0.0))
+        return worst[0] if worst[1] > self.compute else "compute"
 
 
 def op_cycles(
     op: OpAccesses, where: Mapping[TensorKey, str], persistent: str, target: Target
 ) -> OpCycles:
     compute = op.work / target.rate(op.kind)
-    memory = {}
-    for name, (count, nbytes) in sorted(per_memory(op, where, persistent).items()):
-        m = target.memory(name)
-        bandwidth = m.read_bandwidth or m.write_bandwidth
-        transfer = nbytes * target.clock_hz / bandwidth if bandwidth else 0.0
-        memory[name] = count * m.latency + transfer
+    memory = {
+        name: stall_cycles(target, name, count, nbytes)
+        for name, (count, nbytes) in sorted(per_memory(op, where, persistent, target).items())
+    }
     return OpCycles(op, compute, memory)
 
 
 def model_cycles(
-    ops: list[OpAccesses], where: Mapping[TensorKey, str], persistent: str, target: Target
+    ops: Iterable[OpAccesses], where: Mapping[TensorKey, str], persistent: str, target: Target
 ) -> list[OpCycles]:
     """Cycles of every operator for a placement (``where``: tensor -> memory;
     ``persistent``: the memory of TFLM's persistent arena)."""
     return [op_cycles(op, where, persistent, target) for op in ops]
+
+
+class Timer:
+    """Seconds of a model's operators under placements, for one target: the stall
+    model, or the roofline of ``analysis.cost`` for a target whose memory traffic
+    overlaps compute. ``persistent``: the memory of TFLM's persistent arena
+    (default: the fastest that may hold it)."""
+
+    def __init__(self, model: Model, target: Target, persistent: str | None = None) -> None:
+        self.target = target
+        self.work = operator_work(model)
+        self.accesses = operator_accesses(model)
+        self.persistent = persistent or target.fastest("persistent").name
+
+    def op_time(self, i: int, where: Mapping[TensorKey, str]) -> OpTime:
+        """Seconds of operator ``i`` (in ``operator_work`` order) and what bounds it."""
+        w = self.work[i]
+        if self.target.time_model == "roofline":
+            return op_time(w, where, self.target)
+        c = op_cycles(self.accesses[i], where, self.persistent, self.target)
+        return OpTime(w, c.total / self.target.clock_hz, c.bound)
+
+    def times(self, where: Mapping[TensorKey, str]) -> list[OpTime]:
+        return [self.op_time(i, where) for i in range(len(self.work))]
+
+
+def estimate(
+    model: Model,
+    target: Target,
+    where: Mapping[TensorKey, str] | None = None,
+    persistent: str | None = None,
+) -> list[OpTime]:
+    """Estimated time of every operator for a placement (default: all in the fastest
+    memory), by the target's time model."""
+    where = where if where is not None else default_memory(model, target)
+    return Timer(model, target, persistent).times(where)

@@ -13,7 +13,8 @@ from __future__ import annotations
 import html
 from collections.abc import Mapping
 
-from arenaplan.analysis.cost import TensorKey, default_memory, estimate
+from arenaplan.analysis.cost import TensorKey, default_memory
+from arenaplan.analysis.timing import estimate
 from arenaplan.export.json_plan import persistent_figures
 from arenaplan.export.picture import render, render_memories
 from arenaplan.export.summary import find_peak, saving
@@ -192,9 +193,15 @@ def _operators(model: Model, target: Target, where: Mapping[TensorKey, str] | No
     return (
         f"<h2>Operators on {html.escape(target.name)} "
         f"({'as placed' if where else 'all in the fastest memory'})</h2>"
-        f"<p>estimated total {total * 1e3:.2f} ms (roofline: the larger of compute and "
-        f"per-memory transfer time)</p>" + _table(head, rows, text=(1, 6, 7))
+        f"<p>estimated total {total * 1e3:.2f} ms ({_model_words(target)})</p>"
+        + _table(head, rows, text=(1, 6, 7))
     )
+
+
+def _model_words(target: Target) -> str:
+    if target.time_model == "roofline":
+        return "roofline: the larger of compute and per-memory transfer time"
+    return "compute plus the stalls of memories slower than the fastest, per access"
 
 
 def html_report(

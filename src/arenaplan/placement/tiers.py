@@ -30,7 +30,8 @@ from arenaplan.allocation.packing import pack
 from arenaplan.allocation.problem import Problem
 from arenaplan.allocation.registry import get_allocator
 from arenaplan.allocation.validate import check_solution
-from arenaplan.analysis.cost import OpWork, TensorKey, default_memory, op_time, operator_work
+from arenaplan.analysis.cost import TensorKey, default_memory
+from arenaplan.analysis.timing import Timer
 from arenaplan.errors import AllocationError
 from arenaplan.ir.model import Model
 from arenaplan.placement.buffers import ArenaItems, arena_items
@@ -65,24 +66,24 @@ class _State:
         self.items: ArenaItems = arena_items(model)
         self.memories = [m.name for m in target.memories if "activations" in m.holds]
         self.capacity = {m: capacities.get(m, target.memory(m).capacity) for m in self.memories}
-        self.work = operator_work(model)
-        self.touching: dict[TensorKey, list[OpWork]] = defaultdict(list)
-        for w in self.work:
-            for key, _ in (*w.reads, *w.writes):
-                self.touching[key].append(w)
+        self.timer = Timer(model, target)
+        self.touching: dict[TensorKey, list[int]] = defaultdict(list)
+        for i, w in enumerate(self.timer.work):
+            for key in dict.fromkeys(k for k, _ in (*w.reads, *w.writes)):
+                self.touching[key].append(i)
         self.base = default_memory(model, target)
         self.buffer = dict(zip(self.items.tensors, self.items.tensor_buffers, strict=True))
 
     def seconds(self, memory_of: Mapping[TensorKey, str]) -> float:
         where = {**self.base, **memory_of}
-        return sum(op_time(w, where, self.target).seconds for w in self.work)
+        return sum(t.seconds for t in self.timer.times(where))
 
     def move_cost(self, memory_of: dict[TensorKey, str], key: TensorKey, to: str) -> float:
         """Change of estimated seconds if ``key`` moved to memory ``to``."""
         where = {**self.base, **memory_of}
-        before = sum(op_time(w, where, self.target).seconds for w in self.touching[key])
+        before = sum(self.timer.op_time(i, where).seconds for i in self.touching[key])
         where[key] = to
-        return sum(op_time(w, where, self.target).seconds for w in self.touching[key]) - before
+        return sum(self.timer.op_time(i, where).seconds for i in self.touching[key]) - before
 
     def problem(self, memory: str, memory_of: Mapping[TensorKey, str]) -> Problem:
         bufs = [self.buffer[k] for k in self.items.tensors if memory_of[k] == memory]

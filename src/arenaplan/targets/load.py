@@ -6,6 +6,7 @@ Format (all keys checked; sizes are bytes or strings like "512KiB", "2MB", see
     name = "generic"
     description = "..."
     clock_hz = 120e6
+    time_model = "stall"     # optional; "roofline" for an NPU whose DMA overlaps compute
     [compute]            # MACs (or elements) per cycle, per operator kind
     conv = 0.25
     default = 0.2
@@ -17,6 +18,8 @@ Format (all keys checked; sizes are bytes or strings like "512KiB", "2MB", see
     latency = 1              # cycles per access (a fraction is fine)
     holds = ["activations", "persistent"]
     section = ".bss"         # optional
+    cache_bytes = "32KiB"    # optional: a data cache in front of it (default none)
+    line_bytes = 32          # optional: its line (default 32)
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ from arenaplan.units import parse_size
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # becomes part of C identifiers
 _SECTION = re.compile(r"[A-Za-z0-9_.$]*")  # written into C attributes
-_TOP_KEYS = {"name", "description", "clock_hz", "tflm_profile", "compute", "memory"}
+_TOP_KEYS = {"name", "description", "clock_hz", "tflm_profile", "time_model", "compute", "memory"}
+TIME_MODELS = ("stall", "roofline")
 _PROFILES = ("pypi", "arm32", "int32")  # as in analysis.persistent.PROFILES
 _MEMORY_KEYS = {
     "name",
@@ -45,6 +49,8 @@ _MEMORY_KEYS = {
     "holds",
     "section",
     "note",
+    "cache_bytes",
+    "line_bytes",
 }
 
 
@@ -91,7 +97,15 @@ def _memory(table: Any, k: int) -> Memory:
         holds=tuple(holds),
         section=section,
         note=str(table.get("note", "")),
+        cache_bytes=_size(table, "cache_bytes", where, 0),
+        line_bytes=_size(table, "line_bytes", where, 32),
     )
+
+
+def _size(table: dict, key: str, where: str, default: int) -> int:
+    if key not in table:
+        return default
+    return parse_size(table[key], f"{where} {key}", minimum=0, error=TargetError)
 
 
 def parse_target(data: dict, source: str) -> Target:
@@ -120,6 +134,11 @@ def parse_target(data: dict, source: str) -> Target:
             raise TargetError(
                 f"tflm_profile must be one of {', '.join(_PROFILES)}, got {profile!r}"
             )
+        time_model = data.get("time_model", "stall")
+        if time_model not in TIME_MODELS:
+            raise TargetError(
+                f"time_model must be one of {', '.join(TIME_MODELS)}, got {time_model!r}"
+            )
         return Target(
             name,
             str(data.get("description", "")),
@@ -127,6 +146,7 @@ def parse_target(data: dict, source: str) -> Target:
             mems,
             rates,
             profile,
+            time_model,
         )
     except TargetError as exc:
         raise TargetError(f"{source}: {exc}") from None

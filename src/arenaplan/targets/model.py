@@ -13,7 +13,8 @@ HOLDS = ("activations", "persistent", "weights")
 class Memory:
     """One memory. ``capacity`` bytes; bandwidths in bytes/s; ``latency`` in cycles
     of the target clock per access (a fitted figure may be fractional);
-    ``section``: linker section for arrays."""
+    ``section``: linker section for arrays; ``cache_bytes``: a data cache in front
+    of it (0: none), filled in lines of ``line_bytes``."""
 
     name: str
     capacity: int
@@ -23,6 +24,8 @@ class Memory:
     holds: tuple[str, ...]
     section: str = ""
     note: str = ""
+    cache_bytes: int = 0
+    line_bytes: int = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +42,9 @@ class Target:
     memories: tuple[Memory, ...]
     macs_per_cycle: dict[str, float] = field(default_factory=dict)
     tflm_profile: str = "arm32"  # TFLM build profile that sizes the tail (analysis.persistent)
+    # "stall": memory time adds to compute (a core waiting on its loads, analysis.timing);
+    # "roofline": it overlaps compute (an NPU's DMA), the larger wins (analysis.cost)
+    time_model: str = "stall"
 
     def memory(self, name: str) -> Memory:
         for m in self.memories:
