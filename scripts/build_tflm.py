@@ -1,0 +1,232 @@
+"""Build TFLM from the shared source tarball, outside the repository, with our runner.
+
+    python scripts/build_tflm.py [--out DIR] [--variants host-reference,host-cmsis_nn,...]
+                                 [--tarball FILE] [--jobs N]
+
+For each variant (``arenaplan.verify.native.VARIANTS``): TFLM's ``microlite`` library
+with TFLM's own Makefile, then ``native/tflm_runner.cc`` compiled and linked with the
+same flags, into ``DIR/<variant>/tflm_runner`` (with ``build.log`` and ``build.json``:
+arguments, compiler, seconds). The tarball (``../shared/third_party``) carries every
+third-party download, so nothing is fetched. Extracts once; skips a variant whose
+runner is newer than its source and library. DIR defaults to ``$ARENAPLAN_TFLM_BUILD``,
+else ``<repo>/../tflm-build``; it must lie outside the repository.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "src"))
+
+from arenaplan.verify.native import ARM_CPU, QEMU_CPU, VARIANTS, Variant, build_root  # noqa: E402
+
+TARBALL = REPO.parent / "shared" / "third_party" / "tflite-micro-90b983c2b-src.tar.xz"
+TFLM_COMMIT = "90b983c2b3f1480642e040bbd2ddb37b998f3424"
+RUNNER_SRC = REPO / "native" / "tflm_runner.cc"
+MAKEFILE = "tensorflow/lite/micro/tools/make/Makefile"
+EXTRACTED = ".arenaplan-extracted"  # marker: the tree was extracted whole
+
+# Appended to TFLM's Makefile (make -f Makefile -f runner.mk): the runner is compiled
+# with the library's own CXXFLAGS and INCLUDES, and linked as RUNNER_LINK says.
+RUNNER_MK = """\
+# Written by arenaplan's scripts/build_tflm.py: the runner, with the library's flags.
+$(RUNNER_OUT).o: $(RUNNER_SRC)
+\t$(MKDIR_P) $(dir $@)
+\t$(CXX) $(CXXFLAGS) $(CORE_OPTIMIZATION_LEVEL) $(RUNNER_DEFINES) $(INCLUDES) -c $< -o $@
+$(RUNNER_OUT): $(RUNNER_OUT).o $(MICROLITE_LIB_PATH)
+\t$(CXX) $(RUNNER_LINK) -o $@ $< $(MICROLITE_LIB_PATH) $(LDFLAGS) $(MICROLITE_LIBS)
+tflm_runner: $(RUNNER_OUT)
+"""
+
+# Newlib's ARMv7 multilib (A/R/M-neutral): its semihosting call runs under qemu-arm's
+# A-profile CPUs (see arenaplan.verify.native); the objects stay Cortex-M4 code.
+ARM_LINK = "-march=armv7 -mthumb -mfloat-abi=soft --specs=rdimon.specs"
+
+
+class BuildError(Exception):
+    """One line saying what is missing or what failed."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=None, help="build root (outside the repo)")
+    parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated")
+    parser.add_argument("--tarball", type=Path, default=TARBALL)
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    args = parser.parse_args(argv)
+    try:
+        names = [v.strip() for v in args.variants.split(",") if v.strip()]
+        unknown = [n for n in names if n not in VARIANTS]
+        if unknown:
+            known = ", ".join(VARIANTS)
+            raise BuildError(f"unknown variant(s) {', '.join(unknown)}; known: {known}")
+        root = (args.out or build_root()).resolve()
+        _check_outside_repo(root)
+        for name in names:
+            _check_tools(VARIANTS[name])
+        tree = _extract(args.tarball.resolve(), root)
+        for name in names:
+            _build(VARIANTS[name], root, tree, args.jobs)
+    except BuildError as exc:
+        print(f"build_tflm: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("build_tflm: interrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
+def _check_outside_repo(root: Path) -> None:
+    if root == REPO or REPO in root.parents:
+        raise BuildError(f"the build root {root} is inside the repository; use --out elsewhere")
+
+
+def _check_tools(variant: Variant) -> None:
+    compilers = ["arm-none-eabi-gcc", "arm-none-eabi-g++", "arm-none-eabi-ar"]
+    needed = ["make", *(compilers if variant.arm32 else ["gcc", "g++", "ar"])]
+    missing = [tool for tool in needed if shutil.which(tool) is None]
+    if missing:
+        hint = (
+            "apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi"
+            if variant.arm32
+            else "apt-get install build-essential"
+        )
+        raise BuildError(f"{variant.name} needs {', '.join(missing)}: {hint}")
+    if variant.arm32:
+        specs = subprocess.run(
+            ["arm-none-eabi-gcc", "-print-file-name=rdimon.specs"],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.strip()
+        if not os.path.isabs(specs):
+            hint = "apt-get install libnewlib-arm-none-eabi"
+            raise BuildError(f"{variant.name} needs newlib's rdimon.specs: {hint}")
+    # TFLM's Makefile runs python3 while it reads itself (generate_cc_arrays.py).
+    probe = subprocess.run(
+        ["python3", "-c", "import numpy, PIL"], env=_env(), capture_output=True, check=False
+    )
+    if probe.returncode != 0:
+        raise BuildError(
+            "TFLM's Makefile runs python3 with numpy and pillow (it generates example "
+            "sources while it reads itself): pip install numpy pillow"
+        )
+
+
+def _env() -> dict[str, str]:
+    """PATH with this interpreter's folder first, so that ``python3`` is this venv's."""
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    return env
+
+
+def _extract(tarball: Path, root: Path) -> Path:
+    tree = root / "tflite-micro"
+    marker = tree / EXTRACTED
+    if marker.is_file() and marker.read_text().strip() == tarball.name:
+        print(f"source: {tree} (extracted before)")
+        return tree
+    if not tarball.is_file():
+        raise BuildError(f"the TFLM source tarball is absent: {tarball} (see --tarball)")
+    if tree.exists():
+        raise BuildError(f"{tree} exists but is not a whole extraction of {tarball.name}")
+    print(f"source: extracting {tarball.name} into {root} ...", flush=True)
+    staging = root / ".extracting"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    with tarfile.open(tarball) as tar:
+        tar.extractall(staging, filter="tar")
+    if not (staging / "tflite-micro" / MAKEFILE).is_file():
+        raise BuildError(f"{tarball.name} does not hold tflite-micro/{MAKEFILE}")
+    (staging / "tflite-micro").rename(tree)
+    staging.rmdir()
+    marker.write_text(tarball.name + "\n")
+    return tree
+
+
+def _build(variant: Variant, root: Path, tree: Path, jobs: int) -> None:
+    out = root / variant.name
+    out.mkdir(parents=True, exist_ok=True)
+    runner = out / "tflm_runner"
+    library = tree / "gen" / variant.gendir / "lib" / "libtensorflow-microlite.a"
+    record = out / "build.json"
+    if _up_to_date(runner, library, record):
+        print(f"{variant.name}: up to date ({runner})")
+        return
+    runner_mk = root / "runner.mk"
+    if not runner_mk.is_file() or runner_mk.read_text() != RUNNER_MK:
+        runner_mk.write_text(RUNNER_MK)
+    make_args = list(variant.make_args)
+    runner_vars = [f"RUNNER_SRC={RUNNER_SRC}", f"RUNNER_OUT={runner}"]
+    if variant.arm32:
+        toolchain = Path(shutil.which("arm-none-eabi-g++") or "").parent
+        make_args.append(f"TARGET_TOOLCHAIN_ROOT={toolchain}/")
+        runner_vars += [f"RUNNER_LINK={ARM_LINK}", "RUNNER_DEFINES=-DTFLM_RUNNER_LOG_CALLBACK"]
+    command = ["make", "-f", MAKEFILE, "-f", str(runner_mk), f"-j{jobs}", *make_args]
+    command += [*runner_vars, "microlite", "tflm_runner"]
+    log_path = out / "build.log"
+    what = " ".join(variant.make_args) or "host, reference kernels"
+    print(f"{variant.name}: building ({what}), log {log_path}", flush=True)
+    start = time.monotonic()
+    with log_path.open("w") as log:
+        log.write("$ " + " ".join(command) + "\n")
+        log.flush()
+        proc = subprocess.Popen(command, cwd=tree, stdout=log, stderr=subprocess.STDOUT, env=_env())
+        objects = tree / "gen" / variant.gendir / "obj"
+        while proc.poll() is None:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                n = sum(1 for _ in objects.rglob("*.o")) if objects.is_dir() else 0
+                print(f"{variant.name}: {time.monotonic() - start:4.0f} s, {n} objects", flush=True)
+    seconds = round(time.monotonic() - start)
+    if proc.returncode != 0 or not runner.is_file():
+        raise BuildError(
+            f"{variant.name}: make failed (exit status {proc.returncode}) after {seconds} s: "
+            f"{_last_error(log_path)} (log {log_path})"
+        )
+    facts = {
+        "variant": variant.name,
+        "tflm_commit": TFLM_COMMIT,
+        "make": command,
+        "library": str(library),
+        "runner": str(runner),
+        "compiler": _compiler_version(variant),
+        "seconds": seconds,
+    }
+    if variant.arm32:
+        facts |= {"compiled_for": ARM_CPU, "link": ARM_LINK, "qemu_cpu": QEMU_CPU}
+    record.write_text(json.dumps(facts, indent=2) + "\n")
+    print(f"{variant.name}: built in {seconds} s ({runner})", flush=True)
+
+
+def _up_to_date(runner: Path, library: Path, record: Path) -> bool:
+    if not (runner.is_file() and library.is_file() and record.is_file()):
+        return False
+    built = runner.stat().st_mtime
+    return built >= RUNNER_SRC.stat().st_mtime and built >= library.stat().st_mtime
+
+
+def _last_error(log_path: Path) -> str:
+    lines = log_path.read_text(errors="replace").splitlines()
+    errors = [line.strip() for line in lines if "error" in line.lower()]
+    return (errors or lines or ["no output"])[-1][:300]
+
+
+def _compiler_version(variant: Variant) -> str:
+    cxx = "arm-none-eabi-g++" if variant.arm32 else "g++"
+    out = subprocess.run([cxx, "--version"], capture_output=True, text=True, check=False).stdout
+    return out.splitlines()[0] if out else cxx
+
+
+if __name__ == "__main__":
+    sys.exit(main())
