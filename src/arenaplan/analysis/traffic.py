@@ -1,0 +1,1173 @@
+"""Memory traffic per operator and per tensor: a model of TFLM's kernels.
+
+For every operator, the loads and stores its kernel's Eval makes to every tensor and
+persistent block it touches, from the operator's shapes and options alone: a
+convolution reads each input element once per filter tap that covers it and per
+output channel, its weights once per output pixel, its bias and per-channel
+multipliers once per output element; a pooling reads each window; a softmax reads
+its row three times; a copy moves words. The formulas follow the loops of TFLM's
+reference kernels (``tensorflow/lite/kernels/internal/reference``, the commit of
+``../shared/third_party``) and are checked against every load and store of the real
+kernels counted under valgrind (``arenaplan.verify.traffic_measure``,
+``benchmarks/traffic.py``).
+
+Units: ``loads``/``stores`` are memory accesses (one instruction's access to one
+address), ``load_bytes``/``store_bytes`` bytes, and ``load_widths``/``store_widths``
+give the accesses by width in bytes (1, 2, 4, 8, 16, 32; 0 for any other width).
+Counts are for one invoke of the model.
+
+Keys (:data:`Key`):
+
+- ``(subgraph, tensor)``: the tensor's data (activations in the arena, constants in
+  the flatbuffer, variable tensors in the persistent tail);
+- ``("scratch", subgraph, op, k)``: the operator's k-th kernel scratch buffer (head);
+- ``("persistent", "op_data", subgraph, op)``: what the kernel allocated in Init and
+  Prepare (its OpData, per-channel multipliers and shifts, tables);
+- ``("persistent", "node", subgraph, op)``: its ``TfLiteNode`` and builtin options;
+- ``("persistent", "eval_tensor", subgraph, tensor)``: the tensor's
+  ``TfLiteEvalTensor`` (data pointer, dims pointer, type);
+- ``("persistent", "scratch_handles")``, ``("persistent", "framework")`` (the arena
+  allocator, the memory planner, the subgraph allocations array);
+- ``("model",)``: flatbuffer bytes other than tensor data (dims, operator inputs).
+
+Stack and other process memory (``("other",)`` in a measurement) is not modelled.
+
+What depends on the build: the data terms (tensors, scratch buffers, per-element
+tables) follow the kernels' loops and hold for any compiler that does not vectorise
+them; the fixed per-invoke terms (eval tensors, node, framework, model, the scalar
+fields of operator data) are the counts of one build, :data:`HOST_REFERENCE`
+(``scripts/build_tflm.py`` host-reference: x86-64, gcc 12, TFLM's ``-O2`` for kernels,
+``-Os`` for the framework, 8-byte pointers, the runner's plain memcpy), measured per
+kernel path and listed in ``_FIXED``. Operators whose kernel is not modelled get a
+lower bound (each input read once, each output written once) and ``exact=False``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from arenaplan.analysis.sizes import tensor_bytes
+from arenaplan.ir.dtypes import DType
+from arenaplan.ir.model import Model, Operator, Subgraph, Tensor
+
+Key = tuple  # (subgraph, tensor) or ("persistent", kind, ...), ("scratch", sg, op, k), ("model",)
+Widths = tuple[tuple[int, int], ...]
+
+
+def _merge(a: Widths, b: Widths) -> Widths:
+    if not a:
+        return b
+    if not b:
+        return a
+    out: dict[int, int] = dict(a)
+    for w, n in b:
+        out[w] = out.get(w, 0) + n
+    return tuple(sorted((w, n) for w, n in out.items() if n))
+
+
+@dataclass(frozen=True, slots=True)
+class Traffic:
+    """Loads and stores of one operator to one tensor or block (see the module doc)."""
+
+    loads: int = 0
+    stores: int = 0
+    load_bytes: int = 0
+    store_bytes: int = 0
+    load_widths: Widths = ()
+    store_widths: Widths = ()
+
+    def __add__(self, other: Traffic) -> Traffic:
+        return Traffic(
+            self.loads + other.loads,
+            self.stores + other.stores,
+            self.load_bytes + other.load_bytes,
+            self.store_bytes + other.store_bytes,
+            _merge(self.load_widths, other.load_widths),
+            _merge(self.store_widths, other.store_widths),
+        )
+
+    @staticmethod
+    def reads(n: int, width: int) -> Traffic:
+        """``n`` loads of ``width`` bytes each."""
+        n = int(n)
+        if n <= 0:
+            return Traffic()
+        return Traffic(n, 0, n * width, 0, ((_wclass(width), n),), ())
+
+    @staticmethod
+    def writes(n: int, width: int) -> Traffic:
+        """``n`` stores of ``width`` bytes each."""
+        n = int(n)
+        if n <= 0:
+            return Traffic()
+        return Traffic(0, n, 0, n * width, (), ((_wclass(width), n),))
+
+    @property
+    def bytes(self) -> int:
+        return self.load_bytes + self.store_bytes
+
+    @property
+    def accesses(self) -> int:
+        return self.loads + self.stores
+
+
+def _wclass(width: int) -> int:
+    return width if width in (1, 2, 4, 8, 16, 32) else 0
+
+
+def total(items: Iterable[Traffic]) -> Traffic:
+    out = Traffic()
+    for t in items:
+        out = out + t
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Build:
+    """What the fixed terms depend on: pointer size, the memcpy's widest word."""
+
+    name: str = "host-reference"
+    pointer: int = 8
+    memcpy_word: int = 8
+
+
+HOST_REFERENCE = Build()
+
+
+@dataclass(frozen=True, slots=True)
+class OpTraffic:
+    """One operator's predicted traffic. ``kernel`` names the modelled kernel path;
+    ``exact`` is False where the kernel is not modelled (a lower bound)."""
+
+    subgraph: int
+    op: int
+    opcode: str
+    kernel: str
+    exact: bool
+    traffic: dict[Key, Traffic] = field(default_factory=dict)
+
+    @property
+    def total(self) -> Traffic:
+        return total(self.traffic.values())
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _size(t: Tensor) -> int:
+    return t.dtype.itemsize
+
+
+def _dims(t: Tensor, rank: int) -> tuple[int, ...]:
+    """The tensor's shape extended with leading 1s to ``rank``."""
+    s = tuple(max(d, 0) for d in t.shape)
+    return (1,) * (rank - len(s)) + s
+
+
+def _padding(padding: str, in_size: int, out_size: int, k: int, stride: int, dil: int) -> int:
+    """TFLM's ComputePaddingHeightWidth: the leading padding of one axis."""
+    if padding != "SAME":
+        return 0
+    effective = (k - 1) * dil + 1
+    total = max((out_size - 1) * stride + effective - in_size, 0)
+    return total // 2
+
+
+def _taps(out_size: int, in_size: int, k: int, stride: int, pad: int, dil: int = 1) -> int:
+    """Sum over output positions of the filter taps that fall inside the input."""
+    n = 0
+    for o in range(out_size):
+        origin = o * stride - pad
+        for f in range(k):
+            if 0 <= origin + f * dil < in_size:
+                n += 1
+    return n
+
+
+def memcpy_traffic(nbytes: int, dst_align: int, src_align: int, build: Build = HOST_REFERENCE):
+    """(loads, stores) of the runner's memcpy of ``nbytes``: words of 8 (or 4) bytes
+    while both pointers are aligned to them, then single bytes."""
+    align = math.gcd(dst_align, src_align)
+    word = 8 if align % 8 == 0 and build.memcpy_word >= 8 else 4 if align % 4 == 0 else 1
+    words, rest = (nbytes // word, nbytes % word) if word > 1 else (0, nbytes)
+    t_load = Traffic.reads(words, word) + Traffic.reads(rest, 1)
+    t_store = Traffic.writes(words, word) + Traffic.writes(rest, 1)
+    return t_load, t_store
+
+
+# ---------------------------------------------------------------- the operator context
+
+
+class _Ctx:
+    """One operator being modelled: its tensors and the traffic found so far."""
+
+    def __init__(self, model: Model, sg: Subgraph, op: Operator, build: Build, sizes) -> None:
+        self.model, self.sg, self.op, self.build = model, sg, op, build
+        self.sizes = sizes
+        self.acc: dict[Key, Traffic] = {}
+        self.vars: dict[str, int] = {}
+        self.kernel = op.opcode
+
+    # tensors
+    def i(self, k: int) -> Tensor | None:
+        return self.sg.operand(self.op, k)
+
+    def o(self, k: int = 0) -> Tensor | None:
+        return self.sg.operand(self.op, k, output=True)
+
+    def key(self, t: Tensor) -> Key:
+        return (self.sg.index, t.index)
+
+    def nbytes(self, t: Tensor) -> int:
+        return self.sizes[self.sg.index][t.index]
+
+    def elements(self, t: Tensor) -> int:
+        return self.nbytes(t) // max(_size(t), 1)
+
+    def opt(self, name: str, default=None):
+        return self.op.options.get(name, default)
+
+    # traffic
+    def add(self, key: Key, t: Traffic) -> None:
+        if t.loads or t.stores:
+            self.acc[key] = self.acc[key] + t if key in self.acc else t
+
+    def load(self, t: Tensor | Key | None, n: int, width: int | None = None) -> None:
+        if t is None:
+            return
+        if isinstance(t, Tensor):
+            self.add(self.key(t), Traffic.reads(n, width or _size(t)))
+        else:
+            self.add(t, Traffic.reads(n, width or 1))
+
+    def store(self, t: Tensor | Key | None, n: int, width: int | None = None) -> None:
+        if t is None:
+            return
+        if isinstance(t, Tensor):
+            self.add(self.key(t), Traffic.writes(n, width or _size(t)))
+        else:
+            self.add(t, Traffic.writes(n, width or 1))
+
+    def copy(self, dst: Tensor | Key, dst_off: int, src: Tensor | Key, src_off: int, n: int):
+        """A memcpy of ``n`` bytes, offsets in bytes from 16-aligned bases."""
+        t_load, t_store = memcpy_traffic(n, _align(dst_off), _align(src_off), self.build)
+        self.add(self.key(src) if isinstance(src, Tensor) else src, t_load)
+        self.add(self.key(dst) if isinstance(dst, Tensor) else dst, t_store)
+
+    @property
+    def op_data(self) -> Key:
+        return ("persistent", "op_data", self.sg.index, self.op.index)
+
+    def scratch(self, k: int) -> Key:
+        return ("scratch", self.sg.index, self.op.index, k)
+
+
+def _align(offset: int) -> int:
+    """The alignment of a 16-aligned base plus ``offset`` bytes."""
+    offset %= 16
+    return 16 if offset == 0 else offset & -offset
+
+
+# ---------------------------------------------------------------- kernels
+
+Kernel = Callable[[_Ctx], None]
+_KERNELS: dict[str, Kernel] = {}
+
+
+def _kernel(*opcodes: str):
+    def register(fn: Kernel) -> Kernel:
+        for name in opcodes:
+            _KERNELS[name] = fn
+        return fn
+
+    return register
+
+
+def _path(c: _Ctx, *parts: str) -> None:
+    c.kernel = "/".join((c.op.opcode, *parts))
+
+
+def _dt(t: Tensor | None) -> str:
+    return t.dtype.name.lower() if t is not None else "none"
+
+
+@_kernel("CONV_2D", "DEPTHWISE_CONV_2D")
+def _conv(c: _Ctx) -> None:
+    x, w, b, y = c.i(0), c.i(1), c.i(2), c.o()
+    n, ih, iw, _ = _dims(x, 4)
+    _, oh, ow, cout = _dims(y, 4)
+    _, kh, kw, _ = _dims(w, 4)
+    sh, sw = c.opt("stride_h", 1), c.opt("stride_w", 1)
+    dh, dw = c.opt("dilation_h_factor", 1), c.opt("dilation_w_factor", 1)
+    pad = c.opt("padding", "SAME")
+    ph, pw = _padding(pad, ih, oh, kh, sh, dh), _padding(pad, iw, ow, kw, sw, dw)
+    taps = _taps(oh, ih, kh, sh, ph, dh) * _taps(ow, iw, kw, sw, pw, dw)
+    outputs = n * oh * ow * cout
+    # a convolution's tap reads the filter's input depth for each output channel
+    per_tap = _dims(w, 4)[3] * cout if c.op.opcode == "CONV_2D" else cout
+    c.load(x, n * taps * per_tap)
+    c.load(w, n * taps * per_tap)
+    c.load(b, outputs)
+    c.store(y, outputs)
+    per_channel = x.dtype in (DType.INT8, DType.INT16)
+    if per_channel:
+        c.load(c.op_data, 2 * outputs, 4)  # per-channel multiplier and shift
+    _path(c, _dt(x))
+
+
+@_kernel("FULLY_CONNECTED")
+def _fully_connected(c: _Ctx) -> None:
+    x, w, b, y = c.i(0), c.i(1), c.i(2), c.o()
+    depth = _dims(w, 2)[-1]
+    out_depth = y.shape[-1] if y.shape else 1
+    batches = c.elements(y) // max(out_depth, 1)
+    c.load(x, batches * out_depth * depth)
+    c.load(w, batches * out_depth * depth)
+    c.load(b, batches * out_depth)
+    c.store(y, batches * out_depth)
+    _path(c, _dt(x))
+
+
+@_kernel("AVERAGE_POOL_2D", "MAX_POOL_2D")
+def _pool(c: _Ctx) -> None:
+    x, y = c.i(0), c.o()
+    n, ih, iw, ch = _dims(x, 4)
+    _, oh, ow, _ = _dims(y, 4)
+    kh, kw = c.opt("filter_height", 1), c.opt("filter_width", 1)
+    sh, sw = c.opt("stride_h", 1), c.opt("stride_w", 1)
+    pad = c.opt("padding", "SAME")
+    ph, pw = _padding(pad, ih, oh, kh, sh, 1), _padding(pad, iw, ow, kw, sw, 1)
+    taps = _taps(oh, ih, kh, sh, ph) * _taps(ow, iw, kw, sw, pw)
+    c.load(x, n * taps * ch)
+    c.store(y, n * oh * ow * ch)
+    _path(c, _dt(x))
+
+
+@_kernel("SOFTMAX")
+def _softmax(c: _Ctx) -> None:
+    x, y = c.i(0), c.o()
+    c.load(x, 3 * c.elements(x))  # max, sum of exponentials, output
+    c.store(y, c.elements(y))
+    _path(c, _dt(x), _dt(y))
+
+
+@_kernel("RESHAPE", "SQUEEZE", "EXPAND_DIMS")
+def _reshape(c: _Ctx) -> None:
+    x, y = c.i(0), c.o()
+    c.copy(y, 0, x, 0, c.nbytes(y))
+    _path(c)
+
+
+@_kernel("QUANTIZE", "DEQUANTIZE", "CAST")
+def _convert(c: _Ctx) -> None:
+    x, y = c.i(0), c.o()
+    c.load(x, c.elements(x))
+    c.store(y, c.elements(y))
+    _path(c, _dt(x), _dt(y))
+
+
+def _broadcast_loads(a: Tensor, b: Tensor, y: Tensor) -> tuple[int, int]:
+    """Loads of each input by TFLM's BroadcastBinaryOpSimple (loops fused, a stride-0
+    operand of the innermost loop read once per run of it)."""
+    rank = max(len(a.shape), len(b.shape), len(y.shape))
+    if rank == 0:
+        return 1, 1
+    da, db, do = _dims(a, rank), _dims(b, rank), _dims(y, rank)
+    loops: list[list[int]] = []  # [a_stride, b_stride, o_stride, extent], innermost first
+    acc = [1, 1, 1]
+    for i in range(rank - 1, -1, -1):
+        sa = 0 if da[i] == 1 and do[i] != 1 else acc[0]
+        sb = 0 if db[i] == 1 and do[i] != 1 else acc[1]
+        so = acc[2]
+
+        def fuse(stride: int, expected: int, nxt: int, od: int = do[i]) -> bool:
+            if od == 1:
+                return True
+            return stride == 0 if nxt == 0 else stride == expected
+
+        if loops and fuse(sa, acc[0], loops[-1][0]) and fuse(sb, acc[1], loops[-1][1]):
+            if fuse(so, acc[2], loops[-1][2]):
+                loops[-1][3] *= do[i]
+            else:
+                loops.append([sa, sb, so, do[i]])
+        else:
+            loops.append([sa, sb, so, do[i]])
+        acc = [acc[0] * da[i], acc[1] * db[i], acc[2] * do[i]]
+    inner = loops[0]
+    runs = math.prod(lp[3] for lp in loops[1:])
+    la = runs * (1 if inner[0] == 0 else inner[3])
+    lb = runs * (1 if inner[1] == 0 else inner[3])
+    return la, lb
+
+
+@_kernel("ADD", "SUB", "MUL", "DIV", "MINIMUM", "MAXIMUM", "SQUARED_DIFFERENCE")
+def _binary(c: _Ctx) -> None:
+    a, b, y = c.i(0), c.i(1), c.o()
+    if a.shape == b.shape:
+        la = lb = c.elements(y)
+    else:
+        la, lb = _broadcast_loads(a, b, y)
+    c.load(a, la)
+    c.load(b, lb)
+    c.store(y, c.elements(y))
+    _path(c, _dt(a), "broadcast" if a.shape != b.shape else "same")
+
+
+@_kernel("STRIDED_SLICE")
+def _strided_slice(c: _Ctx) -> None:
+    x, y = c.i(0), c.o()
+    c.load(x, c.elements(y))
+    c.store(y, c.elements(y))
+    _path(c, _dt(x))
+
+
+@_kernel("CONCATENATION")
+def _concatenation(c: _Ctx) -> None:
+    y = c.o()
+    rank = len(y.shape)
+    axis = c.opt("axis", 0)
+    axis = axis + rank if axis < 0 else axis
+    outer = math.prod(_dims(y, rank)[:axis])
+    inner = math.prod(_dims(y, rank)[axis + 1 :]) * _size(y)
+    out_row = _dims(y, rank)[axis] * inner
+    for row in range(outer):
+        at = row * out_row
+        for k in range(len(c.op.inputs)):
+            x = c.i(k)
+            if x is None:
+                continue
+            n = _dims(x, rank)[axis] * inner
+            c.copy(y, at, x, row * n, n)
+            at += n
+    _path(c, _dt(y))
+
+
+@_kernel("SVDF")
+def _svdf(c: _Ctx) -> None:
+    x, wf, wt, b, state, y = c.i(0), c.i(1), c.i(2), c.i(3), c.i(4), c.o()
+    if x.dtype is not DType.INT8:
+        raise ValueError("only the integer SVDF is modelled")
+    rank = c.opt("rank", 1)
+    n_batch, n_input = _dims(x, 2)
+    n_filter = wf.shape[0]
+    n_unit = n_filter // rank
+    n_memory = wt.shape[1]
+    ts = _size(state)
+    # shift the state left by one element (a memmove, the source one element in)
+    shifted = (n_batch * n_filter * n_memory - 1) * ts
+    c.copy(state, 0, state, ts, shifted)
+    # feature matmul: each filter row against the input, result into the state
+    c.load(x, n_batch * n_filter * n_input)
+    c.load(wf, n_batch * n_filter * n_input)
+    c.store(state, n_batch * n_filter)
+    c.load(c.op_data, n_batch * n_filter * 3, 4)  # input zero point, scale a and b
+    c.load(c.op_data, n_batch * n_filter, 2)  # the state's zero point
+    # time: weights_time against the state, accumulated in scratch 0
+    c.load(wt, n_batch * n_filter * n_memory)
+    c.load(state, n_batch * n_filter * n_memory)
+    c.load(c.op_data, n_batch * n_filter * n_memory, 4)  # the state's zero point
+    c.store(c.scratch(0), n_batch * n_filter * (1 + n_memory), 4)
+    # bias into scratch 1, reduce over the rank, rescale into the output
+    c.load(b, n_batch * n_unit)
+    c.store(c.scratch(1), n_batch * n_unit * (1 + rank), 4)
+    c.load(c.scratch(0), n_batch * n_unit * rank, 4)
+    c.load(c.scratch(1), n_batch * n_unit * (rank + 1), 4)
+    c.load(c.op_data, n_batch * n_unit * 3, 4)  # scale a and b, output zero point
+    c.store(y, n_batch * n_unit)
+    c.vars = {"B": n_batch, "U": n_unit}
+    _path(c, "int8", _dt(state))
+
+
+@_kernel("UNIDIRECTIONAL_SEQUENCE_LSTM")
+def _lstm(c: _Ctx) -> None:
+    """lstm_eval.h: per time step, four gates (an input and a recurrent fully
+    connected, their sum, a sigmoid or tanh), the cell update (two products, a sum,
+    the clip), the hidden state (tanh, a product) and a memcpy of it to the output.
+    The four scratch buffers hold the gates; the op data holds every parameter, read
+    once per element by the products."""
+    x, y = c.i(0), c.o()
+    hidden, cell = c.i(18), c.i(19)
+    if x.dtype is not DType.INT8 or cell.dtype is not DType.INT16:
+        raise ValueError("only the int8 LSTM (int16 cell) is modelled")
+    time_major = bool(c.opt("time_major", False))
+    d = _dims(x, 3)
+    steps_t, batch = (d[0], d[1]) if time_major else (d[1], d[0])
+    n_in = d[2]
+    n_state = hidden.shape[-1]
+    rows = batch if time_major else 1  # rows of one step
+    loops = 1 if time_major else batch
+    steps = steps_t * loops
+    e = rows * n_state  # elements of one gate in one step
+    clip = float(c.opt("cell_clip", 0.0) or 0.0) > 0
+    for k in range(1, 5):  # input-to-gate weights and the gate biases
+        c.load(c.i(k), steps * e * n_in)
+        c.load(c.i(k + 11), steps * e)
+    for k in range(5, 9):  # recurrent weights
+        c.load(c.i(k), steps * e * n_state)
+    c.load(x, steps * 4 * e * n_in)
+    c.load(hidden, steps * 4 * e * n_state)
+    c.store(hidden, steps * e)
+    c.load(cell, steps * e * (4 if clip else 3))
+    c.store(cell, steps * e * (3 if clip else 2))
+    for k, (loads, stores) in enumerate(((4, 4), (7, 7), (3, 3), (4, 4))):
+        c.load(c.scratch(k), steps * e * loads, 2)
+        c.store(c.scratch(k), steps * e * stores, 2)
+    for b in range(loops):  # the hidden state copied to the output after each step
+        for t in range(steps_t):
+            out_at = (b * steps_t + t) * e
+            c.copy(y, out_at, hidden, 0 if time_major else b * n_state, e)
+    od = c.op_data
+    c.load(od, steps * (3 * 7 * e + 8 * 7 + 19 + 8 + 3 + 2 + 1), 4)
+    c.load(od, steps * (19 + 8 + 1), 1)
+    c.load(od, steps, 8)
+    if clip:
+        c.load(od, steps * e, 2)
+    if not time_major:
+        c.load(od, 2 * batch, 4)
+        c.load(od, batch, 1)
+    c.vars = {"N": steps}
+    _path(c, "int8")
+
+
+def _custom(c: _Ctx) -> dict:
+    from arenaplan.ir.custom import custom_options
+
+    return custom_options(c.op)
+
+
+@_kernel("SignalWindow")
+def _signal_window(c: _Ctx) -> None:
+    x, w, y = c.i(0), c.i(1), c.o()
+    n, chunk = c.elements(x), c.elements(w)
+    c.load(x, n)
+    c.load(w, n)
+    c.store(y, n)
+    c.load(c.op_data, 1 + 2 * (n // max(chunk, 1)), 4)  # input size, shift per chunk
+    _path(c, "int16")
+
+
+@_kernel("SignalFftAutoScale")
+def _signal_fft_auto_scale(c: _Ctx) -> None:
+    x, y, scale = c.i(0), c.o(0), c.o(1)
+    c.load(x, 2 * c.elements(x))  # the largest magnitude, then the scaling
+    c.store(y, c.elements(y))
+    c.store(scale, 1)
+    _path(c, "int16")
+
+
+@_kernel("SignalEnergy")
+def _signal_energy(c: _Ctx) -> None:
+    x, y = c.i(0), c.o()
+    o = _custom(c)
+    n = max(int(o.get("end_index", 0)) - int(o.get("start_index", 0)), 0)
+    c.load(x, 2 * n)  # real and imaginary parts
+    c.store(y, n)
+    c.load(c.op_data, 2, 4)
+    _path(c, "int16")
+
+
+@_kernel("SignalFilterBank")
+def _signal_filter_bank(c: _Ctx) -> None:
+    """Accumulates each channel's weighted and unweighted bins into a work area in
+    the op data (num_channels + 1 entries), then copies all but the first out."""
+    x, weights, unweights, freq_starts, weight_starts, widths, y = (
+        *(c.i(k) for k in range(6)),
+        c.o(),
+    )
+    channels = c.elements(y)
+    bins = 0
+    if widths.is_constant and c.model.buffers:
+        import numpy as np
+
+        data = c.model.buffers[widths.buffer]
+        bins = int(np.frombuffer(data, dtype="<i2")[: channels + 1].sum())
+    for t in (x, weights, unweights):
+        c.load(t, bins)
+    for t in (freq_starts, weight_starts, widths):
+        c.load(t, channels + 1)
+    c.store(c.op_data, channels + 1, 8)
+    c.load(c.op_data, 2 * (channels + 1), 8)  # the config's pointers, per channel
+    c.copy(y, 0, c.op_data, 8, 8 * channels)
+    _path(c, "uint32")
+
+
+@_kernel("SignalFilterBankSquareRoot")
+def _signal_filter_bank_sqrt(c: _Ctx) -> None:
+    x, bits, y = c.i(0), c.i(1), c.o()
+    c.load(x, c.elements(x))
+    c.load(bits, 1)
+    c.store(y, c.elements(y))
+    _path(c, "uint64")
+
+
+@_kernel("SignalFilterBankSpectralSubtraction")
+def _signal_spectral_subtraction(c: _Ctx) -> None:
+    x, y, noise = c.i(0), c.o(0), c.o(1)
+    n = c.elements(x)
+    c.load(x, 2 * n)
+    c.store(y, n)
+    c.load(c.op_data, 6 * n, 4)  # coefficients and the noise estimate, per channel
+    c.store(c.op_data, n, 4)  # the noise estimate
+    if _custom(c).get("clamping"):
+        raise ValueError("clamping stores depend on the data")
+    c.copy(noise, 0, c.op_data, 0, c.nbytes(noise))
+    _path(c, "uint32")
+
+
+@_kernel("SignalPCAN")
+def _signal_pcan(c: _Ctx) -> None:
+    """Copies the input to the output, then per channel reads the noise estimate,
+    three gain table entries (one when the estimate is at most 2) and the output."""
+    x, noise, lut, y = c.i(0), c.i(1), c.i(2), c.o()
+    n = c.elements(x)
+    c.copy(y, 0, x, 0, c.nbytes(y))
+    c.load(noise, n)
+    c.load(lut, 3 * n)
+    c.load(y, n)
+    c.store(y, n)
+    c.load(c.op_data, 1, 4)
+    _path(c, "uint32")
+
+
+@_kernel("SignalFilterBankLog")
+def _signal_filter_bank_log(c: _Ctx) -> None:
+    x, y = c.i(0), c.o()
+    c.load(x, c.elements(x))
+    c.store(y, c.elements(y))
+    c.load(c.op_data, 2, 4)
+    _path(c, "uint32")
+
+
+def _kiss_stages(n: int) -> tuple[int, int]:
+    """kiss_fft's radix-4 and radix-2 stages for a power of two ``n``."""
+    fours = 0
+    while n % 4 == 0 and n > 1:
+        n //= 4
+        fours += 1
+    if n == 2:
+        return fours, 1
+    if n != 1:
+        raise ValueError("only power-of-two FFT lengths are modelled")
+    return fours, 0
+
+
+@_kernel("SignalRfft")
+def _signal_rfft(c: _Ctx) -> None:
+    """Per frame: the input copied into the scratch work area and zero padded to the
+    FFT length, then kiss_fftr (int16): the complex FFT of half the length in the
+    op data's buffer (radix-4 and radix-2 butterflies, the twiddles read there), and
+    the split into the output's half spectrum. Counts per butterfly measured on
+    HOST_REFERENCE for lengths 32 to 1024."""
+    x, y = c.i(0), c.o()
+    if x.dtype is not DType.INT16:
+        raise ValueError("only the int16 RFFT is modelled")
+    length = int(_custom(c).get("fft_length", 0))
+    frame = x.shape[-1] if x.shape else 1
+    frames = c.elements(x) // max(frame, 1)
+    n = length // 2
+    fours, twos = _kiss_stages(n)
+    b4, b2 = fours * n // 4, twos * n // 2
+    od, work = c.op_data, c.scratch(0)
+    for f in range(frames):
+        c.copy(work, 0, x, 2 * f * frame, 2 * frame)
+        t_load, t_store = memcpy_traffic(2 * (length - frame), _align(2 * frame), 16, c.build)
+        c.add(work, t_store)
+        del t_load
+        c.load(work, n, 4)  # the input as n complex values, copied into the op data
+        c.store(od, n + 2 * b2, 4)
+        c.load(od, 24 * b4 + 6 * b2 + 3 * n + 2, 2)
+        c.store(od, 18 * b4 + 4 * b2, 2)
+        c.load(od, n + 10 + 3 * b2, 4)
+        c.load(od, 4, 8)
+        c.store(y, 2 * n + 4, 2)
+    _path(c, "int16")
+
+
+# ---------------------------------------------------------------- fixed terms
+
+# Per kernel path, the fixed loads (and stores, after "/") of one invoke, by role:
+# inK/outK the eval tensor of input/output K, node, fw (framework), model, opdata
+# (the scalar fields of the operator data), handles (scratch handles). Each item is
+# "width:count"; a count may use rK/qK (rank of input/output K). Measured on
+# HOST_REFERENCE, one kernel path at a time.
+_FIXED: dict[str, dict[str, str]] = {
+    "ADD/int32/broadcast": {
+        "fw": "4:1 8:7 / 8:1",
+        "in0": "8:2",
+        "in1": "8:2",
+        "model": "4:12",
+        "node": "8:5",
+        "opdata": "1:1",
+        "out0": "4:2 8:2",
+    },
+    "ADD/int8/same": {
+        "fw": "4:1 8:7 / 8:1",
+        "in0": "8:3",
+        "in1": "8:3",
+        "model": "4:32",
+        "node": "8:5",
+        "opdata": "4:12",
+        "out0": "4:2 8:2",
+    },
+    "AVERAGE_POOL_2D/int8": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "4:1 8:2",
+        "model": "4:14",
+        "node": "4:4 8:4",
+        "opdata": "2:2 4:2",
+        "out0": "8:2",
+    },
+    "CAST/int16/int32": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "4:1 8:2",
+        "model": "4:8",
+        "node": "8:2",
+        "out0": "4:1 8:2",
+    },
+    "CAST/int32/int8": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "4:1 8:2",
+        "model": "4:8",
+        "node": "8:2",
+        "out0": "4:1 8:2",
+    },
+    "CAST/int32/uint32": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "4:1 8:2",
+        "model": "4:8",
+        "node": "8:2",
+        "out0": "4:1 8:2",
+    },
+    "CAST/uint32/int32": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "4:1 8:2",
+        "model": "4:8",
+        "node": "8:2",
+        "out0": "4:1 8:2",
+    },
+    "CONCATENATION/int32": {
+        "fw": "4:1 8:12 / 8:1",
+        "in0": "8:2",
+        "in1": "8:2",
+        "in2": "8:2",
+        "model": "4:35",
+        "node": "8:16",
+        "opdata": "4:2",
+        "out0": "4:1 8:2",
+    },
+    "CONV_2D/int8": {
+        "fw": "4:1 8:8 / 8:1",
+        "in0": "4:1 8:2",
+        "in1": "4:1 8:2",
+        "in2": "8:2",
+        "model": "4:28",
+        "node": "2:4 4:1 8:7",
+        "opdata": "4:7 8:3",
+        "out0": "8:2",
+    },
+    "DEPTHWISE_CONV_2D/int8": {
+        "fw": "4:1 8:8 / 8:1",
+        "in0": "4:1 8:2",
+        "in1": "4:1 8:2",
+        "in2": "8:2",
+        "model": "4:28",
+        "node": "2:4 4:2 8:7",
+        "opdata": "4:7 8:3",
+        "out0": "8:2",
+    },
+    "DEQUANTIZE/int8/float32": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "4:1 8:2",
+        "model": "4:10",
+        "node": "8:3",
+        "opdata": "4:1 8:1",
+        "out0": "4:1 8:2",
+    },
+    "DIV/int32/broadcast": {
+        "fw": "4:1 8:7 / 8:1",
+        "in0": "8:3",
+        "in1": "8:3",
+        "model": "4:15",
+        "node": "4:1 8:5",
+        "out0": "4:1 8:2",
+    },
+    "FULLY_CONNECTED/float32": {
+        "fw": "4:1 8:8 / 8:1",
+        "in0": "4:1 8:2",
+        "in1": "8:2",
+        "in2": "8:2",
+        "model": "4:21",
+        "node": "4:1 8:6",
+        "out0": "8:2",
+    },
+    "FULLY_CONNECTED/int8": {
+        "fw": "4:1 8:8 / 8:1",
+        "in0": "4:1 8:2",
+        "in1": "4:1 8:2",
+        "in2": "8:2",
+        "model": "4:19+r0",
+        "node": "8:6",
+        "opdata": "1:1 4:5 8:1",
+        "out0": "8:2",
+    },
+    "UNIDIRECTIONAL_SEQUENCE_LSTM/int8": {
+        "fw": "4:1 8:20 / 8:1",
+        "handles": "8:4",
+        "in0": "4:1 8:8*N",
+        "in1": "4:1 8:2*N",
+        "in2": "8:2*N",
+        "in3": "8:2*N",
+        "in4": "8:2*N",
+        "in5": "8:2*N",
+        "in6": "8:2*N",
+        "in7": "8:2*N",
+        "in8": "8:2*N",
+        "in12": "8:2*N",
+        "in13": "8:2*N",
+        "in14": "8:2*N",
+        "in15": "8:2*N",
+        "in18": "8:11*N",
+        "in19": "8:6*N",
+        "model": "4:75*N+8",
+        "node": "8:26",
+        "opdata": "4:35 1:1",
+        "out0": "8:2*N",
+    },
+    "MAXIMUM/int32/broadcast": {
+        "fw": "4:1 8:7 / 8:1",
+        "in0": "8:2",
+        "in1": "8:2",
+        "model": "4:12",
+        "node": "8:3",
+        "out0": "4:1 8:2",
+    },
+    "MAX_POOL_2D/int8": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "4:1 8:2",
+        "model": "4:14",
+        "node": "8:4 16:1",
+        "opdata": "4:2 8:1",
+        "out0": "8:2",
+    },
+    "MINIMUM/int32/broadcast": {
+        "fw": "4:1 8:7 / 8:1",
+        "in0": "8:2",
+        "in1": "8:2",
+        "model": "4:12",
+        "node": "8:3",
+        "out0": "4:1 8:2",
+    },
+    "MUL/int32/broadcast": {
+        "fw": "4:1 8:7 / 8:1",
+        "in0": "4:2 8:3",
+        "in1": "8:3",
+        "model": "4:15",
+        "node": "8:5",
+        "opdata": "4:6 8:1",
+        "out0": "8:2",
+    },
+    "QUANTIZE/float32/int8": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "4:1 8:2",
+        "model": "4:6+r0+q0",
+        "node": "8:3",
+        "opdata": "4:1 8:1",
+        "out0": "4:1 8:2",
+    },
+    "QUANTIZE/int16/int32": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "4:1 8:2",
+        "model": "4:5+r0",
+        "node": "8:3",
+        "opdata": "4:4",
+        "out0": "4:1 8:1",
+    },
+    "QUANTIZE/int16/int8": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "4:1 8:2",
+        "model": "4:5+r0",
+        "node": "8:3",
+        "opdata": "4:4",
+        "out0": "4:1 8:1",
+    },
+    "QUANTIZE/int8/uint8": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "4:1 8:2",
+        "model": "4:5+r0",
+        "node": "8:3",
+        "opdata": "4:4",
+        "out0": "4:1 8:1",
+    },
+    "QUANTIZE/uint8/int8": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "4:1 8:2",
+        "model": "4:5+r0",
+        "node": "8:3",
+        "opdata": "4:4",
+        "out0": "4:1 8:1",
+    },
+    "RESHAPE": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "4:1 8:2",
+        "model": "4:5+r0",
+        "node": "8:2",
+        "out0": "8:1",
+    },
+    "SignalEnergy/int16": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "8:1",
+        "model": "4:4",
+        "node": "8:3",
+        "out0": "8:1",
+    },
+    "SignalFftAutoScale/int16": {
+        "fw": "4:1 8:7 / 8:1",
+        "in0": "8:1",
+        "model": "4:6",
+        "node": "8:3",
+        "out0": "8:2",
+        "out1": "8:1",
+    },
+    "SignalFilterBank/uint32": {
+        "fw": "4:1 8:11 / 8:1",
+        "in0": "8:1",
+        "in1": "8:1",
+        "in2": "8:1",
+        "in3": "8:1",
+        "in4": "8:1",
+        "in5": "8:1",
+        "model": "4:21",
+        "node": "8:8",
+        "opdata": "4:1 8:5 / 8:5",
+        "out0": "4:1 8:2",
+    },
+    "SignalFilterBankLog/uint32": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "8:2",
+        "model": "4:5",
+        "node": "8:3",
+        "out0": "8:1",
+    },
+    "SignalFilterBankSpectralSubtraction/uint32": {
+        "fw": "4:1 8:7 / 8:1",
+        "in0": "8:1",
+        "model": "4:5",
+        "node": "8:4",
+        "opdata": "1:1 4:2 8:3",
+        "out0": "8:1",
+        "out1": "8:1",
+    },
+    "SignalFilterBankSquareRoot/uint64": {
+        "fw": "4:1 8:7 / 8:1",
+        "in0": "8:2",
+        "in1": "8:1",
+        "model": "4:8",
+        "node": "8:3",
+        "out0": "8:1",
+    },
+    "SignalPCAN/uint32": {
+        "fw": "4:1 8:8 / 8:1",
+        "in0": "8:2",
+        "in1": "8:1",
+        "in2": "8:1",
+        "model": "4:13",
+        "node": "8:5",
+        "out0": "4:1 8:2",
+    },
+    "SignalWindow/int16": {
+        "fw": "4:1 8:7 / 8:1",
+        "in0": "8:1",
+        "in1": "8:2",
+        "model": "4:8",
+        "node": "8:4",
+        "out0": "8:1",
+    },
+    "SignalRfft/int16": {
+        "fw": "4:1 8:6 / 8:1",
+        "handles": "8:1",
+        "in0": "8:1",
+        "model": "4:4",
+        "node": "8:4",
+        "out0": "8:1",
+    },
+    "SOFTMAX/int8/int16": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "4:1 8:2",
+        "model": "4:6+r0+q0",
+        "node": "8:3",
+        "opdata": "16:5",
+        "out0": "4:1 8:2",
+    },
+    "SOFTMAX/int8/int8": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "4:1 8:2",
+        "model": "4:6+r0+q0",
+        "node": "8:3",
+        "opdata": "16:5",
+        "out0": "4:1 8:2",
+    },
+    "SVDF/int8/int16": {
+        "fw": "4:1 8:10 / 8:1",
+        "handles": "8:2",
+        "in0": "8:2",
+        "in1": "4:1 8:2",
+        "in2": "4:1 8:2",
+        "in3": "8:1",
+        "in4": "8:2",
+        "model": "4:21",
+        "node": "4:1 8:9",
+        "opdata": "4:2",
+        "out0": "8:B*U",
+    },
+    "STRIDED_SLICE/int32": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "8:2",
+        "model": "4:8",
+        "node": "8:3",
+        "opdata": "1:4 2:3 4:1 16:5",
+        "out0": "4:2 8:2",
+    },
+}
+
+
+def _fixed(spec: str, names: dict[str, int]) -> Traffic:
+    loads, _, stores = spec.partition("/")
+    out = Traffic()
+    for part, make in ((loads, Traffic.reads), (stores, Traffic.writes)):
+        for item in part.split():
+            width, _, count = item.partition(":")
+            n = eval(count, {"__builtins__": {}}, names)  # our own table, not input
+            out = out + make(n, int(width))
+    return out
+
+
+def _add_fixed(c: _Ctx) -> bool:
+    spec = _FIXED.get(c.kernel)
+    if spec is None:
+        return False
+    sg, op = c.sg.index, c.op.index
+    names = dict(c.vars)
+    for k, i in enumerate(c.op.inputs):
+        names[f"r{k}"] = len(c.sg.tensors[i].shape) if i >= 0 else 0
+    for k, i in enumerate(c.op.outputs):
+        names[f"q{k}"] = len(c.sg.tensors[i].shape)
+    for role, s in spec.items():
+        t = _fixed(s, names)
+        if role.startswith(("in", "out")):
+            k = int(role[2:] if role.startswith("in") else role[3:])
+            idx = c.op.inputs if role.startswith("in") else c.op.outputs
+            if k < len(idx) and idx[k] >= 0:
+                c.add(("persistent", "eval_tensor", sg, idx[k]), t)
+        elif role == "node":
+            c.add(("persistent", "node", sg, op), t)
+        elif role == "fw":
+            c.add(("persistent", "framework"), t)
+        elif role == "model":
+            c.add(("model",), t)
+        elif role == "opdata":
+            c.add(c.op_data, t)
+        elif role == "handles":
+            c.add(("persistent", "scratch_handles"), t)
+    return True
+
+
+# ---------------------------------------------------------------- the API
+
+
+def _fallback(c: _Ctx) -> None:
+    for i in c.op.tensor_inputs():
+        t = c.sg.tensors[i]
+        c.load(t, c.elements(t))
+    for i in c.op.outputs:
+        t = c.sg.tensors[i]
+        c.store(t, c.elements(t))
+
+
+def traffic_details(model: Model, build: Build = HOST_REFERENCE) -> list[OpTraffic]:
+    """Every operator's predicted traffic, with its kernel path and exactness."""
+    sizes = tensor_bytes(model)
+    out = []
+    for sg in model.subgraphs:
+        for op in sg.operators:
+            c = _Ctx(model, sg, op, build, sizes)
+            kernel = _KERNELS.get(op.opcode)
+            exact = kernel is not None
+            try:
+                if kernel is not None:
+                    kernel(c)
+            except (IndexError, AttributeError, TypeError, ValueError, ZeroDivisionError):
+                exact, c.acc, c.kernel = False, {}, op.opcode
+            if not exact:
+                _fallback(c)
+            else:
+                exact = _add_fixed(c)
+            out.append(OpTraffic(sg.index, op.index, op.opcode, c.kernel, exact, dict(c.acc)))
+    return out
+
+
+def operator_traffic(
+    model: Model, build: Build = HOST_REFERENCE
+) -> dict[tuple[int, int], dict[Key, Traffic]]:
+    """Per (subgraph, operator): per key (see the module doc) -> :class:`Traffic`."""
+    return {(d.subgraph, d.op): d.traffic for d in traffic_details(model, build)}
+
+
+# ---------------------------------------------------------------- comparison
+
+FIGURES = ("loads", "stores", "load_bytes", "store_bytes")
+
+
+@dataclass(frozen=True, slots=True)
+class Difference:
+    """Predicted against measured for one operator and key. ``error`` is the largest
+    relative error over loads, stores, their bytes and the accesses by width (the
+    share of accesses counted at a wrong width), 0 when both are zero, inf when
+    only the prediction is."""
+
+    subgraph: int
+    op: int
+    key: Key
+    predicted: Traffic
+    measured: Traffic
+    error: float
+
+
+def _rel(p: int, m: int) -> float:
+    if m == 0:
+        return 0.0 if p == 0 else math.inf
+    return abs(p - m) / m
+
+
+def _width_error(p: Widths, m: Widths) -> float:
+    n = sum(c for _, c in m)
+    if n == 0:
+        return 0.0 if not p else math.inf
+    pd, md = dict(p), dict(m)
+    return sum(abs(pd.get(w, 0) - md.get(w, 0)) for w in set(pd) | set(md)) / (2 * n)
+
+
+def difference(subgraph: int, op: int, key: Key, p: Traffic, m: Traffic) -> Difference:
+    errors = [_rel(getattr(p, f), getattr(m, f)) for f in FIGURES]
+    errors.append(_width_error(p.load_widths, m.load_widths))
+    errors.append(_width_error(p.store_widths, m.store_widths))
+    return Difference(subgraph, op, key, p, m, max(errors))
+
+
+def compare(
+    predicted: dict[tuple[int, int], dict[Key, Traffic]],
+    measured: dict[tuple[int, int], dict[Key, Traffic]],
+    ignore: Iterable[Key] = (("other",),),
+) -> list[Difference]:
+    """One :class:`Difference` per operator and key present in either, ``ignore``d keys
+    (by default the stack and other process memory) left out."""
+    skip = set(ignore)
+    out = []
+    for where in sorted(set(predicted) | set(measured)):
+        p, m = predicted.get(where, {}), measured.get(where, {})
+        for key in sorted(set(p) | set(m), key=repr):
+            if key in skip:
+                continue
+            out.append(difference(*where, key, p.get(key, Traffic()), m.get(key, Traffic())))
+    return out
