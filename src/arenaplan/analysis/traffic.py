@@ -327,7 +327,12 @@ def _fully_connected(c: _Ctx) -> None:
     c.load(w, batches * out_depth * depth)
     c.load(b, batches * out_depth)
     c.store(y, batches * out_depth)
-    _path(c, _dt(x))
+    per_channel = w.quantization is not None and len(w.quantization.scales) > 1
+    if per_channel and x.dtype in (DType.INT8, DType.INT16):
+        c.load(c.op_data, 2 * batches * out_depth, 4)  # per-channel multiplier, shift
+        _path(c, _dt(x), "per_channel")
+    else:
+        _path(c, _dt(x))
 
 
 @_kernel("AVERAGE_POOL_2D", "MAX_POOL_2D")
@@ -347,16 +352,40 @@ def _pool(c: _Ctx) -> None:
 
 @_kernel("SOFTMAX")
 def _softmax(c: _Ctx) -> None:
+    """Per row: the maximum, then the exponentials (int8 in: their sum; float and
+    int16: stored to the output and summed), then the output (float and int16: each
+    exponential read back and scaled). int16 reads two entries of the exponential
+    table per element and two of the reciprocal table per row."""
     x, y = c.i(0), c.o()
-    c.load(x, 3 * c.elements(x))  # max, sum of exponentials, output
-    c.store(y, c.elements(y))
+    n = c.elements(x)
+    depth = x.shape[-1] if x.shape else 1
+    rows = n // max(depth, 1)
+    if x.dtype is DType.INT8:
+        c.load(x, 3 * n)
+        c.store(y, n)
+    else:
+        c.load(x, 2 * n)
+        c.store(y, 2 * n)
+        c.load(y, n)
+        if x.dtype is DType.INT16:
+            c.load(c.op_data, 2 * n + 2 * rows, 2)
     _path(c, _dt(x), _dt(y))
 
 
-@_kernel("RESHAPE", "SQUEEZE", "EXPAND_DIMS")
+@_kernel("RESHAPE", "SQUEEZE")
 def _reshape(c: _Ctx) -> None:
+    """A memcpy of the data (TFLM plans input and output apart)."""
     x, y = c.i(0), c.o()
     c.copy(y, 0, x, 0, c.nbytes(y))
+    _path(c)
+
+
+@_kernel("EXPAND_DIMS")
+def _expand_dims(c: _Ctx) -> None:
+    """An element-by-element copy."""
+    x, y = c.i(0), c.o()
+    c.load(x, c.elements(y))
+    c.store(y, c.elements(y))
     _path(c)
 
 
@@ -402,7 +431,25 @@ def _broadcast_loads(a: Tensor, b: Tensor, y: Tensor) -> tuple[int, int]:
     return la, lb
 
 
-@_kernel("ADD", "SUB", "MUL", "DIV", "MINIMUM", "MAXIMUM", "SQUARED_DIFFERENCE")
+@_kernel(
+    "ADD",
+    "SUB",
+    "MUL",
+    "DIV",
+    "MINIMUM",
+    "MAXIMUM",
+    "SQUARED_DIFFERENCE",
+    "FLOOR_DIV",
+    "FLOOR_MOD",
+    "EQUAL",
+    "NOT_EQUAL",
+    "GREATER",
+    "GREATER_EQUAL",
+    "LESS",
+    "LESS_EQUAL",
+    "LOGICAL_AND",
+    "LOGICAL_OR",
+)
 def _binary(c: _Ctx) -> None:
     a, b, y = c.i(0), c.i(1), c.o()
     if a.shape == b.shape:
@@ -412,15 +459,90 @@ def _binary(c: _Ctx) -> None:
     c.load(a, la)
     c.load(b, lb)
     c.store(y, c.elements(y))
+    for width, k in _PER_ELEMENT.get((c.op.opcode, _dt(a)), {}).items():
+        c.load(c.op_data, k * c.elements(y), width)
     _path(c, _dt(a), "broadcast" if a.shape != b.shape else "same")
+
+
+def _const_ints(c: _Ctx, t: Tensor | None) -> list[int] | None:
+    if t is None or not t.is_constant or t.buffer >= len(c.model.buffers):
+        return None
+    import numpy as np
+
+    data = c.model.buffers[t.buffer]
+    dtype = "<i8" if t.dtype is DType.INT64 else "<i4"
+    return [int(v) for v in np.frombuffer(data, dtype=dtype)[: t.elements]]
+
+
+def _slice_axis(size, begin, end, stride, bmask, emask, shrink, offset):
+    """strided_slice_logic.h: the start and stop of one axis."""
+    start = begin + size if begin < 0 else begin
+    start = min(max(start, 0), size) if stride > 0 else min(max(start, -1), size - 1)
+    if bmask:
+        start = 0 if stride > 0 else size - 1
+    if shrink:
+        return start, (start if start >= size else start + 1)
+    stop = end + start if offset else end
+    stop = stop + size if stop < 0 else stop
+    stop = min(max(stop, 0), size) if stride > 0 else min(max(stop, -1), size - 1)
+    if emask:
+        stop = size if stride > 0 else -1
+    return start, stop
 
 
 @_kernel("STRIDED_SLICE")
 def _strided_slice(c: _Ctx) -> None:
+    """reference/strided_slice.h on five padded axes: with an innermost stride of 1,
+    one memcpy per run of the innermost axis; otherwise one load and store per
+    element."""
     x, y = c.i(0), c.o()
-    c.load(x, c.elements(y))
-    c.store(y, c.elements(y))
-    _path(c, _dt(x))
+    begin, end, strides = (_const_ints(c, c.i(k)) for k in (1, 2, 3))
+    if begin is None or end is None or strides is None:
+        raise ValueError("non-constant slice bounds")
+    if c.opt("ellipsis_mask", 0) or c.opt("new_axis_mask", 0):
+        raise ValueError("ellipsis and new axes are not modelled")
+    pad = 5 - len(begin)
+    begin, end, strides = [0] * pad + begin, [1] * pad + end, [1] * pad + strides
+    full = (1 << pad) - 1
+    bmask = (c.opt("begin_mask", 0) << pad) | full
+    emask = (c.opt("end_mask", 0) << pad) | full
+    shrink = c.opt("shrink_axis_mask", 0) << pad
+    shape = _dims(x, 5)
+    axes = [
+        _slice_axis(
+            shape[a],
+            begin[a],
+            end[a],
+            strides[a],
+            bmask >> a & 1,
+            emask >> a & 1,
+            shrink >> a & 1,
+            bool(c.opt("offset", False)),
+        )
+        for a in range(5)
+    ]
+
+    def run(a: int) -> list[int]:
+        start, stop = axes[a]
+        st = strides[a]
+        return list(range(start, stop, st))
+
+    size = _size(x)
+    written = 0
+    outer = [(i0, i1, i2, i3) for i0 in run(0) for i1 in run(1) for i2 in run(2) for i3 in run(3)]
+    if strides[4] == 1:
+        start, stop = axes[4]
+        length = stop - start
+        if length > 0:
+            for i0, i1, i2, i3 in outer:
+                index = start + (((i0 * shape[1] + i1) * shape[2] + i2) * shape[3] + i3) * shape[4]
+                c.copy(y, written * size, x, index * size, length * size)
+                written += length
+    else:
+        n = len(outer) * len(run(4))
+        c.load(x, n)
+        c.store(y, n)
+    _path(c, "memcpy" if strides[4] == 1 else "elements")
 
 
 @_kernel("CONCATENATION")
@@ -685,6 +807,68 @@ def _signal_rfft(c: _Ctx) -> None:
     _path(c, "int16")
 
 
+# Element-wise kernels whose parameters are read from the op data once per element
+# (passed by reference into the loop), by (opcode, element type): width -> loads per
+# element. Measured on HOST_REFERENCE (two sizes where the models have them).
+_PER_ELEMENT: dict[tuple[str, str], dict[int, int]] = {
+    ("RELU", "int8"): {4: 6},
+    ("RELU", "int16"): {4: 6},
+    ("ABS", "int8"): {1: 1, 4: 2},
+    ("HARD_SWISH", "int8"): {2: 4, 4: 2},
+    ("ELU", "int8"): {1: 1},  # its 256-entry lookup table
+    ("SQUARED_DIFFERENCE", "int8"): {4: 12},
+}
+
+_UNARY = (
+    "RELU",
+    "RELU6",
+    "RELU_N1_TO_1",
+    "RELU_0_TO_1",
+    "LEAKY_RELU",
+    "LOGISTIC",
+    "TANH",
+    "HARD_SWISH",
+    "ELU",
+    "ABS",
+    "NEG",
+    "EXP",
+    "LOG",
+    "SQRT",
+    "RSQRT",
+    "SQUARE",
+    "SIN",
+    "COS",
+    "FLOOR",
+    "CEIL",
+    "ROUND",
+    "LOGICAL_NOT",
+)
+
+
+@_kernel(*_UNARY)
+def _unary(c: _Ctx) -> None:
+    """One load of the input and one store of the output per element."""
+    x, y = c.i(0), c.o()
+    n = c.elements(y)
+    c.load(x, n)
+    c.store(y, n)
+    for width, k in _PER_ELEMENT.get((c.op.opcode, _dt(x)), {}).items():
+        c.load(c.op_data, k * n, width)
+    _path(c, _dt(x))
+
+
+@_kernel("PAD", "PADV2")
+def _pad(c: _Ctx) -> None:
+    """reference/pad.h: every output element stored once, every input element read
+    once, the pad value read once (PADV2's third input, else the op data)."""
+    x, y = c.i(0), c.o()
+    c.load(x, c.elements(x))
+    c.store(y, c.elements(y))
+    value = c.i(2) if c.op.opcode == "PADV2" else None
+    c.load(value, 1)
+    _path(c, _dt(x))
+
+
 # ---------------------------------------------------------------- fixed terms
 
 # Per kernel path, the fixed loads (and stores, after "/") of one invoke, by role:
@@ -693,6 +877,24 @@ def _signal_rfft(c: _Ctx) -> None:
 # "width:count"; a count may use rK/qK (rank of input/output K). Measured on
 # HOST_REFERENCE, one kernel path at a time.
 _FIXED: dict[str, dict[str, str]] = {
+    "ADD/float32/same": {
+        "fw": "4:1 8:7 / 8:1",
+        "in0": "8:2",
+        "in1": "8:2",
+        "model": "4:22",
+        "node": "8:5",
+        "opdata": "1:1 8:1",
+        "out0": "4:2 8:2",
+    },
+    "ADD/int16/same": {
+        "fw": "4:1 8:7 / 8:1",
+        "in0": "8:3",
+        "in1": "8:3",
+        "model": "4:32",
+        "node": "8:5",
+        "opdata": "4:12",
+        "out0": "4:2 8:2",
+    },
     "ADD/int32/broadcast": {
         "fw": "4:1 8:7 / 8:1",
         "in0": "8:2",
@@ -718,6 +920,13 @@ _FIXED: dict[str, dict[str, str]] = {
         "node": "4:4 8:4",
         "opdata": "2:2 4:2",
         "out0": "8:2",
+    },
+    "CAST/float32/int32": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "4:1 8:2",
+        "model": "4:12",
+        "node": "8:2",
+        "out0": "4:1 8:2",
     },
     "CAST/int16/int32": {
         "fw": "4:1 8:6 / 8:1",
@@ -747,6 +956,32 @@ _FIXED: dict[str, dict[str, str]] = {
         "node": "8:2",
         "out0": "4:1 8:2",
     },
+    "CEIL/float32": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "8:2",
+        "model": "4:12",
+        "node": "8:2",
+        "out0": "8:2",
+    },
+    "CONCATENATION/float32": {
+        "fw": "4:1 8:10 / 8:1",
+        "in0": "8:2",
+        "in1": "8:2",
+        "model": "4:34",
+        "node": "8:12",
+        "opdata": "4:2",
+        "out0": "4:1 8:2",
+    },
+    "CONCATENATION/int16": {
+        "fw": "4:1 8:12 / 8:1",
+        "in0": "8:2",
+        "in1": "8:2",
+        "in2": "8:2",
+        "model": "4:47",
+        "node": "8:16",
+        "opdata": "4:2",
+        "out0": "4:1 8:2",
+    },
     "CONCATENATION/int32": {
         "fw": "4:1 8:12 / 8:1",
         "in0": "8:2",
@@ -757,6 +992,35 @@ _FIXED: dict[str, dict[str, str]] = {
         "opdata": "4:2",
         "out0": "4:1 8:2",
     },
+    "CONCATENATION/int8": {
+        "fw": "4:1 8:10 / 8:1",
+        "in0": "8:2",
+        "in1": "8:2",
+        "model": "4:34",
+        "node": "8:12",
+        "opdata": "4:2",
+        "out0": "4:1 8:2",
+    },
+    "CONV_2D/float32": {
+        "fw": "4:1 8:8 / 8:1",
+        "in0": "4:1 8:2",
+        "in1": "8:2",
+        "in2": "8:2",
+        "model": "4:28",
+        "node": "2:4 4:2 8:7",
+        "opdata": "4:2",
+        "out0": "8:2",
+    },
+    "CONV_2D/int16": {
+        "fw": "4:1 8:8 / 8:1",
+        "in0": "4:1 8:2",
+        "in1": "8:2",
+        "in2": "4:1 8:2",
+        "model": "4:28",
+        "node": "2:4 4:1 8:7",
+        "opdata": "4:7 8:3",
+        "out0": "8:2",
+    },
     "CONV_2D/int8": {
         "fw": "4:1 8:8 / 8:1",
         "in0": "4:1 8:2",
@@ -764,6 +1028,33 @@ _FIXED: dict[str, dict[str, str]] = {
         "in2": "8:2",
         "model": "4:28",
         "node": "2:4 4:1 8:7",
+        "opdata": "4:7 8:3",
+        "out0": "8:2",
+    },
+    "COS/float32": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "4:1 8:2",
+        "model": "4:8",
+        "node": "8:2",
+        "out0": "8:1",
+    },
+    "DEPTHWISE_CONV_2D/float32": {
+        "fw": "4:1 8:8 / 8:1",
+        "in0": "4:1 8:2",
+        "in1": "8:2",
+        "in2": "8:2",
+        "model": "4:28",
+        "node": "2:4 4:3 8:7",
+        "opdata": "4:2",
+        "out0": "8:2",
+    },
+    "DEPTHWISE_CONV_2D/int16": {
+        "fw": "4:1 8:8 / 8:1",
+        "in0": "4:1 8:2",
+        "in1": "4:1 8:2",
+        "in2": "8:2",
+        "model": "4:28",
+        "node": "2:4 4:2 8:7",
         "opdata": "4:7 8:3",
         "out0": "8:2",
     },
@@ -777,12 +1068,28 @@ _FIXED: dict[str, dict[str, str]] = {
         "opdata": "4:7 8:3",
         "out0": "8:2",
     },
+    "DEQUANTIZE/int16/float32": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "4:1 8:2",
+        "model": "4:10",
+        "node": "8:3",
+        "opdata": "4:1 8:1",
+        "out0": "4:1 8:2",
+    },
     "DEQUANTIZE/int8/float32": {
         "fw": "4:1 8:6 / 8:1",
         "in0": "4:1 8:2",
         "model": "4:10",
         "node": "8:3",
         "opdata": "4:1 8:1",
+        "out0": "4:1 8:2",
+    },
+    "DIV/float32/same": {
+        "fw": "4:1 8:7 / 8:1",
+        "in0": "8:3",
+        "in1": "8:3",
+        "model": "4:32",
+        "node": "4:1 8:5",
         "out0": "4:1 8:2",
     },
     "DIV/int32/broadcast": {
@@ -793,6 +1100,51 @@ _FIXED: dict[str, dict[str, str]] = {
         "node": "4:1 8:5",
         "out0": "4:1 8:2",
     },
+    "ELU/int8": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "4:1 8:2",
+        "model": "4:14",
+        "node": "8:3",
+        "out0": "8:2",
+    },
+    "EQUAL/int8/same": {
+        "fw": "4:1 8:7 / 8:1",
+        "in0": "4:1 8:3",
+        "in1": "8:3",
+        "model": "4:21 32:2",
+        "node": "8:4",
+        "opdata": "4:7",
+        "out0": "8:2",
+    },
+    "EXP/float32": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "4:1 8:2",
+        "model": "4:12",
+        "node": "8:2",
+        "out0": "8:2",
+    },
+    "EXPAND_DIMS": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "4:1 8:2",
+        "model": "4:8",
+        "node": "8:2",
+        "out0": "8:1",
+    },
+    "FLOOR/float32": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "4:1 8:2",
+        "model": "4:12",
+        "node": "8:2",
+        "out0": "8:2",
+    },
+    "FLOOR_MOD/float32/same": {
+        "fw": "4:1 8:7 / 8:1",
+        "in0": "4:1 8:3",
+        "in1": "8:3",
+        "model": "4:21 32:2",
+        "node": "8:3",
+        "out0": "8:2",
+    },
     "FULLY_CONNECTED/float32": {
         "fw": "4:1 8:8 / 8:1",
         "in0": "4:1 8:2",
@@ -800,6 +1152,26 @@ _FIXED: dict[str, dict[str, str]] = {
         "in2": "8:2",
         "model": "4:21",
         "node": "4:1 8:6",
+        "out0": "8:2",
+    },
+    "FULLY_CONNECTED/int16": {
+        "fw": "4:1 8:8 / 8:1",
+        "in0": "4:1 8:2",
+        "in1": "4:1 8:2",
+        "in2": "4:1 8:2",
+        "model": "4:21",
+        "node": "8:6",
+        "opdata": "1:1 4:5 8:1",
+        "out0": "8:2",
+    },
+    "FULLY_CONNECTED/int16/per_channel": {
+        "fw": "4:1 8:8 / 8:1",
+        "in0": "4:1 8:2",
+        "in1": "4:1 8:2",
+        "in2": "4:1 8:2",
+        "model": "4:21",
+        "node": "8:6",
+        "opdata": "1:1 4:5 8:3",
         "out0": "8:2",
     },
     "FULLY_CONNECTED/int8": {
@@ -812,28 +1184,128 @@ _FIXED: dict[str, dict[str, str]] = {
         "opdata": "1:1 4:5 8:1",
         "out0": "8:2",
     },
-    "UNIDIRECTIONAL_SEQUENCE_LSTM/int8": {
-        "fw": "4:1 8:20 / 8:1",
-        "handles": "8:4",
-        "in0": "4:1 8:8*N",
-        "in1": "4:1 8:2*N",
-        "in2": "8:2*N",
-        "in3": "8:2*N",
-        "in4": "8:2*N",
-        "in5": "8:2*N",
-        "in6": "8:2*N",
-        "in7": "8:2*N",
-        "in8": "8:2*N",
-        "in12": "8:2*N",
-        "in13": "8:2*N",
-        "in14": "8:2*N",
-        "in15": "8:2*N",
-        "in18": "8:11*N",
-        "in19": "8:6*N",
-        "model": "4:75*N+8",
-        "node": "8:26",
-        "opdata": "4:35 1:1",
-        "out0": "8:2*N",
+    "FULLY_CONNECTED/int8/per_channel": {
+        "fw": "4:1 8:8 / 8:1",
+        "in0": "4:1 8:2",
+        "in1": "4:1 8:2",
+        "in2": "8:2",
+        "model": "4:21",
+        "node": "8:6",
+        "opdata": "1:1 4:5 8:3",
+        "out0": "8:2",
+    },
+    "GREATER/int8/same": {
+        "fw": "4:1 8:7 / 8:1",
+        "in0": "4:1 8:3",
+        "in1": "8:3",
+        "model": "4:21 32:2",
+        "node": "8:4",
+        "opdata": "4:7",
+        "out0": "8:2",
+    },
+    "GREATER_EQUAL/int8/same": {
+        "fw": "4:1 8:7 / 8:1",
+        "in0": "4:1 8:3",
+        "in1": "8:3",
+        "model": "4:21 32:2",
+        "node": "8:4",
+        "opdata": "4:7",
+        "out0": "8:2",
+    },
+    "HARD_SWISH/int8": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "4:1 8:2",
+        "model": "4:14",
+        "node": "8:3",
+        "out0": "8:2",
+    },
+    "LEAKY_RELU/int16": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "4:1 8:2",
+        "model": "4:14",
+        "node": "8:3",
+        "opdata": "4:6",
+        "out0": "8:2",
+    },
+    "LEAKY_RELU/int8": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "4:1 8:2",
+        "model": "4:14",
+        "node": "8:3",
+        "opdata": "4:6",
+        "out0": "8:2",
+    },
+    "LESS/int8/same": {
+        "fw": "4:1 8:7 / 8:1",
+        "in0": "4:1 8:3",
+        "in1": "8:3",
+        "model": "4:21 32:2",
+        "node": "8:4",
+        "opdata": "4:7",
+        "out0": "8:2",
+    },
+    "LESS_EQUAL/int8/same": {
+        "fw": "4:1 8:7 / 8:1",
+        "in0": "4:1 8:3",
+        "in1": "8:3",
+        "model": "4:21 32:2",
+        "node": "8:4",
+        "opdata": "4:7",
+        "out0": "8:2",
+    },
+    "LOG/float32": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "4:1 8:2",
+        "model": "4:8",
+        "node": "8:2",
+        "out0": "8:1",
+    },
+    "LOGICAL_AND/bool/same": {
+        "fw": "4:1 8:7 / 8:1",
+        "in0": "8:3",
+        "in1": "8:3",
+        "model": "4:21 32:2",
+        "node": "8:3",
+        "out0": "8:2",
+    },
+    "LOGICAL_NOT/bool": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "4:1 8:2",
+        "model": "4:8",
+        "node": "8:2",
+        "out0": "8:1",
+    },
+    "LOGICAL_OR/bool/same": {
+        "fw": "4:1 8:7 / 8:1",
+        "in0": "8:3",
+        "in1": "8:3",
+        "model": "4:21 32:2",
+        "node": "8:3",
+        "out0": "8:2",
+    },
+    "LOGISTIC/int16": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "4:1 8:2",
+        "model": "4:9",
+        "node": "8:3",
+        "opdata": "4:2",
+        "out0": "4:1 8:1",
+    },
+    "LOGISTIC/int8": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "4:1 8:2",
+        "model": "4:9",
+        "node": "8:3",
+        "opdata": "4:4",
+        "out0": "4:1 8:1",
+    },
+    "MAXIMUM/float32/same": {
+        "fw": "4:1 8:7 / 8:1",
+        "in0": "8:2",
+        "in1": "8:2",
+        "model": "4:19",
+        "node": "8:3",
+        "out0": "4:1 8:2",
     },
     "MAXIMUM/int32/broadcast": {
         "fw": "4:1 8:7 / 8:1",
@@ -842,6 +1314,14 @@ _FIXED: dict[str, dict[str, str]] = {
         "model": "4:12",
         "node": "8:3",
         "out0": "4:1 8:2",
+    },
+    "MAX_POOL_2D/int16": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "4:1 8:2",
+        "model": "4:14",
+        "node": "8:4 16:1",
+        "opdata": "4:2 8:1",
+        "out0": "8:2",
     },
     "MAX_POOL_2D/int8": {
         "fw": "4:1 8:6 / 8:1",
@@ -859,6 +1339,23 @@ _FIXED: dict[str, dict[str, str]] = {
         "node": "8:3",
         "out0": "4:1 8:2",
     },
+    "MINIMUM/int8/same": {
+        "fw": "4:1 8:7 / 8:1",
+        "in0": "8:2",
+        "in1": "8:2",
+        "model": "4:22",
+        "node": "8:3",
+        "out0": "4:1 8:2",
+    },
+    "MUL/int16/same": {
+        "fw": "4:1 8:7 / 8:1",
+        "in0": "4:2 8:3",
+        "in1": "8:3",
+        "model": "4:32",
+        "node": "8:5",
+        "opdata": "4:6 8:1",
+        "out0": "8:2",
+    },
     "MUL/int32/broadcast": {
         "fw": "4:1 8:7 / 8:1",
         "in0": "4:2 8:3",
@@ -866,6 +1363,64 @@ _FIXED: dict[str, dict[str, str]] = {
         "model": "4:15",
         "node": "8:5",
         "opdata": "4:6 8:1",
+        "out0": "8:2",
+    },
+    "MUL/int8/same": {
+        "fw": "4:1 8:7 / 8:1",
+        "in0": "4:2 8:3",
+        "in1": "8:3",
+        "model": "4:32",
+        "node": "8:5",
+        "opdata": "4:6 8:1",
+        "out0": "8:2",
+    },
+    "NEG/float32": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "4:1 8:2",
+        "model": "4:12",
+        "node": "8:2",
+        "out0": "8:2",
+    },
+    "NOT_EQUAL/int8/same": {
+        "fw": "4:1 8:7 / 8:1",
+        "in0": "4:1 8:3",
+        "in1": "8:3",
+        "model": "4:21 32:2",
+        "node": "8:4",
+        "opdata": "4:7",
+        "out0": "8:2",
+    },
+    "PAD/float32": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "4:1 8:2",
+        "model": "4:15",
+        "node": "8:4",
+        "opdata": "1:2 8:6",
+        "out0": "8:2",
+    },
+    "PAD/int16": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "4:1 8:2",
+        "model": "4:15",
+        "node": "8:4",
+        "opdata": "1:2 8:6",
+        "out0": "8:2",
+    },
+    "PAD/int8": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "4:1 8:2",
+        "model": "4:15",
+        "node": "8:4",
+        "opdata": "1:3 8:6",
+        "out0": "8:2",
+    },
+    "PADV2/int8": {
+        "fw": "4:1 8:7 / 8:1",
+        "in0": "4:1 8:2",
+        "in2": "8:1",
+        "model": "4:18",
+        "node": "8:5",
+        "opdata": "1:2 8:6",
         "out0": "8:2",
     },
     "QUANTIZE/float32/int8": {
@@ -892,6 +1447,22 @@ _FIXED: dict[str, dict[str, str]] = {
         "opdata": "4:4",
         "out0": "4:1 8:1",
     },
+    "QUANTIZE/int8/int16": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "4:1 8:2",
+        "model": "4:7",
+        "node": "8:3",
+        "opdata": "4:4",
+        "out0": "4:1 8:1",
+    },
+    "QUANTIZE/int8/int8": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "4:1 8:2",
+        "model": "4:7",
+        "node": "8:3",
+        "opdata": "4:4",
+        "out0": "4:1 8:1",
+    },
     "QUANTIZE/int8/uint8": {
         "fw": "4:1 8:6 / 8:1",
         "in0": "4:1 8:2",
@@ -908,12 +1479,148 @@ _FIXED: dict[str, dict[str, str]] = {
         "opdata": "4:4",
         "out0": "4:1 8:1",
     },
+    "RELU/float32": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "4:1 8:2",
+        "model": "4:14",
+        "node": "8:3",
+        "out0": "8:2",
+    },
+    "RELU/int8": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "4:1 8:2",
+        "model": "4:6+2*r0",
+        "node": "8:3",
+        "out0": "8:2",
+    },
+    "RELU6/int8": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "4:1 8:2",
+        "model": "4:14",
+        "node": "8:3",
+        "opdata": "1:2",
+        "out0": "8:2",
+    },
     "RESHAPE": {
         "fw": "4:1 8:6 / 8:1",
         "in0": "4:1 8:2",
         "model": "4:5+r0",
         "node": "8:2",
         "out0": "8:1",
+    },
+    "ROUND/float32": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "8:2",
+        "model": "4:12",
+        "node": "8:2",
+        "out0": "8:2",
+    },
+    "RSQRT/float32": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "4:1 8:2",
+        "model": "4:9",
+        "node": "8:3",
+        "opdata": "4:1",
+        "out0": "8:1",
+    },
+    "SIN/float32": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "4:1 8:2",
+        "model": "4:8",
+        "node": "8:2",
+        "out0": "8:1",
+    },
+    "SOFTMAX/float32/float32": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "4:1 8:2",
+        "model": "4:10",
+        "node": "8:3",
+        "opdata": "16:5",
+        "out0": "8:2",
+    },
+    "SOFTMAX/int16/int16": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "4:1 8:2",
+        "model": "4:10",
+        "node": "8:3",
+        "opdata": "16:5",
+        "out0": "8:2",
+    },
+    "SOFTMAX/int8/int16": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "4:1 8:2",
+        "model": "4:6+r0+q0",
+        "node": "8:3",
+        "opdata": "16:5",
+        "out0": "4:1 8:2",
+    },
+    "SOFTMAX/int8/int8": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "4:1 8:2",
+        "model": "4:10",
+        "node": "8:3",
+        "opdata": "16:5",
+        "out0": "4:1 8:2",
+    },
+    "SQRT/float32": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "4:1 8:2",
+        "model": "4:8",
+        "node": "8:2",
+        "out0": "8:1",
+    },
+    "SQUARE/float32": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "4:1 8:2",
+        "model": "4:8",
+        "node": "8:2",
+        "out0": "8:1",
+    },
+    "SQUARED_DIFFERENCE/int8/same": {
+        "fw": "4:1 8:7 / 8:1",
+        "in0": "8:2",
+        "in1": "8:1",
+        "model": "4:12",
+        "node": "8:5",
+        "opdata": "1:1 4:4",
+        "out0": "4:1 8:1",
+    },
+    "SQUEEZE": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "4:2 8:2",
+        "model": "4:13",
+        "node": "8:2",
+        "out0": "4:1 8:2",
+    },
+    "STRIDED_SLICE/memcpy": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "8:2",
+        "model": "4:6+2*r0",
+        "node": "8:3",
+        "opdata": "1:4 2:3 4:1 16:5",
+        "out0": "4:2 8:2",
+    },
+    "SUB/int8/same": {
+        "fw": "4:1 8:7 / 8:1",
+        "in0": "8:3",
+        "in1": "8:3",
+        "model": "4:32",
+        "node": "8:5",
+        "opdata": "4:12",
+        "out0": "4:2 8:2",
+    },
+    "SVDF/int8/int16": {
+        "fw": "4:1 8:10 / 8:1",
+        "handles": "8:2",
+        "in0": "8:2",
+        "in1": "4:1 8:2",
+        "in2": "4:1 8:2",
+        "in3": "8:1",
+        "in4": "8:2",
+        "model": "4:21",
+        "node": "4:1 8:9",
+        "opdata": "4:2",
+        "out0": "8:B*U",
     },
     "SignalEnergy/int16": {
         "fw": "4:1 8:6 / 8:1",
@@ -976,14 +1683,6 @@ _FIXED: dict[str, dict[str, str]] = {
         "node": "8:5",
         "out0": "4:1 8:2",
     },
-    "SignalWindow/int16": {
-        "fw": "4:1 8:7 / 8:1",
-        "in0": "8:1",
-        "in1": "8:2",
-        "model": "4:8",
-        "node": "8:4",
-        "out0": "8:1",
-    },
     "SignalRfft/int16": {
         "fw": "4:1 8:6 / 8:1",
         "handles": "8:1",
@@ -992,42 +1691,52 @@ _FIXED: dict[str, dict[str, str]] = {
         "node": "8:4",
         "out0": "8:1",
     },
-    "SOFTMAX/int8/int16": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "4:1 8:2",
-        "model": "4:6+r0+q0",
-        "node": "8:3",
-        "opdata": "16:5",
-        "out0": "4:1 8:2",
-    },
-    "SOFTMAX/int8/int8": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "4:1 8:2",
-        "model": "4:6+r0+q0",
-        "node": "8:3",
-        "opdata": "16:5",
-        "out0": "4:1 8:2",
-    },
-    "SVDF/int8/int16": {
-        "fw": "4:1 8:10 / 8:1",
-        "handles": "8:2",
-        "in0": "8:2",
-        "in1": "4:1 8:2",
-        "in2": "4:1 8:2",
-        "in3": "8:1",
-        "in4": "8:2",
-        "model": "4:21",
-        "node": "4:1 8:9",
-        "opdata": "4:2",
-        "out0": "8:B*U",
-    },
-    "STRIDED_SLICE/int32": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "8:2",
+    "SignalWindow/int16": {
+        "fw": "4:1 8:7 / 8:1",
+        "in0": "8:1",
+        "in1": "8:2",
         "model": "4:8",
+        "node": "8:4",
+        "out0": "8:1",
+    },
+    "TANH/int16": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "4:1 8:2",
+        "model": "4:14",
         "node": "8:3",
-        "opdata": "1:4 2:3 4:1 16:5",
-        "out0": "4:2 8:2",
+        "opdata": "4:2",
+        "out0": "8:2",
+    },
+    "TANH/int8": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "4:1 8:2",
+        "model": "4:14",
+        "node": "8:3",
+        "opdata": "4:4",
+        "out0": "8:2",
+    },
+    "UNIDIRECTIONAL_SEQUENCE_LSTM/int8": {
+        "fw": "4:1 8:20 / 8:1",
+        "handles": "8:4",
+        "in0": "4:1 8:8*N",
+        "in1": "4:1 8:2*N",
+        "in2": "8:2*N",
+        "in3": "8:2*N",
+        "in4": "8:2*N",
+        "in5": "8:2*N",
+        "in6": "8:2*N",
+        "in7": "8:2*N",
+        "in8": "8:2*N",
+        "in12": "8:2*N",
+        "in13": "8:2*N",
+        "in14": "8:2*N",
+        "in15": "8:2*N",
+        "in18": "8:11*N",
+        "in19": "8:6*N",
+        "model": "4:75*N+8",
+        "node": "8:26",
+        "opdata": "4:35 1:1",
+        "out0": "8:2*N",
     },
 }
 
