@@ -18,9 +18,10 @@ bytes per second, both per memory of the target.
 
 Accesses: how a kernel walks its tensors (a convolution re-reads its input about
 Kh*Kw/stride^2 times, its weights once per output pixel group) comes from the
-traffic counts (``Access``: loads, stores and their bytes per tensor, and to
-TFLM's persistent data under the key ``PERSISTENT``); without them, one pass
-over each tensor in words of ``WORD`` bytes. A memory behind a cache
+traffic model of TFLM's kernels (``analysis.traffic``: loads, stores and their
+bytes per tensor, to TFLM's persistent data under ``PERSISTENT``, to kernel
+scratch under ``SCRATCH`` and to the flatbuffer under ``MODEL``); for a kernel it
+has no formula for, one pass over each tensor in words of ``WORD`` bytes. A memory behind a cache
 (``cache_bytes`` > 0, lines of ``line_bytes``) is reached once per line: a
 tensor that fits the cache once per line of the tensor, a larger one once per
 line of the bytes moved.
@@ -37,13 +38,16 @@ from dataclasses import dataclass, field
 
 from arenaplan.analysis.cost import OpTime, TensorKey, default_memory, op_time, operator_work
 from arenaplan.analysis.sizes import tensor_bytes
+from arenaplan.analysis.traffic import Traffic, operator_traffic
 from arenaplan.ir.model import Model
 from arenaplan.targets.model import Memory, Target
 
 WORD = 4  # bytes per access in the default traffic (32-bit loads and stores)
-PERSISTENT = "persistent"  # key of an operator's persistent data (op data, eval tensors)
+PERSISTENT = "persistent"  # TFLM's persistent data (op data, nodes, eval tensors)
+SCRATCH = "scratch"  # kernel scratch buffers (in the head's fastest memory)
+MODEL = "model"  # flatbuffer bytes other than tensor data (where the weights are)
 
-AccessKey = TensorKey | str  # a tensor, or PERSISTENT
+AccessKey = TensorKey | str  # a tensor, or PERSISTENT, SCRATCH, MODEL
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,8 +105,44 @@ def _plus(a: Access, words: int, n: int, store: bool) -> Access:
 
 
 def operator_accesses(model: Model) -> list[OpAccesses]:
-    """Every operator's accesses, from the best traffic counts available."""
-    return one_pass_accesses(model)
+    """Every operator's accesses from the traffic model of TFLM's kernels
+    (``analysis.traffic``: every load and store per tensor and persistent block,
+    checked against the real kernels under valgrind); one pass over each tensor
+    where the model has no formula for the kernel."""
+    sizes = tensor_bytes(model)
+    traffic = operator_traffic(model)
+    ops = []
+    for w, once in zip(operator_work(model), one_pass_accesses(model), strict=True):
+        found = traffic.get((w.subgraph, w.op))
+        acc = once.accesses if found is None else _from_traffic(found, sizes)
+        ops.append(OpAccesses(w.subgraph, w.op, w.opcode, w.kind, w.macs, acc))
+    return ops
+
+
+def _from_traffic(found: Mapping[tuple, Traffic], sizes) -> dict[AccessKey, Access]:
+    acc: dict[AccessKey, Access] = {}
+    for key, t in found.items():
+        k, footprint = _access_key(key, sizes)
+        a = acc.get(k, Access(0, 0, 0, 0, footprint))
+        acc[k] = Access(
+            a.loads + t.loads,
+            a.stores + t.stores,
+            a.load_bytes + t.load_bytes,
+            a.store_bytes + t.store_bytes,
+            a.footprint,
+        )
+    return acc
+
+
+def _access_key(key: tuple, sizes) -> tuple[AccessKey, int]:
+    """The timing key of a traffic key, and the bytes a cache must hold to reuse it."""
+    if key and key[0] == "persistent":
+        return PERSISTENT, 0
+    if key and key[0] == "scratch":
+        return SCRATCH, 0
+    if len(key) == 2 and all(isinstance(k, int) for k in key):
+        return (key[0], key[1]), sizes[key[0]][key[1]]
+    return MODEL, 0
 
 
 def reaching(a: Access, m: Memory) -> tuple[int, int]:
@@ -117,14 +157,21 @@ def reaching(a: Access, m: Memory) -> tuple[int, int]:
 def per_memory(
     op: OpAccesses, where: Mapping[TensorKey, str], persistent: str, target: Target
 ) -> dict[str, tuple[int, int]]:
-    """(accesses, bytes) the operator makes to each memory, after its cache."""
+    """(accesses, bytes) the operator makes to each memory, after its cache. Kernel
+    scratch lives in the fastest memory, flatbuffer bytes with the weights."""
     out: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    others = {PERSISTENT: persistent, SCRATCH: target.fastest().name, MODEL: _weights(target)}
     for key, a in op.accesses.items():
-        name = persistent if key == PERSISTENT else where[key]
+        name = others[key] if isinstance(key, str) else where[key]
         n, b = reaching(a, target.memory(name))
         out[name][0] += n
         out[name][1] += b
     return {m: (n, b) for m, (n, b) in out.items()}
+
+
+def _weights(target: Target) -> str:
+    """Where the flatbuffer lives: the last memory that may hold weights (flash)."""
+    return [m.name for m in target.memories if "weights" in m.holds][-1]
 
 
 def stall_cycles(target: Target, name: str, count: int, nbytes: int) -> float:
