@@ -52,6 +52,15 @@ tflm_runner: $(RUNNER_OUT)
 ARM_LINK = "-march=armv7 -mthumb -mfloat-abi=soft --specs=rdimon.specs"
 
 
+# The Debian package of each tool (else build-essential).
+_PACKAGES = {
+    "make": "make",
+    "arm-none-eabi-gcc": "gcc-arm-none-eabi",
+    "arm-none-eabi-g++": "gcc-arm-none-eabi",
+    "arm-none-eabi-ar": "binutils-arm-none-eabi",
+}
+
+
 class BuildError(Exception):
     """One line saying what is missing or what failed."""
 
@@ -95,12 +104,10 @@ def _check_tools(variant: Variant) -> None:
     needed = ["make", *(compilers if variant.arm32 else ["gcc", "g++", "ar"])]
     missing = [tool for tool in needed if shutil.which(tool) is None]
     if missing:
-        hint = (
-            "apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi"
-            if variant.arm32
-            else "apt-get install build-essential"
+        packages = sorted({_PACKAGES.get(tool, "build-essential") for tool in missing})
+        raise BuildError(
+            f"{variant.name} needs {', '.join(missing)}: apt-get install {' '.join(packages)}"
         )
-        raise BuildError(f"{variant.name} needs {', '.join(missing)}: {hint}")
     if variant.arm32:
         specs = subprocess.run(
             ["arm-none-eabi-gcc", "-print-file-name=rdimon.specs"],
