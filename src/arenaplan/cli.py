@@ -25,6 +25,7 @@ from arenaplan.commands import (
     inspect,
     passes,
     plan,
+    profile,
     solve,
     sweep,
     targets,
@@ -52,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"arenaplan {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (plan, verify, inspect, passes, solve, sweep, targets, calibrate, demo):
+    for module in (plan, verify, inspect, passes, solve, sweep, targets, calibrate, profile, demo):
         module.register(sub)
     return parser
 
