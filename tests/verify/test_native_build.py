@@ -117,6 +117,25 @@ def test_arm32_under_qemu_gives_the_host_outputs(path: Path, variant: str) -> No
     assert _same_outputs(arm, host)
 
 
+# CMSIS-NN's UNIDIRECTIONAL_SEQUENCE_LSTM keeps the cell state in a scratch buffer of
+# the head, so nothing carries from one Invoke to the next; the reference kernel keeps
+# the state in the model's variable tensors. A first Invoke gives the same bytes.
+STATEFUL_LSTM = {"google-coral-test-data__keras_lstm_mnist_ptq", "tflite-micro__trained_lstm_int8"}
+
+
+@pytest.mark.parametrize("path", model_params())
+def test_cmsis_nn_gives_the_reference_outputs(path: Path) -> None:
+    _need("host-reference")
+    _need("host-cmsis_nn")
+    if path.stem in TFLM_REFUSES:
+        pytest.skip("TFLM refuses the model")
+    ref, cmsis = _native("host-reference", path), _native("host-cmsis_nn", path)
+    assert ref.ok and cmsis.ok, ref.error or cmsis.error
+    first = [RunResult(r.outputs[:1], None, r.measurement, "") for r in (ref, cmsis)]
+    assert _same_outputs(*first)
+    assert _same_outputs(ref, cmsis) != (path.stem in STATEFUL_LSTM)
+
+
 @pytest.mark.parametrize("variant", list(VARIANTS))
 @pytest.mark.parametrize("path", model_params())
 def test_tensor_offsets_are_the_offline_plan(path: Path, variant: str) -> None:
