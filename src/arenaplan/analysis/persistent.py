@@ -12,17 +12,21 @@ per operator;  4. kernel Init (OpData, signal state);  5. kernel Prepare
 variable tensors;  7. the interpreter's I/O views.
 What each operator kind adds in steps 3-5 is in ``tail_rules`` (one rule per
 kernel), the struct sizes per profile in ``tail_structs``. All sizes in bytes.
-Only the reference kernels are modelled.
+``kernels`` (``analysis.kernels``) names the kernels the build runs: the reference
+kernels (default), or CMSIS-NN at a feature level, whose kernels' rules are in
+``cmsis_nn`` (their OpData, Prepare allocations and scratch requests differ).
 
 API:
 
-- ``tail_estimate(model, profile="pypi", sizes=None, with_io=True) -> TailEstimate``:
+- ``tail_estimate(model, profile="pypi", sizes=None, with_io=True, kernels="reference")
+  -> TailEstimate``:
   ``.bytes`` (the predicted tail), ``.unmodelled`` (tuple of short notes, one per
   operator kind or model feature the rules do not cover, e.g.
   ``"operator 3 FOO"``; their allocations are left out of ``.bytes``) and
   ``.exact`` (no note: the prediction is TFLM's tail to the byte).
 - ``predict_tail(...) -> int``: ``tail_estimate(...).bytes``.
-- ``min_arena_estimate(model, head, n_planned, profile="pypi") -> TailEstimate``:
+- ``min_arena_estimate(model, head, n_planned, profile="pypi", kernels="reference")
+  -> TailEstimate``:
   the smallest working arena (reference B6, and each operator's Prepare phase)
   with the tail's notes, plus one when a kernel's Prepare-time temporaries may
   need more than estimated (only on models with a head of a few hundred bytes;
@@ -35,11 +39,13 @@ that size may be refused by TFLM.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from arenaplan.analysis import cmsis_nn
+from arenaplan.analysis.kernels import REFERENCE, cmsis_features
 from arenaplan.analysis.scratch import ScratchRequest, scratch_requests
 from arenaplan.analysis.sizes import TensorBytes, tensor_bytes
-from arenaplan.analysis.tail_rules import Allocations, OpView, Unmodelled, rule_for
+from arenaplan.analysis.tail_rules import Allocations, OpRule, OpView, Unmodelled, rule_for
 from arenaplan.analysis.tail_structs import options_for, state_for
 from arenaplan.ir.model import Model, Operator
 
@@ -85,6 +91,20 @@ PROFILES = {
     "int32": BuildProfile(
         "int32", 4, (36, 44, 36), 8, 8, 12, 32, 40, 12, 4,
         options_for("int32"), state_for("int32"),
+    ),
+}  # fmt: skip
+
+# The builds ``verify.native`` runs (scripts/build_tflm.py: TFLM from this source by
+# its Makefile, no compression), which its runner sets up as the PyPI runtime is set
+# up (recording allocators, resource variables). For checking predictions against
+# those builds; not ``--profile`` choices.
+NATIVE_PROFILES = {
+    "host": BuildProfile(
+        "host", 8, (104, 72, 248), 16, 16, 24, 64, 64, 24, 8,
+        options_for("host"), state_for("host"), resource_variables=True,
+    ),
+    "arm32": replace(
+        PROFILES["arm32"], allocator_objects=(52, 44, 124), resource_variables=True
     ),
 }  # fmt: skip
 
@@ -182,8 +202,18 @@ class _Simulation:
     prepares: tuple[_PrepareMark, ...]
 
 
-def _simulate(model: Model, p: BuildProfile, sizes: TensorBytes) -> _Simulation:
+def _rule_for(op: Operator, features: str | None) -> OpRule | None:
+    """The tail rule of ``op``'s kernel: CMSIS-NN's when the build runs one for it."""
+    if features is not None and not op.is_custom:
+        cmsis = cmsis_nn.tail_rule(features, op.opcode)
+        if cmsis is not None:
+            return cmsis
+    return rule_for(op)
+
+
+def _simulate(model: Model, p: BuildProfile, sizes: TensorBytes, kernels: str) -> _Simulation:
     """Steps 1-7 of the module docstring, in TFLM's order."""
+    features = cmsis_features(kernels)
     notes = _Notes()
     if any(name == COMPRESSION_METADATA for name, _ in model.metadata):
         notes.add("compression", "compressed tensors (COMPRESSION_METADATA)")
@@ -206,7 +236,7 @@ def _simulate(model: Model, p: BuildProfile, sizes: TensorBytes) -> _Simulation:
     ops = []
     for sg in model.subgraphs:
         for op in sg.operators:
-            rule = rule_for(op)
+            rule = _rule_for(op, features)
             where = f"operator {op.index} {_op_name(op)}"
             if len(model.subgraphs) > 1:
                 where = f"subgraph {sg.index} {where}"
@@ -229,7 +259,7 @@ def _simulate(model: Model, p: BuildProfile, sizes: TensorBytes) -> _Simulation:
         for extra in _allocations(rule.prepare, view, notes, where):
             tail.alloc(extra, ALIGN)
         prepares.append(_PrepareMark(view, where, before, tail.used))
-    n_scratch = len(scratch_requests(model, sizes, p.pointer))
+    n_scratch = len(scratch_requests(model, sizes, p.pointer, kernels))
     if n_scratch:  # step 6
         tail.alloc(p.scratch_handle * n_scratch, p.pointer)
     for sg in model.subgraphs:
@@ -246,11 +276,12 @@ def tail_estimate(
     profile: str | BuildProfile = "pypi",
     sizes: TensorBytes | None = None,
     with_io: bool = True,
+    kernels: str = REFERENCE,
 ) -> TailEstimate:
-    """TFLM's tail for ``model`` under ``profile`` (variables not offline), and
-    the operators whose allocations are not modelled."""
+    """TFLM's tail for ``model`` under ``profile`` running ``kernels`` (variables
+    not offline), and the operators whose allocations are not modelled."""
     p = PROFILES[profile] if isinstance(profile, str) else profile
-    sim = _simulate(model, p, sizes or tensor_bytes(model))
+    sim = _simulate(model, p, sizes or tensor_bytes(model), kernels)
     return TailEstimate(sim.total if with_io else sim.before_io, sim.notes)
 
 
@@ -259,10 +290,12 @@ def predict_tail(
     profile: str | BuildProfile = "pypi",
     sizes: TensorBytes | None = None,
     with_io: bool = True,
+    kernels: str = REFERENCE,
 ) -> int:
-    """Bytes of TFLM's tail for ``model`` under ``profile`` (variables not offline);
-    a lower bound when ``tail_estimate`` says it is not exact."""
-    return tail_estimate(model, profile, sizes, with_io).bytes
+    """Bytes of TFLM's tail for ``model`` under ``profile`` running ``kernels``
+    (variables not offline); a lower bound when ``tail_estimate`` says it is not
+    exact."""
+    return tail_estimate(model, profile, sizes, with_io, kernels).bytes
 
 
 # ---- the smallest working arena (reference B6) --------------------------------------
@@ -338,7 +371,11 @@ def _prepare_peak(
 
 
 def min_arena_estimate(
-    model: Model, head: int, n_planned: int, profile: str | BuildProfile = "pypi"
+    model: Model,
+    head: int,
+    n_planned: int,
+    profile: str | BuildProfile = "pypi",
+    kernels: str = REFERENCE,
 ) -> TailEstimate:
     """Smallest arena (bytes) TFLM works in, with what is not modelled exactly.
 
@@ -349,12 +386,12 @@ def min_arena_estimate(
     of the kernel's own Prepare allocations) could exceed the result, the kernel's
     exact sequence of temporaries decides and the estimate says so.
     ``head``: the non-persistent bytes (our plan's arena); ``n_planned``: tensors
-    plus scratch requests TFLM's planner holds.
+    plus scratch requests TFLM's planner holds; ``kernels`` the build's kernels.
     """
     p = PROFILES[profile] if isinstance(profile, str) else profile
     sizes = tensor_bytes(model)
-    requests = scratch_requests(model, sizes, p.pointer)
-    sim = _simulate(model, p, sizes)
+    requests = scratch_requests(model, sizes, p.pointer, kernels)
+    sim = _simulate(model, p, sizes, kernels)
     x = planning_bytes(
         len(requests), model.tensor_count, n_planned, len(model.subgraphs), p.pointer
     )
@@ -367,6 +404,12 @@ def min_arena_estimate(
     return TailEstimate(arena, tuple(notes))
 
 
-def min_arena(model: Model, head: int, n_planned: int, profile: str | BuildProfile = "pypi") -> int:
+def min_arena(
+    model: Model,
+    head: int,
+    n_planned: int,
+    profile: str | BuildProfile = "pypi",
+    kernels: str = REFERENCE,
+) -> int:
     """``min_arena_estimate(...).bytes``."""
-    return min_arena_estimate(model, head, n_planned, profile).bytes
+    return min_arena_estimate(model, head, n_planned, profile, kernels).bytes

@@ -1,10 +1,12 @@
-"""Kernel scratch requests of TFLM's reference kernels (``RequestScratchBufferInArena``).
+"""Kernel scratch requests of TFLM's kernels (``RequestScratchBufferInArena``).
 
-The rules are those of ``tflm-arena-reference.md`` section A2: what each kernel's
-Prepare asks for, in order, in bytes (unaligned; TFLM rounds each up to 16).
-Requests are listed in TFLM's request order: subgraphs in index order, operators
-in order, each operator's requests in the order its Prepare makes them.
-Compressed weights (``USE_TFLM_COMPRESSION`` builds) are not modelled.
+The rules of the reference kernels are those of ``tflm-arena-reference.md`` section
+A2: what each kernel's Prepare asks for, in order, in bytes (unaligned; TFLM rounds
+each up to 16). With ``kernels`` a CMSIS-NN variant (``analysis.kernels``), the
+operators CMSIS-NN implements follow ``analysis.cmsis_nn`` instead. Requests are
+listed in TFLM's request order: subgraphs in index order, operators in order, each
+operator's requests in the order its Prepare makes them. Compressed weights
+(``USE_TFLM_COMPRESSION`` builds) are not modelled.
 """
 
 from __future__ import annotations
@@ -12,7 +14,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from arenaplan.analysis import cmsis_nn
+from arenaplan.analysis.kernels import REFERENCE, cmsis_features
 from arenaplan.analysis.sizes import TensorBytes
+from arenaplan.analysis.tail_rules import OpView, Unmodelled
 from arenaplan.errors import ModelFormatError
 from arenaplan.ir.custom import int_option
 from arenaplan.ir.dtypes import DType
@@ -50,6 +55,10 @@ class _Ctx:
 
     def custom(self, key: str) -> int:
         return int_option(self.op, key)
+
+    def view(self) -> OpView:
+        """The operator as the CMSIS-NN rules read it."""
+        return OpView(self.sg, self.op, self.sizes, {}, self.pointer_size)
 
 
 def _int4_filter(ctx: _Ctx) -> list[int]:
@@ -155,7 +164,7 @@ def _apply(rule: Callable[[_Ctx], list[int]], ctx: _Ctx) -> list[int]:
     signatures of ``ir.verify`` rule most of these out before we get here)."""
     try:
         sizes = rule(ctx)
-    except (IndexError, KeyError, TypeError, AttributeError, ValueError) as exc:
+    except (IndexError, KeyError, TypeError, AttributeError, ValueError, Unmodelled) as exc:
         raise ModelFormatError(
             f"corrupt model: subgraph {ctx.sg.index} operator {ctx.op.index} "
             f"{ctx.op.opcode}: its tensors are not what the kernel expects ({exc})"
@@ -168,14 +177,28 @@ def _apply(rule: Callable[[_Ctx], list[int]], ctx: _Ctx) -> list[int]:
     return sizes
 
 
+def _rule_for(op: Operator, features: str | None) -> Callable[[_Ctx], list[int]] | None:
+    """The rule of ``op``'s kernel: CMSIS-NN's when the build runs one for it."""
+    if features is not None and not op.is_custom:
+        cmsis = cmsis_nn.scratch_rule(features, op.opcode)
+        if cmsis is not None:
+            return lambda ctx: cmsis(ctx.view())
+    return _RULES.get(op.opcode)
+
+
 def scratch_requests(
-    model: Model, sizes: TensorBytes, pointer_size: int = HOST_POINTER_SIZE
+    model: Model,
+    sizes: TensorBytes,
+    pointer_size: int = HOST_POINTER_SIZE,
+    kernels: str = REFERENCE,
 ) -> tuple[ScratchRequest, ...]:
-    """Every scratch request of every operator, in TFLM's request order."""
+    """Every scratch request of every operator, in TFLM's request order, for a
+    build running ``kernels`` (``analysis.kernels.KERNELS``)."""
+    features = cmsis_features(kernels)
     requests: list[ScratchRequest] = []
     for sg in model.subgraphs:
         for op in sg.operators:
-            rule = _RULES.get(op.opcode)
+            rule = _rule_for(op, features)
             if rule is None:
                 continue
             ctx = _Ctx(sg, op, sizes[sg.index], pointer_size)

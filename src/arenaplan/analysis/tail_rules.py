@@ -15,8 +15,9 @@ resolver of the TFLM source registers (``micro_mutable_op_resolver.h``) has a ru
 as have the Signal library's custom kernels and the two other custom kernels
 TFLM ships (CIRCULAR_BUFFER, TFLite_Detection_PostProcess). Operators without a
 rule are reported as unmodelled by ``persistent.tail_estimate``; a rule raises
-``Unmodelled`` for a case it cannot predict. Only the reference kernels are
-modelled (optimised kernels such as CMSIS-NN have OpData of their own).
+``Unmodelled`` for a case it cannot predict. These are the reference kernels; the
+CMSIS-NN kernels' rules are in ``cmsis_nn`` (other optimised kernels, such as
+Xtensa's or ESP-NN's, are not modelled).
 """
 
 from __future__ import annotations

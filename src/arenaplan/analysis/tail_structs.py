@@ -16,6 +16,12 @@ Columns, in ``PROFILE_COLUMNS`` order:
 - ``int32``: the same compiler with ``-fno-short-enums`` (int-sized enums, as on
   RISC-V, Xtensa, i386).
 
+The ``cmsis_nn:*`` rows are the OpData of TFLM's CMSIS-NN kernels (compiled with
+``-DCMSIS_NN`` and CMSIS-NN's headers; arm32 with ``-mcpu=cortex-m4``, the same
+sizes with ``-mcpu=cortex-m55``). ``host`` (not a column: ``HOST_OPTIONS`` and
+``HOST_STATE`` amend the pypi one) is a 64-bit build from the source without
+compression.
+
 Each probe appended ``sizeof``/``alignof`` of the struct to a copy of the kernel's
 translation unit (so types in anonymous namespaces resolve) and read the values
 from the assembly. Sizes in bytes.
@@ -153,6 +159,34 @@ STATE: dict[str, tuple[int, int, int]] = {
     # micro_resource_variable.cc MicroResourceVariables::Create
     "MicroResourceVariables": (16, 12, 12),
     "MicroResourceVariable": (40, 20, 20),
+    # CMSIS-NN kernels (kernels/cmsis_nn/*.cc Init, built with CMSIS-NN's headers and
+    # KERNELS_OPTIMIZED_FOR_SPEED); the pypi column as a compression build would have them
+    "cmsis_nn:conv:OpData": (88, 60, 60),  # OpDataConv + buffer_idx
+    "cmsis_nn:depthwise_conv:OpData": (88, 60, 60),  # OpDataConv + buffer_idx
+    "cmsis_nn:fully_connected:OpData": (104, 72, 72),  # OpDataFullyConnected + 6 fields
+    "cmsis_nn:pooling:OpData": (36, 36, 36),  # OpDataPooling + buffer_idx
+    "CMSISNNSoftmaxParams": (88, 64, 64),  # SoftmaxParams + num_rows, row_size
+    "CmsisNnOpDataSvdf": (48, 40, 40),
+    "cmsis_nn:lstm:OpData": (1008, 912, 912),  # OpDataLSTM + cmsis_nn_lstm_params
+    "cmsis_nn:transpose_conv:OpData": (88, 76, 76),
+    "cmsis_nn:add:OpData": (60, 60, 60),
+    "cmsis_nn:batch_matmul:OpData": (56, 36, 36),  # OpDataBatchMatmul + dims + index
+}
+
+# ``host``: TFLM built from this source for a 64-bit host by its Makefile, without
+# compression (``verify.native``'s host variants). Its sizes are the pypi column's
+# except these (``sizeof`` with host g++ without ``-DUSE_TFLM_COMPRESSION``; the
+# source's own FC options).
+HOST_OPTIONS: dict[str, Struct] = {"TfLiteFullyConnectedParams": (16, 4)}
+HOST_STATE: dict[str, int] = {
+    "OpDataConv": 72,
+    "OpDataFullyConnected": 64,
+    "transpose_conv:OpData": 80,
+    "concatenation:OpData": 40,
+    "assign_variable:OpData": 0,
+    "cmsis_nn:conv:OpData": 80,
+    "cmsis_nn:depthwise_conv:OpData": 80,
+    "cmsis_nn:fully_connected:OpData": 96,
 }
 
 
@@ -162,12 +196,16 @@ def column(profile: str) -> int:
 
 
 def options_for(profile: str) -> dict[str, Struct]:
-    """Options struct name -> (bytes, alignment) in ``profile``."""
+    """Options struct name -> (bytes, alignment) in ``profile`` (or ``host``)."""
+    if profile == "host":
+        return options_for("pypi") | HOST_OPTIONS
     k = column(profile)
     return {name: row[k] for name, row in OPTIONS.items()}
 
 
 def state_for(profile: str) -> dict[str, int]:
-    """Kernel state struct name -> bytes in ``profile``."""
+    """Kernel state struct name -> bytes in ``profile`` (or ``host``)."""
+    if profile == "host":
+        return state_for("pypi") | HOST_STATE
     k = column(profile)
     return {name: row[k] for name, row in STATE.items()}

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from arenaplan.allocation.packing import align_up
 from arenaplan.allocation.problem import Buffer
+from arenaplan.analysis.kernels import REFERENCE
 from arenaplan.analysis.lifetimes import Lifetimes, compute_lifetimes
 from arenaplan.analysis.scratch import ScratchRequest, scratch_requests
 from arenaplan.analysis.sizes import tensor_bytes
@@ -55,10 +56,11 @@ def is_planned(model: Model, sizes: tuple[tuple[int, ...], ...], s: int, t: int)
     return sizes[s][t] > 0
 
 
-def arena_items(model: Model, pointer_size: int = 8) -> ArenaItems:
+def arena_items(model: Model, pointer_size: int = 8, kernels: str = REFERENCE) -> ArenaItems:
+    """The head's tensors and the scratch requests of a build running ``kernels``."""
     sizes = tensor_bytes(model)
     lt = compute_lifetimes(model)
-    requests = scratch_requests(model, sizes, pointer_size)
+    requests = scratch_requests(model, sizes, pointer_size, kernels)
     tensors = tuple(
         (sg.index, t.index)
         for sg in model.subgraphs

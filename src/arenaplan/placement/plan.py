@@ -13,6 +13,10 @@ TFLM_ALIGNMENT = 16  # bytes: MicroArenaBufferAlignment(); sizes and offsets are
 class PlanOptions:
     """How to plan. ``pointer_size`` (bytes) sizes pointer-array scratch (8 on the host).
 
+    ``kernels``: the kernels the TFLM build runs, which decide the scratch requests
+    planned (``analysis.kernels``: "reference", "cmsis_nn", "cmsis_nn+dsp",
+    "cmsis_nn+mve").
+
     ``aliases``: which tensors may share bytes, by kind (``analysis.aliases``):
     "inplace" (an operator's output over an input that dies there, for the kernels
     of docs/inplace.md) and "views" (STRIDED_SLICE outputs inside their input,
@@ -27,6 +31,7 @@ class PlanOptions:
     time_limit: float = 2.0  # seconds for the exact search, when greedy stops above the bound
     aliases: frozenset[str] = frozenset()
     clobber_inputs: bool = False
+    kernels: str = "reference"
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +81,8 @@ class Plan:
     ``aliases``: every pair of tensors that share bytes, with the rule that allows
     it (the validator re-derives each); with aliases, ``lower_bound`` is that of
     the merged buffers (one per alias class). ``clobber_inputs``: whether the plan
-    was allowed to write over graph inputs.
+    was allowed to write over graph inputs. ``kernels``: the kernels whose scratch
+    requests were planned (``PlanOptions.kernels``); TFLM's tail depends on them too.
     """
 
     tensors: tuple[TensorPlacement, ...]
@@ -92,6 +98,7 @@ class Plan:
     seconds: float
     aliases: tuple[Alias, ...] = ()
     clobber_inputs: bool = False
+    kernels: str = "reference"
 
     @property
     def optimal(self) -> bool:

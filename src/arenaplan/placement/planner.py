@@ -62,7 +62,7 @@ def plan_model(model: Model, options: PlanOptions | None = None) -> Plan:
     """A validated plan of ``model``'s head; raises if validation fails."""
     options = options or PlanOptions()
     start = time.perf_counter()
-    items = arena_items(model, options.pointer_size)
+    items = arena_items(model, options.pointer_size, options.kernels)
     tflm = _TFLM.solve(Problem(items.buffers))
     allocator = get_allocator(options.allocator, options.time_limit)
     best: _Candidate | None = None
@@ -119,7 +119,7 @@ def layout_plan(
     offsets are taken as they are: no aliases (``options.aliases`` is not used)."""
     options = options or PlanOptions()
     start = time.perf_counter()
-    items = arena_items(model, options.pointer_size)
+    items = arena_items(model, options.pointer_size, options.kernels)
     problem = Problem(items.buffers)
     tflm = _TFLM.solve(problem)
     laid = _as_tflm_runs(items, tuple(tensor_offsets[k] for k in items.tensors))
@@ -207,4 +207,5 @@ def _make_plan(
         seconds=seconds,
         aliases=layout.aliases,
         clobber_inputs=options.clobber_inputs,
+        kernels=options.kernels,
     )
