@@ -1794,8 +1794,11 @@ def _fallback(c: _Ctx) -> None:
         c.store(t, c.elements(t))
 
 
-def traffic_details(model: Model, build: Build = HOST_REFERENCE) -> list[OpTraffic]:
-    """Every operator's predicted traffic, with its kernel path and exactness."""
+def traffic_details(
+    model: Model, build: Build = HOST_REFERENCE, fixed: bool = True
+) -> list[OpTraffic]:
+    """Every operator's predicted traffic, with its kernel path and exactness.
+    ``fixed=False`` leaves the fixed per-invoke terms out (the data terms alone)."""
     sizes = tensor_bytes(model)
     out = []
     for sg in model.subgraphs:
@@ -1810,7 +1813,7 @@ def traffic_details(model: Model, build: Build = HOST_REFERENCE) -> list[OpTraff
                 exact, c.acc, c.kernel = False, {}, op.opcode
             if not exact:
                 _fallback(c)
-            else:
+            elif fixed:
                 exact = _add_fixed(c)
             out.append(OpTraffic(sg.index, op.index, op.opcode, c.kernel, exact, dict(c.acc)))
     return out
@@ -1879,4 +1882,54 @@ def compare(
             if key in skip:
                 continue
             out.append(difference(*where, key, p.get(key, Traffic()), m.get(key, Traffic())))
+    return out
+
+
+# ---------------------------------------------------------------- the fixed terms, measured
+
+_ROLE_KEYS = {
+    "node": lambda sg, op: ("persistent", "node", sg, op),
+    "fw": lambda sg, op: ("persistent", "framework"),
+    "model": lambda sg, op: ("model",),
+    "opdata": lambda sg, op: ("persistent", "op_data", sg, op),
+    "handles": lambda sg, op: ("persistent", "scratch_handles"),
+}
+
+
+def _minus(m: Traffic, p: Traffic) -> str:
+    parts = []
+    for mine, theirs in ((m.load_widths, p.load_widths), (m.store_widths, p.store_widths)):
+        d = dict(mine)
+        for w, n in theirs:
+            d[w] = d.get(w, 0) - n
+        parts.append(" ".join(f"{w}:{n}" for w, n in sorted(d.items()) if n))
+    return parts[0] + (f" / {parts[1]}" if parts[1] else "")
+
+
+def fixed_terms(
+    model: Model, measured: dict[tuple[int, int], dict[Key, Traffic]]
+) -> list[tuple[str, dict[str, str]]]:
+    """Per modelled operator, (kernel path, role -> the measured fixed term): what a
+    measurement says ``_FIXED`` should hold (the measured traffic of each role less
+    the data terms). How the table was made, and how to check it on a new build."""
+    out = []
+    for d in traffic_details(model, fixed=False):
+        if d.kernel == d.opcode and d.opcode not in _KERNELS:
+            continue
+        m = measured.get((d.subgraph, d.op), {})
+        op = model.subgraphs[d.subgraph].operators[d.op]
+        roles: dict[str, str] = {}
+        for prefix, indices in (("in", op.inputs), ("out", op.outputs)):
+            for k, i in enumerate(indices):
+                if i < 0 or indices[:k].count(i) or (prefix == "out" and i in op.inputs):
+                    continue
+                t = m.get(("persistent", "eval_tensor", d.subgraph, i))
+                if t is not None:
+                    roles[f"{prefix}{k}"] = _minus(t, Traffic())
+        for role, make in _ROLE_KEYS.items():
+            key = make(d.subgraph, d.op)
+            text = _minus(m.get(key, Traffic()), d.traffic.get(key, Traffic()))
+            if text:
+                roles[role] = text
+        out.append((d.kernel, roles))
     return out
