@@ -10,7 +10,7 @@ pytest.importorskip("scipy", reason="calibration needs scipy (pip install 'arena
 
 from arenaplan.analysis.calibration import Run, calibrate
 from arenaplan.analysis.profile_log import parse_profile
-from arenaplan.analysis.timing import model_cycles, one_pass_accesses
+from arenaplan.analysis.timing import model_cycles, operator_accesses
 from arenaplan.errors import UsageError
 from arenaplan.reader import read_model
 from arenaplan.targets import load_builtin as load_target
@@ -19,7 +19,7 @@ from arenaplan.targets import load_builtin as load_target
 @pytest.mark.parametrize("fmt", ["log", "csv"])
 def test_known_parameters_are_recovered_within_2_percent(fmt: str) -> None:
     model = read_model(model_path(VWW))
-    ops, truth = one_pass_accesses(model), true_target()
+    ops, truth = operator_accesses(model), true_target()
     runs = []
     for memory in ("sram", "lpddr"):
         where = placement(model, memory)
@@ -40,7 +40,7 @@ def _extra(target) -> float:
 
 def test_per_tag_totals_fit_every_kind_within_2_percent() -> None:
     model = read_model(model_path(VWW))
-    ops, truth = one_pass_accesses(model), true_target()
+    ops, truth = operator_accesses(model), true_target()
     runs = []
     for memory in ("sram", "lpddr"):
         where = placement(model, memory)
@@ -52,7 +52,7 @@ def test_per_tag_totals_fit_every_kind_within_2_percent() -> None:
 
 def test_a_log_of_another_model_is_one_line() -> None:
     model = read_model(model_path(VWW))
-    ops = one_pass_accesses(model)
+    ops = operator_accesses(model)
     where = placement(model, "sram")
     log = parse_profile("CONV_2D took 10 ticks (0 ms).\nADD took 3 ticks (0 ms).")
     with pytest.raises(UsageError, match="not a whole number of invocations"):

@@ -11,7 +11,7 @@ pytest.importorskip("scipy", reason="calibration needs scipy (pip install 'arena
 
 from analysis.profiles_kit import VWW, log_text, placement, true_target
 
-from arenaplan.analysis.timing import model_cycles, one_pass_accesses
+from arenaplan.analysis.timing import model_cycles, operator_accesses
 from arenaplan.cli import main
 from arenaplan.reader import read_model
 from arenaplan.targets import load_target
@@ -19,7 +19,7 @@ from arenaplan.targets import load_target
 
 def _write_logs(tmp_path: Path) -> list[str]:
     model = read_model(model_path(VWW))
-    ops, truth = one_pass_accesses(model), true_target()
+    ops, truth = operator_accesses(model), true_target()
     runs = []
     for memory in ("sram", "lpddr"):
         where = placement(model, memory)
