@@ -595,7 +595,7 @@ def _svdf(c: _Ctx) -> None:
     c.load(b, n_batch * n_unit)
     c.store(c.scratch(1), n_batch * n_unit * (1 + rank), 4)
     c.load(c.scratch(0), n_batch * n_unit * rank, 4)
-    c.load(c.scratch(1), n_batch * n_unit * (rank + 1), 4)
+    c.load(c.scratch(1), n_batch * n_unit * 2, 4)  # the sum stays in a register over the rank
     c.load(c.op_data, n_batch * n_unit * 3, 4)  # scale a and b, output zero point
     c.store(y, n_batch * n_unit)
     c.vars = {"B": n_batch, "U": n_unit}
@@ -874,14 +874,15 @@ def _pad(c: _Ctx) -> None:
 # Per kernel path, the fixed loads (and stores, after "/") of one invoke, by role:
 # inK/outK the eval tensor of input/output K, node, fw (framework), model, opdata
 # (the scalar fields of the operator data), handles (scratch handles). Each item is
-# "width:count"; a count may use rK/qK (rank of input/output K). Measured on
-# HOST_REFERENCE, one kernel path at a time.
+# "width:count"; a count may use rK/qK (rank of input/output K), n (inputs) and the
+# kernel's own variables; "in*" is every input. Measured on HOST_REFERENCE, one kernel
+# path at a time (benchmarks/traffic.py --fixed prints what a build measures).
 _FIXED: dict[str, dict[str, str]] = {
     "ADD/float32/same": {
         "fw": "4:1 8:7 / 8:1",
         "in0": "8:2",
         "in1": "8:2",
-        "model": "4:22",
+        "model": "4:10+r0+r1+q0",
         "node": "8:5",
         "opdata": "1:1 8:1",
         "out0": "4:2 8:2",
@@ -890,7 +891,7 @@ _FIXED: dict[str, dict[str, str]] = {
         "fw": "4:1 8:7 / 8:1",
         "in0": "8:3",
         "in1": "8:3",
-        "model": "4:32",
+        "model": "4:20+r0+r1+q0",
         "node": "8:5",
         "opdata": "4:12",
         "out0": "4:2 8:2",
@@ -899,7 +900,7 @@ _FIXED: dict[str, dict[str, str]] = {
         "fw": "4:1 8:7 / 8:1",
         "in0": "8:2",
         "in1": "8:2",
-        "model": "4:12",
+        "model": "4:10+r0+r1+q0",
         "node": "8:5",
         "opdata": "1:1",
         "out0": "4:2 8:2",
@@ -908,7 +909,7 @@ _FIXED: dict[str, dict[str, str]] = {
         "fw": "4:1 8:7 / 8:1",
         "in0": "8:3",
         "in1": "8:3",
-        "model": "4:32",
+        "model": "4:20+r0+r1+q0",
         "node": "8:5",
         "opdata": "4:12",
         "out0": "4:2 8:2",
@@ -964,40 +965,34 @@ _FIXED: dict[str, dict[str, str]] = {
         "out0": "8:2",
     },
     "CONCATENATION/float32": {
-        "fw": "4:1 8:10 / 8:1",
-        "in0": "8:2",
-        "in1": "8:2",
-        "model": "4:34",
-        "node": "8:12",
+        "fw": "4:1 8:6+2*n / 8:1",
+        "in*": "8:2",
+        "model": "4:4+9*n+(n+1)*q0",
+        "node": "8:4+4*n",
         "opdata": "4:2",
         "out0": "4:1 8:2",
     },
     "CONCATENATION/int16": {
-        "fw": "4:1 8:12 / 8:1",
-        "in0": "8:2",
-        "in1": "8:2",
-        "in2": "8:2",
-        "model": "4:47",
-        "node": "8:16",
+        "fw": "4:1 8:6+2*n / 8:1",
+        "in*": "8:2",
+        "model": "4:4+9*n+(n+1)*q0",
+        "node": "8:4+4*n",
         "opdata": "4:2",
         "out0": "4:1 8:2",
     },
     "CONCATENATION/int32": {
-        "fw": "4:1 8:12 / 8:1",
-        "in0": "8:2",
-        "in1": "8:2",
-        "in2": "8:2",
-        "model": "4:35",
-        "node": "8:16",
+        "fw": "4:1 8:6+2*n / 8:1",
+        "in*": "8:2",
+        "model": "4:4+9*n+(n+1)*q0",
+        "node": "8:4+4*n",
         "opdata": "4:2",
         "out0": "4:1 8:2",
     },
     "CONCATENATION/int8": {
-        "fw": "4:1 8:10 / 8:1",
-        "in0": "8:2",
-        "in1": "8:2",
-        "model": "4:34",
-        "node": "8:12",
+        "fw": "4:1 8:6+2*n / 8:1",
+        "in*": "8:2",
+        "model": "4:4+9*n+(n+1)*q0",
+        "node": "8:4+4*n",
         "opdata": "4:2",
         "out0": "4:1 8:2",
     },
@@ -1088,7 +1083,7 @@ _FIXED: dict[str, dict[str, str]] = {
         "fw": "4:1 8:7 / 8:1",
         "in0": "8:3",
         "in1": "8:3",
-        "model": "4:32",
+        "model": "4:20+r0+r1+q0",
         "node": "4:1 8:5",
         "out0": "4:1 8:2",
     },
@@ -1096,7 +1091,7 @@ _FIXED: dict[str, dict[str, str]] = {
         "fw": "4:1 8:7 / 8:1",
         "in0": "8:3",
         "in1": "8:3",
-        "model": "4:15",
+        "model": "4:13+r0+r1+q0",
         "node": "4:1 8:5",
         "out0": "4:1 8:2",
     },
@@ -1303,7 +1298,7 @@ _FIXED: dict[str, dict[str, str]] = {
         "fw": "4:1 8:7 / 8:1",
         "in0": "8:2",
         "in1": "8:2",
-        "model": "4:19",
+        "model": "4:7+r0+r1+q0",
         "node": "8:3",
         "out0": "4:1 8:2",
     },
@@ -1311,7 +1306,7 @@ _FIXED: dict[str, dict[str, str]] = {
         "fw": "4:1 8:7 / 8:1",
         "in0": "8:2",
         "in1": "8:2",
-        "model": "4:12",
+        "model": "4:10+r0+r1+q0",
         "node": "8:3",
         "out0": "4:1 8:2",
     },
@@ -1335,7 +1330,7 @@ _FIXED: dict[str, dict[str, str]] = {
         "fw": "4:1 8:7 / 8:1",
         "in0": "8:2",
         "in1": "8:2",
-        "model": "4:12",
+        "model": "4:10+r0+r1+q0",
         "node": "8:3",
         "out0": "4:1 8:2",
     },
@@ -1343,7 +1338,7 @@ _FIXED: dict[str, dict[str, str]] = {
         "fw": "4:1 8:7 / 8:1",
         "in0": "8:2",
         "in1": "8:2",
-        "model": "4:22",
+        "model": "4:10+r0+r1+q0",
         "node": "8:3",
         "out0": "4:1 8:2",
     },
@@ -1351,7 +1346,7 @@ _FIXED: dict[str, dict[str, str]] = {
         "fw": "4:1 8:7 / 8:1",
         "in0": "4:2 8:3",
         "in1": "8:3",
-        "model": "4:32",
+        "model": "4:20+r0+r1+q0",
         "node": "8:5",
         "opdata": "4:6 8:1",
         "out0": "8:2",
@@ -1360,7 +1355,7 @@ _FIXED: dict[str, dict[str, str]] = {
         "fw": "4:1 8:7 / 8:1",
         "in0": "4:2 8:3",
         "in1": "8:3",
-        "model": "4:15",
+        "model": "4:13+r0+r1+q0",
         "node": "8:5",
         "opdata": "4:6 8:1",
         "out0": "8:2",
@@ -1369,7 +1364,7 @@ _FIXED: dict[str, dict[str, str]] = {
         "fw": "4:1 8:7 / 8:1",
         "in0": "4:2 8:3",
         "in1": "8:3",
-        "model": "4:32",
+        "model": "4:20+r0+r1+q0",
         "node": "8:5",
         "opdata": "4:6 8:1",
         "out0": "8:2",
@@ -1580,7 +1575,7 @@ _FIXED: dict[str, dict[str, str]] = {
         "fw": "4:1 8:7 / 8:1",
         "in0": "8:2",
         "in1": "8:1",
-        "model": "4:12",
+        "model": "4:0+r0+r1+q0",
         "node": "8:5",
         "opdata": "1:1 4:4",
         "out0": "4:1 8:1",
@@ -1591,6 +1586,14 @@ _FIXED: dict[str, dict[str, str]] = {
         "model": "4:13",
         "node": "8:2",
         "out0": "4:1 8:2",
+    },
+    "STRIDED_SLICE/elements": {
+        "fw": "4:1 8:6 / 8:1",
+        "in0": "8:2",
+        "model": "4:6+2*r0",
+        "node": "8:3",
+        "opdata": "1:4 2:3 4:1 16:5",
+        "out0": "4:2 8:2",
     },
     "STRIDED_SLICE/memcpy": {
         "fw": "4:1 8:6 / 8:1",
@@ -1604,7 +1607,7 @@ _FIXED: dict[str, dict[str, str]] = {
         "fw": "4:1 8:7 / 8:1",
         "in0": "8:3",
         "in1": "8:3",
-        "model": "4:32",
+        "model": "4:20+r0+r1+q0",
         "node": "8:5",
         "opdata": "4:12",
         "out0": "4:2 8:2",
@@ -1762,9 +1765,13 @@ def _add_fixed(c: _Ctx) -> bool:
         names[f"r{k}"] = len(c.sg.tensors[i].shape) if i >= 0 else 0
     for k, i in enumerate(c.op.outputs):
         names[f"q{k}"] = len(c.sg.tensors[i].shape)
+    names["n"] = sum(1 for i in c.op.inputs if i >= 0)
     for role, s in spec.items():
         t = _fixed(s, names)
-        if role.startswith(("in", "out")):
+        if role == "in*":  # every input
+            for i in {i for i in c.op.inputs if i >= 0}:
+                c.add(("persistent", "eval_tensor", sg, i), t)
+        elif role.startswith(("in", "out")):
             k = int(role[2:] if role.startswith("in") else role[3:])
             idx = c.op.inputs if role.startswith("in") else c.op.outputs
             if k < len(idx) and idx[k] >= 0:
