@@ -13,12 +13,13 @@ sizes are checked by hand only.
 
 from __future__ import annotations
 
+import json
 from functools import cache
 from pathlib import Path
 
 import pytest
 from analysis.opmodels import I8, I16, I32, I64, OP_MODELS, SHAPED, Net
-from testkit import TFLM_REFUSES, model_params
+from testkit import TFLM_REFUSES, model_params, model_path
 
 from arenaplan.analysis import cmsis_nn as c
 from arenaplan.analysis.cmsis_nn import Dims, Window
@@ -26,6 +27,7 @@ from arenaplan.analysis.kernels import KERNELS, check_kernels, cmsis_features
 from arenaplan.analysis.persistent import NATIVE_PROFILES, PROFILES, tail_estimate
 from arenaplan.analysis.scratch import scratch_requests
 from arenaplan.analysis.sizes import tensor_bytes
+from arenaplan.cli import main
 from arenaplan.export.offline_plan import with_offline_plan
 from arenaplan.placement import PlanOptions, plan_model
 from arenaplan.reader import read_model_bytes
@@ -398,3 +400,40 @@ def test_native_profiles_are_the_runner_setups() -> None:
         == 236 - 132
     )
     assert all(p.resource_variables for p in NATIVE_PROFILES.values())
+
+
+# ---- the command line, the JSON plan and the header ----------------------------------
+
+
+def test_plan_kernels_option_reaches_json_and_header(tmp_path: Path, capsys) -> None:
+    src = model_path("tflite-micro__test_conv_model")
+    out, js, header = tmp_path / "p.tflite", tmp_path / "p.json", tmp_path / "a.h"
+    argv = ["plan", str(src), "-q", "-o", str(out), "--json", str(js), "--header", str(header)]
+    assert main([*argv, "--kernels", "cmsis_nn+dsp"]) == 0
+    plan = json.loads(js.read_text())
+    ir = read_model_bytes(src.read_bytes())
+    requests = scratch_requests(ir, tensor_bytes(ir), 8, "cmsis_nn+dsp")
+    assert plan["kernels"] == "cmsis_nn+dsp"
+    assert [s["bytes"] for s in plan["scratch"]] == [r.bytes for r in requests] != []
+    tail = tail_estimate(ir, "arm32", kernels="cmsis_nn+dsp").bytes
+    assert plan["persistent"]["arm32"]["tail"] == tail != tail_estimate(ir, "arm32").bytes
+    text = header.read_text()
+    assert '#define ARENAPLAN_KERNELS "cmsis_nn+dsp"' in text
+    assert f"#define ARENAPLAN_TAIL_BYTES {tail}u" in text
+    assert "CMSIS-NN with the DSP extension" in text
+    # a target names its kernels; --kernels overrides them
+    assert main([*argv, "--target", "generic"]) == 0
+    assert json.loads(js.read_text())["kernels"] == "cmsis_nn+dsp"
+    assert main([*argv, "--target", "generic", "--kernels", "reference"]) == 0
+    assert json.loads(js.read_text())["kernels"] == "reference"
+    assert "ARENAPLAN_KERNELS" not in header.read_text()
+    assert main([*argv, "--kernels", "cmsis"]) == 2
+    assert "--kernels" in capsys.readouterr().err
+
+
+def test_inspect_shows_the_kernels_scratch(capsys) -> None:
+    src = model_path("tflite-micro__test_conv_model")
+    assert main(["inspect", str(src)]) == 0
+    assert "0 scratch requests" in capsys.readouterr().out
+    assert main(["inspect", str(src), "--kernels", "cmsis_nn"]) == 0
+    assert "2 scratch requests" in capsys.readouterr().out

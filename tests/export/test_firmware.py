@@ -279,16 +279,23 @@ def test_header_follows_the_persistent_advice(tmp_path: Path) -> None:
     assert re.search(r"#define ARENAPLAN_PERSISTENT_BYTES \d+u", text)
 
 
-@pytest.mark.parametrize(("target", "profile"), [("esp32s3", "int32"), ("imxrt1170", "arm32")])
-def test_header_takes_the_targets_build_profile(tmp_path: Path, target: str, profile: str):
-    """The test drive found arm32 sizes in an ESP32-S3 header (its profile is int32)."""
+@pytest.mark.parametrize(
+    ("target", "profile", "kernels"),
+    [("esp32s3", "int32", "reference"), ("imxrt1170", "arm32", "cmsis_nn+dsp")],
+)
+def test_header_takes_the_targets_build_profile(
+    tmp_path: Path, target: str, profile: str, kernels: str
+):
+    """The test drive found arm32 sizes in an ESP32-S3 header (its profile is int32).
+    The target's kernels size it too (the i.MX RT1170's Cortex-M7 runs CMSIS-NN)."""
     src = model_path("mlcommons-tiny__vww_96_int8")
     header = tmp_path / "arena.h"
     assert main(["plan", str(src), "-q", "--target", target, "--header", str(header)]) == 0
     text = header.read_text()
     assert f'#define ARENAPLAN_PROFILE "{profile}"' in text
-    tail = predict_tail(read_model(src), profile)
+    tail = predict_tail(read_model(src), profile, kernels=kernels)
     assert f"#define ARENAPLAN_TAIL_BYTES {tail}u" in text
+    assert (f'#define ARENAPLAN_KERNELS "{kernels}"' in text) == (kernels != "reference")
     explicit = tmp_path / "pypi.h"
     argv = ["plan", str(src), "-q", "--target", target, "--profile", "pypi"]
     assert main([*argv, "--header", str(explicit)]) == 0

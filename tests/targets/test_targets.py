@@ -53,6 +53,24 @@ def test_builtin_targets_load_with_their_figures() -> None:
     assert load_builtin("esp32s3").tflm_profile == "int32"  # Xtensa: int-sized enums
 
 
+def test_targets_name_the_kernels_their_firmware_runs(tmp_path: Path) -> None:
+    """Cortex-M targets run CMSIS-NN at their core's level; the others, and a file
+    that says nothing, the reference kernels."""
+    kernels = {name: load_builtin(name).kernels for name in builtin_names()}
+    assert kernels == {
+        "cortex_m55_ethos_u55": "cmsis_nn+mve",
+        "esp32s3": "reference",
+        "generic": "cmsis_nn+dsp",
+        "imxrt1170": "cmsis_nn+dsp",
+        "xcore_ai": "reference",
+    }
+    path = tmp_path / "mine.toml"
+    path.write_text(GOOD)
+    assert load_target(path).kernels == "reference"
+    path.write_text(GOOD.replace("clock_hz = 100e6", 'clock_hz = 100e6\nkernels = "cmsis_nn"'))
+    assert load_target(path).kernels == "cmsis_nn"
+
+
 def test_a_users_file(tmp_path: Path) -> None:
     path = tmp_path / "mine.toml"
     path.write_text(GOOD)
@@ -74,6 +92,7 @@ def test_a_users_file(tmp_path: Path) -> None:
         (("clock_hz = 100e6", 'clock_hz = 100e6\ntflm_profile = "x86"'), "tflm_profile must be"),
         (('name = "flash"', 'name = "ext-ram"'), "letters, digits and _"),
         (('name = "flash"', 'name = "flash"\nsection = ".x\\" */"'), "not a linker section"),
+        (("clock_hz = 100e6", 'clock_hz = 100e6\nkernels = "cmsis"'), "kernels must be one of"),
     ],
 )
 def test_bad_files_name_the_problem(tmp_path: Path, edit: tuple[str, str], message: str) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from arenaplan.analysis.kernels import KERNEL_WORDS, KERNELS, REFERENCE
 from arenaplan.errors import UsageError
 from arenaplan.targets import Target, load_builtin, load_target
 
@@ -32,3 +33,22 @@ def target_from_args(args: argparse.Namespace) -> Target | None:
         return load_target(args.target_file)
     name = args.target or args.target_default
     return load_builtin(name) if name else None
+
+
+def add_kernels_option(p: argparse.ArgumentParser, default: str) -> None:
+    """``--kernels``: which TFLM kernels the build runs (their scratch requests and
+    tail differ); ``default`` says where the default comes from."""
+    words = "; ".join(f"{k}: {KERNEL_WORDS[k]}" for k in KERNELS)
+    p.add_argument(
+        "--kernels",
+        choices=KERNELS,
+        default=None,
+        help=f"the TFLM kernels the build runs ({words}; default: {default})",
+    )
+
+
+def kernels_from_args(args: argparse.Namespace, target: Target | None = None) -> str:
+    """The kernels asked for: ``--kernels``, else the target's, else the reference ones."""
+    if args.kernels is not None:
+        return args.kernels
+    return target.kernels if target is not None else REFERENCE

@@ -10,6 +10,7 @@ from rich.table import Table
 
 from arenaplan.allocation.bounds import live_bytes_bound
 from arenaplan.allocation.problem import Problem
+from arenaplan.commands.common import add_kernels_option, kernels_from_args
 from arenaplan.ir.model import Model, Operator
 from arenaplan.placement.buffers import arena_items
 from arenaplan.reader import load_model
@@ -39,6 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--all", action="store_true", help="also list constant tensors (weights, biases)"
     )
+    add_kernels_option(p, "reference")
     p.set_defaults(run=run)
 
 
@@ -59,7 +61,7 @@ def _kind(t, sg) -> str:
 
 def run(args: argparse.Namespace, console: Console) -> int:
     _, model = load_model(args.model)
-    items = arena_items(model)
+    items = arena_items(model, kernels=kernels_from_args(args))
     scratch_by_op: dict[tuple[int, int], list[int]] = {}
     for r in items.scratch:
         scratch_by_op.setdefault((r.subgraph, r.op), []).append(r.bytes)

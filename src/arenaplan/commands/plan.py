@@ -17,7 +17,12 @@ from rich.console import Console
 from arenaplan.allocation.registry import ALLOCATORS
 from arenaplan.analysis.persistent import PROFILES, predict_tail
 from arenaplan.analysis.support import tflm_refusals
-from arenaplan.commands.common import add_target_options, target_from_args
+from arenaplan.commands.common import (
+    add_kernels_option,
+    add_target_options,
+    kernels_from_args,
+    target_from_args,
+)
 from arenaplan.commands.memories import (
     check_arena_memory,
     check_capacities,
@@ -106,6 +111,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="TFLM build profile that sizes the header's tail (default: the target's, else arm32)",
     )
+    add_kernels_option(p, "the target's, else reference")
     p.add_argument(
         "--arena-memory",
         help="target memory of the (non-persistent) arena: "
@@ -221,7 +227,7 @@ def _persistent(
 ) -> tuple[str | None, int]:
     """Where the pictures draw TFLM's tail: (memory, or None for beside the head; bytes)."""
     memory = persistent_memory(model, plan, target, caps, tiers)[0] if target else None
-    return memory or None, predict_tail(model, profile)
+    return memory or None, predict_tail(model, profile, kernels=plan.kernels)
 
 
 def _picture(
@@ -278,7 +284,11 @@ def _plan(
     profile: str,
 ) -> _Planned:
     """Rewrite and plan; a rewrite TFLM does not prove falls back to the model as is."""
-    base = PlanOptions(allocator=args.allocator, time_limit=args.time_limit)
+    base = PlanOptions(
+        allocator=args.allocator,
+        time_limit=args.time_limit,
+        kernels=kernels_from_args(args, target),
+    )
     proof = None
     if pass_names(args):
         objective = "head" if args.persistent_memory else "arena"

@@ -33,6 +33,7 @@ def plan_to_dict(
         "format_version": FORMAT_VERSION,
         "arenaplan_version": __version__,
         "model": source,
+        "kernels": plan.kernels,
         "arena": {
             "size": plan.arena,
             "lower_bound": plan.lower_bound,
@@ -91,13 +92,14 @@ def plan_to_dict(
 
 
 def persistent_figures(model: Model, plan: Plan) -> dict[str, dict[str, Any]]:
-    """Per TFLM build profile: the predicted tail and the smallest working arena, and
-    whether both are exact (``not_modelled`` lists what they leave out if not)."""
+    """Per TFLM build profile, running the kernels the plan was made for: the
+    predicted tail and the smallest working arena, and whether both are exact
+    (``not_modelled`` lists what they leave out if not)."""
     n_planned = len(plan.tensors) + len(plan.scratch)
     figures = {}
     for name in PROFILES:
-        tail = tail_estimate(model, name)
-        arena = min_arena_estimate(model, plan.arena, n_planned, name)
+        tail = tail_estimate(model, name, kernels=plan.kernels)
+        arena = min_arena_estimate(model, plan.arena, n_planned, name, plan.kernels)
         figures[name] = {
             "tail": tail.bytes,
             "min_arena": arena.bytes,

@@ -7,6 +7,9 @@ Format (all keys checked; sizes are bytes or strings like "512KiB", "2MB", see
     description = "..."
     clock_hz = 120e6
     time_model = "stall"     # optional; "roofline" for an NPU whose DMA overlaps compute
+    tflm_profile = "arm32"   # optional: TFLM build profile of the tail (pypi, arm32, int32)
+    kernels = "cmsis_nn+dsp" # optional: the TFLM kernels the firmware runs (default
+                             # "reference"; "cmsis_nn", "cmsis_nn+dsp", "cmsis_nn+mve")
     [compute]            # MACs (or elements) per cycle, per operator kind
     conv = 0.25
     default = 0.2
@@ -37,9 +40,19 @@ from arenaplan.units import parse_size
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # becomes part of C identifiers
 _SECTION = re.compile(r"[A-Za-z0-9_.$]*")  # written into C attributes
-_TOP_KEYS = {"name", "description", "clock_hz", "tflm_profile", "time_model", "compute", "memory"}
+_TOP_KEYS = {
+    "name",
+    "description",
+    "clock_hz",
+    "tflm_profile",
+    "kernels",
+    "time_model",
+    "compute",
+    "memory",
+}
 TIME_MODELS = ("stall", "roofline")
 _PROFILES = ("pypi", "arm32", "int32")  # as in analysis.persistent.PROFILES
+_KERNELS = ("reference", "cmsis_nn", "cmsis_nn+dsp", "cmsis_nn+mve")  # analysis.kernels
 _MEMORY_KEYS = {
     "name",
     "capacity",
@@ -134,6 +147,9 @@ def parse_target(data: dict, source: str) -> Target:
             raise TargetError(
                 f"tflm_profile must be one of {', '.join(_PROFILES)}, got {profile!r}"
             )
+        kernels = data.get("kernels", "reference")
+        if kernels not in _KERNELS:
+            raise TargetError(f"kernels must be one of {', '.join(_KERNELS)}, got {kernels!r}")
         time_model = data.get("time_model", "stall")
         if time_model not in TIME_MODELS:
             raise TargetError(
@@ -147,6 +163,7 @@ def parse_target(data: dict, source: str) -> Target:
             rates,
             profile,
             time_model,
+            kernels,
         )
     except TargetError as exc:
         raise TargetError(f"{source}: {exc}") from None

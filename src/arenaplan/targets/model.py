@@ -45,6 +45,9 @@ class Target:
     # "stall": memory time adds to compute (a core waiting on its loads, analysis.timing);
     # "roofline": it overlaps compute (an NPU's DMA), the larger wins (analysis.cost)
     time_model: str = "stall"
+    # the TFLM kernels its firmware runs (analysis.kernels): they decide the scratch
+    # requests and part of the tail
+    kernels: str = "reference"
 
     def memory(self, name: str) -> Memory:
         for m in self.memories:
