@@ -381,6 +381,32 @@ def test_shared_model_head_and_tail_equal_the_cmsis_nn_build(path: Path, variant
     _check(variant, path.stem, path.read_bytes())
 
 
+@pytest.mark.parametrize("variant", list(NATIVE))
+@pytest.mark.parametrize("path", model_params())
+def test_shared_model_smallest_arena_in_the_cmsis_nn_build(path: Path, variant: str) -> None:
+    """The smallest working arena (with our offline plan, allocating and invoking),
+    found by bisection in the build, is the estimate (which may say it is one)."""
+    from arenaplan.analysis.persistent import min_arena_estimate
+    from arenaplan.verify.compare import smallest_arena
+    from arenaplan.verify.inputs import zero_inputs
+    from arenaplan.verify.native import NativeRunner
+
+    _need(variant)
+    if path.stem in TFLM_REFUSES:
+        pytest.skip("TFLM refuses the model")
+    kernels, profile = NATIVE[variant]
+    data = path.read_bytes()
+    ir = read_model_bytes(data)
+    plan = plan_model(ir, PlanOptions(kernels=kernels))
+    n_planned = len(plan.tensors) + len(plan.scratch)
+    estimate = min_arena_estimate(ir, plan.arena, n_planned, profile, kernels).bytes
+    planned = with_offline_plan(data, plan.offline_offsets)
+    n_out = len(ir.subgraphs[0].outputs)
+    with NativeRunner(variant) as runner:
+        found = smallest_arena(runner, planned, zero_inputs(ir), n_out, estimate, estimate - 256)
+    assert found == estimate
+
+
 _OP_MODELS = {**OP_MODELS, **SHAPED, **CMSIS_MODELS}
 
 
