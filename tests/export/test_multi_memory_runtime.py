@@ -30,7 +30,9 @@ import dataclasses
 import json
 import os
 import shlex
+import shutil
 import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
@@ -60,10 +62,16 @@ from arenaplan.reader import read_model
 from arenaplan.targets import load_builtin
 from arenaplan.units import parse_size
 from arenaplan.verify.inputs import random_inputs
-from arenaplan.verify.native import QEMU_CPU, VARIANTS, build_root, native_available
 from arenaplan.verify.runner import GENEROUS_ARENA, TflmRunner, tflm_available
 
+native = pytest.importorskip("arenaplan.verify.native", reason="arenaplan.verify.native is absent")
+QEMU_CPU, VARIANTS = native.QEMU_CPU, native.VARIANTS
+build_root, native_available = native.build_root, native.native_available
+
 DRIVER = Path(__file__).parent / "native" / "multi_memory_driver.cc"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "firmware"
+# examples/firmware's model and placement (its Makefile's defaults)
+EXAMPLE_CASE = ("tflite-micro__keyword_scrambled", "imxrt1170", "tcm=640")
 TRIALS = 2  # random inputs per case
 SEED = 7
 BENCH_TARGETS = ("generic", "esp32s3", "imxrt1170")  # benchmarks/tiers.py's default
@@ -567,3 +575,46 @@ def test_command_line_writes_the_planner_that_runs(
     assert out.read_text() == expected
     assert "#ifdef ARENAPLAN_SPLIT_ARENA" in expected
     assert "arenaplan::CreateAllocator" in expected or "CreateAllocator()" in expected
+
+
+@pytest.mark.parametrize("variant", VARIANTS_RUN)
+def test_example_firmware_runs_the_model(variant: str, tmp_path: Path) -> None:
+    """examples/firmware: ``make run`` plans the model, builds main.cc with TFLM's
+    library and runs it; its output is the PyPI runtime's on the same input. On ARM
+    with the Makefile's own flags and the planner ``plan --planner-cpp`` writes; on
+    the host with the build's flags and a planner sized for it (the command line
+    sizes the persistent array for the target's 32-bit profile)."""
+    tools = toolchain(variant)
+    if isinstance(tools, str):
+        pytest.skip(tools)
+    arenaplan = Path(sys.executable).parent / "arenaplan"
+    if not arenaplan.is_file() or shutil.which("make") is None or shutil.which("xxd") is None:
+        pytest.skip("make, xxd and the arenaplan command are needed to build the example")
+    stem, target, memory = EXAMPLE_CASE
+    out = tmp_path / "build"
+    library = json.loads((build_root() / variant / "build.json").read_text())["library"]
+    args = [f"OUT={out}", f"MODEL={model_path(stem)}", f"TFLM={tools.tree}", f"LIB={library}"]
+    args += [f"ARENAPLAN={arenaplan}", f"TARGET={target}", f"MEMORY={memory}"]
+    if not VARIANTS[variant].arm32:
+        prepared = prepare(Case(stem, target, memory), variant)
+        assert not isinstance(prepared, str), prepared
+        out.mkdir()
+        (out / "planner.h").write_text(prepared.source)
+        flags = " ".join(w for w in tools.compile[1:] if not w.startswith("-I"))
+        args += [f"CXX={tools.compile[0]}", f"CXXFLAGS={flags}", "LDFLAGS=", "RUN="]
+    run = subprocess.run(
+        ["make", "-C", str(EXAMPLE), *args, "run"], capture_output=True, text=True, check=False
+    )
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    line = next(x for x in run.stdout.splitlines() if x.startswith("output"))
+    printed = bytes.fromhex("".join(line.split()[1:]))
+    if not tflm_available():
+        pytest.skip("the PyPI TFLM runtime is absent: nothing to compare the output with")
+    sample = random_inputs(_model(stem), 1, 0)[0][0]  # main.cc's input: byte i is 7 * i
+    ramp = (np.arange(sample.nbytes) * 7 % 256).astype(np.uint8)
+    given = ramp.view(sample.dtype).reshape(sample.shape)
+    with TflmRunner() as runner:
+        result = runner.run(model_path(stem).read_bytes(), GENEROUS_ARENA, [[given]], 1)
+    assert result.ok, result.error
+    assert printed == np.ascontiguousarray(result.outputs[0][0]).tobytes()
+    print(f"{variant} example: {line}")
