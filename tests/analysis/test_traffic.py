@@ -165,6 +165,18 @@ def quantize_model() -> bytes:
     return n.done([x], [r])
 
 
+def mean_model(shape=(3, 5, 6), axes=(1,), keep=True, dtype=I8, opcode="MEAN") -> bytes:
+    n = Net("mean_t")
+    x = n.act(shape, dtype)
+    axis = n.const(list(axes), I32)
+    rank = len(shape)
+    resolved = {a % rank for a in axes}
+    out = tuple(1 if i in resolved else d for i, d in enumerate(shape) if keep or i not in resolved)
+    y = n.act(out, dtype)
+    n.op(opcode, [x, axis], [y], keep_dims=keep)
+    return n.done([x], [y])
+
+
 def svdf_model(batch: int = 2, inputs: int = 12, filters: int = 8, memory: int = 5, rank: int = 2):
     n = Net("svdf_t", seed=5)
     x = n.act((batch, inputs), I8, scale=0.05)
@@ -211,6 +223,10 @@ BUILT = {
     "strided_slice_strided": lambda: strided_slice_model((1, 2, 1, 3)),
     "quantize_reshape": quantize_model,
     "svdf_rank_2_batch_2": svdf_model,
+    "mean_int8_rank_3": mean_model,
+    "mean_int8_three_axes": lambda: mean_model((2, 3, 4, 5), (1, 2, 3), keep=False),
+    "sum_int16_axes_reversed": lambda: mean_model((1, 4, 6, 3), (2, 1), True, I16, "SUM"),
+    "mean_float_spatial": lambda: mean_model((1, 5, 4, 3), (1, 2), True, DType.FLOAT32),
     "rfft_128_two_frames": rfft_model,
 }
 
@@ -319,6 +335,18 @@ def test_the_shared_models_lstm_and_every_shared_operator() -> None:
         if path.stem not in TFLM_REFUSES:
             assert all(d.exact for d in details), path.stem
         assert all(d.traffic for d in details)
+
+
+def test_mean_walks_an_odometer_over_the_input() -> None:
+    _, traffic = _traffic(mean_model((3, 5, 6), (1,), keep=True))
+    t = traffic[(0, 0)]
+    # NextIndex touches the last digit 90 times, the middle 90/6, the first 90/30
+    # (4-byte stores); the 12 bytes of digits were zeroed first (8 + 1+1+1+1 bytes)
+    assert t[("scratch", 0, 0, 1)].store_widths == ((1, 4), (4, 90 + 15 + 3), (8, 1))
+    # per element: the 3 digits for the input offset, 2 for the output's
+    assert t[("scratch", 0, 0, 1)].loads == 108 + 90 * 5
+    assert t[("scratch", 0, 0, 0)].loads == 90 + 18  # the sums, then each rescaled
+    assert t[(0, 0)] == Traffic.reads(90, 1)
 
 
 def test_an_unmodelled_kernel_is_a_lower_bound() -> None:

@@ -869,6 +869,72 @@ def _pad(c: _Ctx) -> None:
     _path(c, _dt(x))
 
 
+def _odometer_visits(dims: tuple[int, ...]) -> int:
+    """Digits NextIndex touches while it counts through every index of ``dims``."""
+    n, visits, inner = math.prod(dims), 0, 1
+    for d in reversed(dims):
+        visits += n // inner
+        inner *= d
+    return visits
+
+
+def _memset(c: _Ctx, key: Key, nbytes: int) -> None:
+    c.add(key, memcpy_traffic(nbytes, 16, 16, c.build)[1])
+
+
+@_kernel("MEAN", "SUM")
+def _mean_sum(c: _Ctx) -> None:
+    """int8/int16: reference QuantizedMeanOrSum. The output and the int32 sums
+    (scratch 0) zeroed; for every input element two ReducedOutputOffset calls (the
+    index digits, scratch 1, and the dims), a scan of the resolved axes (scratch 2)
+    and NextIndex; then each sum rescaled into the output. float MEAN over axes 1 and
+    2 of a 4-D tensor (keep_dims): one read per input element."""
+    x, axis_t, y = c.i(0), c.i(1), c.o()
+    axes = _const_ints(c, axis_t)
+    if axes is None:
+        raise ValueError("non-constant axes")
+    rank = len(x.shape)
+    resolved: list[int] = []
+    for a in axes:
+        a = a + rank if a < 0 else a
+        if a not in resolved:
+            resolved.append(a)
+    n, outputs = c.elements(x), c.elements(y)
+    if x.dtype is DType.FLOAT32:
+        keep = bool(c.opt("keep_dims", False))
+        if c.op.opcode != "MEAN" or rank != 4 or sorted(resolved) != [1, 2] or not keep:
+            raise ValueError("only float MEAN over axes 1 and 2 (keep_dims) is modelled")
+        c.load(x, n)
+        c.store(y, outputs)
+        c.load(axis_t, len(axes))
+        _path(c, "float32")
+        return
+    if x.dtype not in (DType.INT8, DType.INT16):
+        raise ValueError("not modelled")
+    k = len(resolved)
+    dims = _dims(x, rank)
+    visits = _odometer_visits(dims)
+    scan = sum(resolved.index(d) + 1 if d in resolved else k for d in range(rank))
+    _memset(c, c.key(y), outputs * _size(y))
+    c.store(y, outputs)
+    c.load(x, n)
+    c.load(axis_t, len(axes))
+    total_sum = c.scratch(0)
+    _memset(c, total_sum, 4 * outputs)
+    c.load(total_sum, n + outputs, 4)
+    c.store(total_sum, n, 4)
+    index = c.scratch(1)
+    _memset(c, index, 4 * rank)
+    c.load(index, visits + n * (2 * rank - k), 4)
+    c.store(index, visits, 4)
+    axes_key = c.scratch(2)
+    c.store(axes_key, k, 4)
+    c.load(axes_key, n * scan + k * (k + 1) // 2, 4)
+    c.load(("model",), n * (3 * rank - k) + visits, 4)  # the input's dims
+    c.vars = {"k": k}
+    _path(c, _dt(x))
+
+
 # ---------------------------------------------------------------- fixed terms
 
 # Per kernel path, the fixed loads (and stores, after "/") of one invoke, by role:
@@ -1326,6 +1392,36 @@ _FIXED: dict[str, dict[str, str]] = {
         "opdata": "4:2 8:1",
         "out0": "8:2",
     },
+    "MEAN/float32": {
+        "fw": "4:1 8:7 / 8:1",
+        "handles": "8:2",
+        "in0": "4:1 8:3",
+        "in1": "8:2",
+        "model": "4:20",
+        "node": "1:1 8:5",
+        "opdata": "4:2",
+        "out0": "8:2",
+    },
+    "MEAN/int16": {
+        "fw": "4:1 8:10 / 8:1",
+        "handles": "8:3",
+        "in0": "4:1 8:2",
+        "in1": "8:2",
+        "model": "4:18+r0+k+q0",
+        "node": "8:8",
+        "opdata": "4:8",
+        "out0": "8:2",
+    },
+    "MEAN/int8": {
+        "fw": "4:1 8:10 / 8:1",
+        "handles": "8:3",
+        "in0": "4:1 8:2",
+        "in1": "8:2",
+        "model": "4:18+r0+k+q0",
+        "node": "8:8",
+        "opdata": "4:8",
+        "out0": "8:2",
+    },
     "MINIMUM/int32/broadcast": {
         "fw": "4:1 8:7 / 8:1",
         "in0": "8:2",
@@ -1611,6 +1707,16 @@ _FIXED: dict[str, dict[str, str]] = {
         "node": "8:5",
         "opdata": "4:12",
         "out0": "4:2 8:2",
+    },
+    "SUM/int16": {
+        "fw": "4:1 8:10 / 8:1",
+        "handles": "8:3",
+        "in0": "4:2 8:2",
+        "in1": "8:2",
+        "model": "4:18+r0+k+q0",
+        "node": "8:7",
+        "opdata": "4:8",
+        "out0": "4:1 8:2",
     },
     "SVDF/int8/int16": {
         "fw": "4:1 8:10 / 8:1",
