@@ -32,6 +32,21 @@ Keys (:data:`Key`):
 
 Stack and other process memory (``("other",)`` in a measurement) is not modelled.
 
+Kernels modelled (reference kernels; the path each operator takes is its ``kernel``):
+CONV_2D and DEPTHWISE_CONV_2D (int8, int16, float), FULLY_CONNECTED (per tensor and
+per channel, int8, int16, float), AVERAGE_POOL_2D and MAX_POOL_2D, SOFTMAX (int8,
+int16, float), the element-wise unary (RELU, RELU6, LEAKY_RELU, LOGISTIC, TANH,
+HARD_SWISH, ELU, the float math functions, LOGICAL_NOT) and binary kernels (ADD,
+SUB, MUL, DIV, MINIMUM, MAXIMUM, SQUARED_DIFFERENCE, comparisons, logical; same
+shapes and TFLM's broadcast loops), QUANTIZE, DEQUANTIZE, CAST, RESHAPE, SQUEEZE,
+EXPAND_DIMS, CONCATENATION, STRIDED_SLICE, PAD, PADV2, MEAN and SUM (int8, int16;
+float MEAN over H and W), SVDF (int8), UNIDIRECTIONAL_SEQUENCE_LSTM (int8), and the
+Signal library's Window, FftAutoScale, Rfft (int16), Energy, FilterBank,
+FilterBankSquareRoot, FilterBankSpectralSubtraction, PCAN and FilterBankLog. Where the
+data decides a count (PCAN reads one table entry, not three, for an estimate of at
+most 2; spectral subtraction with clamping stores more), the formula takes the
+common case.
+
 What depends on the build: the data terms (tensors, scratch buffers, per-element
 tables) follow the kernels' loops and hold for any compiler that does not vectorise
 them; the fixed per-invoke terms (eval tensors, node, framework, model, the scalar
@@ -49,6 +64,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from arenaplan.analysis.sizes import tensor_bytes
+from arenaplan.errors import ArenaplanError
 from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Model, Operator, Subgraph, Tensor
 
@@ -1922,7 +1938,15 @@ def traffic_details(
             try:
                 if kernel is not None:
                     kernel(c)
-            except (IndexError, AttributeError, TypeError, ValueError, ZeroDivisionError):
+            except (
+                ArenaplanError,
+                AttributeError,
+                IndexError,
+                KeyError,
+                TypeError,
+                ValueError,
+                ZeroDivisionError,
+            ):  # shapes or options the formula does not cover: the lower bound instead
                 exact, c.acc, c.kernel = False, {}, op.opcode
             if not exact:
                 _fallback(c)
@@ -1937,6 +1961,16 @@ def operator_traffic(
 ) -> dict[tuple[int, int], dict[Key, Traffic]]:
     """Per (subgraph, operator): per key (see the module doc) -> :class:`Traffic`."""
     return {(d.subgraph, d.op): d.traffic for d in traffic_details(model, build)}
+
+
+def key_traffic(model: Model, build: Build = HOST_REFERENCE) -> dict[Key, Traffic]:
+    """Per key, the traffic of one invoke summed over every operator: how often each
+    weight tensor is read, to choose which constants may stay in slow memory."""
+    out: dict[Key, Traffic] = {}
+    for d in traffic_details(model, build):
+        for key, t in d.traffic.items():
+            out[key] = out[key] + t if key in out else t
+    return out
 
 
 # ---------------------------------------------------------------- comparison
