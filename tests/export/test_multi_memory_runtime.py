@@ -73,6 +73,8 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "firmware"
 # examples/firmware's model and placement (its Makefile's defaults)
 EXAMPLE_CASE = ("tflite-micro__keyword_scrambled", "imxrt1170", "tcm=640")
 TRIALS = 2  # random inputs per case
+RUN_TIMEOUT = 900  # seconds for a driver's run (qemu runs the largest model in about 10)
+PROBE_TIMEOUT = 60  # seconds for an allocation only (about 1; a halted TFLM never ends)
 SEED = 7
 BENCH_TARGETS = ("generic", "esp32s3", "imxrt1170")  # benchmarks/tiers.py's default
 # (model, target, --memory): a small fast memory given on the command line.
@@ -295,20 +297,21 @@ class _Driver:
     def __init__(self, tools: Toolchain, work: Path) -> None:
         self.tools, self.work = tools, work
 
-    def run(self, *args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [*self.tools.run, "./driver", "m.tflite", "in.bin", str(TRIALS), *args],
-            cwd=self.work,
-            capture_output=True,
-            text=True,
-            timeout=1800,
-            check=False,
-        )
+    def run(self, *args: str, timeout: float = RUN_TIMEOUT) -> subprocess.CompletedProcess:
+        """The driver's output; on timeout it is killed and its output is empty."""
+        command = [*self.tools.run, "./driver", "m.tflite", "in.bin", str(TRIALS), *args]
+        try:
+            return subprocess.run(
+                command, cwd=self.work, capture_output=True, text=True, timeout=timeout, check=False
+            )
+        except subprocess.TimeoutExpired:
+            return subprocess.CompletedProcess(command, -9, "", f"timed out after {timeout} s")
 
     def allocates(self, temporary: int, tail: int) -> bool:
-        """AllocateTensors with those parts (a crash, as TFLM's kernels may do when an
-        allocation fails, counts as no)."""
-        return "allocates 1" in self.run(str(temporary), str(tail)).stdout
+        """AllocateTensors with those parts. A crash or a halt (TFLM's kernels may
+        crash on a failed allocation; on cortex_m_generic a failed check halts in a
+        loop) counts as no."""
+        return "allocates 1" in self.run(str(temporary), str(tail), timeout=PROBE_TIMEOUT).stdout
 
     def smallest(self, temporary: int, tail: int, which: int) -> int:
         """The least bytes of part ``which`` (0: temporaries, 1: tail) with which TFLM
@@ -402,15 +405,30 @@ def _predicted_tail(model: Model, variant: str) -> int:
     return predict_tail(model, dataclasses.replace(profile, allocator_objects=objects))
 
 
+_PYPI: list[TflmRunner] = []  # one PyPI runtime process for the session (see ``pypi``)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def pypi():
+    """Closes the PyPI runtime's process at the end of the session."""
+    yield
+    for runner in _PYPI:
+        runner.close()
+
+
+def _pypi_run(model: bytes, inputs: list[list[np.ndarray]], n_outputs: int):
+    if not _PYPI:
+        _PYPI.append(TflmRunner())
+    return _PYPI[0].run(model, GENEROUS_ARENA, inputs, n_outputs)
+
+
 @cache
 def _pypi_outputs(stem: str) -> list[list[np.ndarray]] | str:
     if not tflm_available():
         return "the PyPI TFLM runtime is absent"
     model = _model(stem)
     inputs = random_inputs(model, TRIALS, SEED)
-    n_outputs = len(model.subgraphs[0].outputs)
-    with TflmRunner() as runner:
-        result = runner.run(model_path(stem).read_bytes(), GENEROUS_ARENA, inputs, n_outputs)
+    result = _pypi_run(model_path(stem).read_bytes(), inputs, len(model.subgraphs[0].outputs))
     return result.outputs if result.ok else f"the PyPI runtime failed: {result.error}"
 
 
@@ -613,8 +631,7 @@ def test_example_firmware_runs_the_model(variant: str, tmp_path: Path) -> None:
     sample = random_inputs(_model(stem), 1, 0)[0][0]  # main.cc's input: byte i is 7 * i
     ramp = (np.arange(sample.nbytes) * 7 % 256).astype(np.uint8)
     given = ramp.view(sample.dtype).reshape(sample.shape)
-    with TflmRunner() as runner:
-        result = runner.run(model_path(stem).read_bytes(), GENEROUS_ARENA, [[given]], 1)
+    result = _pypi_run(model_path(stem).read_bytes(), [[given]], 1)
     assert result.ok, result.error
     assert printed == np.ascontiguousarray(result.outputs[0][0]).tobytes()
     print(f"{variant} example: {line}")

@@ -15,7 +15,8 @@ function that checks a model buffer against the planned model's checksum; with
 Sizes come from the plan (head) and the tail predicted for the target's build
 profile and the kernels the plan was made for (``Plan.kernels``; bytes). When the
 plan spans several memories (``head`` below the plan's arena), the allocator takes
-the ``arenaplan::TablePlanner`` of ``planner_cpp``.
+the ``arenaplan::TablePlanner`` of ``planner_cpp`` over one arena; with the
+persistent data in another memory, ``planner_cpp``'s split arena replaces it.
 """
 
 from __future__ import annotations
@@ -228,16 +229,17 @@ def _model_check() -> list[str]:
 
 def _allocator(two: bool, split: bool) -> list[str]:
     """The C++ function over the arrays; ``split``: the plan spans several memories,
-    so TFLM must ask the TablePlanner, which only a one-arena Create can take."""
+    so TFLM must ask the TablePlanner, which TFLM's two-arena Create cannot take (the
+    split arena of ``planner_cpp`` keeps the persistent data apart instead)."""
     lines = [
         "#if defined(__cplusplus) && defined(ARENAPLAN_DEFINE_ALLOCATOR)",
     ]
     if split and two:
         return [
             *lines,
-            '#error "arenaplan: a plan over several memories needs the TablePlanner of '
-            "--planner-cpp, and TFLM has no MicroAllocator::Create taking two arenas and a "
-            'planner: it needs one arena (head and tail) in the fastest memory"',
+            '#error "arenaplan: a plan over several memories with the persistent data in '
+            "another memory: use arenaplan::CreateAllocator() of --planner-cpp (define "
+            'ARENAPLAN_SPLIT_ARENA), which defines its own arrays, instead of this header"',
             "#endif",
         ]
     lines += [
