@@ -1,7 +1,8 @@
 """The multi-memory plan run for real: ``--planner-cpp``'s split arena in TFLM's library.
 
-For every model ``benchmarks/tiers.py`` spreads over two memories (each of its targets'
-fastest memory at half the model's lower bound) and for shared models spread by
+For every model ``benchmarks/tiers.py`` spreads over two memories (a target's fastest
+memory at half the model's lower bound: the i.MX RT1170, or each target that
+``$ARENAPLAN_SPREAD_TARGETS`` names, comma-separated) and for shared models spread by
 ``plan --memory`` with a small fast capacity, the generated ``planner.h`` is compiled
 with ``native/multi_memory_driver.cc`` against the real TFLM library of the build
 root (``scripts/build_tflm.py``), with the flags the build compiled its own runner
@@ -46,6 +47,7 @@ from arenaplan.analysis import persistent
 from arenaplan.analysis.persistent import PROFILES, BuildProfile, predict_tail
 from arenaplan.cli import main
 from arenaplan.errors import AllocationError
+from arenaplan.export.firmware import firmware_header
 from arenaplan.export.planner_cpp import (
     MICRO_ALLOCATOR_BYTES,
     SplitArray,
@@ -76,7 +78,10 @@ TRIALS = 2  # random inputs per case
 RUN_TIMEOUT = 900  # seconds for a driver's run (qemu runs the largest model in about 10)
 PROBE_TIMEOUT = 60  # seconds for an allocation only (about 1; a halted TFLM never ends)
 SEED = 7
-BENCH_TARGETS = ("generic", "esp32s3", "imxrt1170")  # benchmarks/tiers.py's default
+# The targets of the benchmark rows: each model once, on the i.MX RT1170 (whose arm32
+# profile is the ARM build's), unless $ARENAPLAN_SPREAD_TARGETS names others, e.g.
+# generic,esp32s3,imxrt1170 (benchmarks/tiers.py's: 3 times the cases and the time).
+BENCH_TARGETS = tuple(os.environ.get("ARENAPLAN_SPREAD_TARGETS", "imxrt1170").split(","))
 # (model, target, --memory): a small fast memory given on the command line.
 MEMORY_CASES = (
     ("tflite-micro__keyword_scrambled", "imxrt1170", "tcm=640"),
@@ -635,3 +640,30 @@ def test_example_firmware_runs_the_model(variant: str, tmp_path: Path) -> None:
     assert result.ok, result.error
     assert printed == np.ascontiguousarray(result.outputs[0][0]).tobytes()
     print(f"{variant} example: {line}")
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed")
+def test_arena_header_sends_a_spread_plan_with_persistent_data_apart_to_the_split_arena(
+    tmp_path: Path,
+) -> None:
+    """The arena header of a spread plan whose persistent data goes to another memory
+    has no allocator of its own to offer: asked for one, it stops the build naming
+    the split arena of --planner-cpp."""
+    stem, target, memory = EXAMPLE_CASE
+    placement = _placement(Case(stem, target, memory))
+    assert not isinstance(placement, str), placement
+    model = _model(stem)
+    head = placement.heights[load_builtin(target).fastest().name]
+    header = firmware_header(model, plan_model(model), stem, "arm32", ".dtcm", ".ocram", head)
+    (tmp_path / "arena.h").write_text(header)
+    use = tmp_path / "use.cc"
+    use.write_text('#define ARENAPLAN_DEFINE_ALLOCATOR\n#include "arena.h"\n')
+    done = subprocess.run(
+        ["g++", "-std=c++17", "-fsyntax-only", "-I", str(tmp_path), str(use)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode != 0
+    assert "arenaplan::CreateAllocator() of --planner-cpp" in done.stderr
+    assert "ARENAPLAN_SPLIT_ARENA" in done.stderr
