@@ -238,8 +238,9 @@ def _allocator(two: bool, split: bool) -> list[str]:
         return [
             *lines,
             '#error "arenaplan: a plan over several memories with the persistent data in '
-            "another memory: use arenaplan::CreateAllocator() of --planner-cpp (define "
-            'ARENAPLAN_SPLIT_ARENA), which defines its own arrays, instead of this header"',
+            "another memory: use arenaplan::CreateAllocator() of --planner-cpp (its "
+            "TablePlanner and split arena; define ARENAPLAN_SPLIT_ARENA), which defines its "
+            'own arrays, instead of this header"',
             "#endif",
         ]
     lines += [
