@@ -12,9 +12,10 @@ array (address arithmetic), or an error when that distance does not fit TFLM's
 that does not match refuses to start.
 
 With ``ARENAPLAN_SPLIT_ARENA`` the header also wires stock TFLM to that table
-(``arenaplan::CreateAllocator``). TFLM takes a planner of its user's only through
-``MicroAllocator::Create(SingleArenaBufferAllocator*, MicroMemoryPlanner*)``, and
-puts every planned buffer at its overlay's start plus the planner's offset.
+(``arenaplan::CreateAllocator``). TFLM takes both a memory planner and an arena
+allocator of its user's only through ``MicroAllocator::Create(SingleArenaBufferAllocator*,
+MicroMemoryPlanner*)`` (its two-arena ``Create`` takes no planner), and puts every
+planned buffer at the allocator's overlay start plus the planner's offset.
 ``arenaplan::SplitArenaAllocator`` is that allocator, split::
 
     fast array        [ activations and kernel scratch at their planned offsets ]
@@ -24,10 +25,10 @@ puts every planned buffer at its overlay's start plus the planner's offset.
 
 Its overlay is the fast array (TFLM reserves the plan's height there, checked
 against the array). Its persistent data grows down from the persistent array's end
-as TFLM's tail does, never below ``kTailBytes``. Its temporaries (the scratch
+as TFLM's tail does, within the last ``kTailBytes``. Its temporaries (the scratch
 requests, the temporary tensors each kernel's Prepare makes, the AllocationInfo
 of the plan being committed: nothing lives there once ``AllocateTensors`` is done)
-grow up from the array's start, never above ``kTemporaryBytes``: the two never
+grow up from the array's start, within the first ``kTemporaryBytes``: the two never
 meet, so a model that needs more than predicted is refused, never corrupted.
 ``kTailBytes`` is TFLM's tail for the build profile with the MicroAllocator as
 its only object (``analysis.persistent``); ``kTemporaryBytes`` the most TFLM's
