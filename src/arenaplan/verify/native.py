@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from arenaplan.verify.runner import Measurement, RunResult
+from arenaplan.verify.worker import explain
 
 BUILD_COMMAND = "python scripts/build_tflm.py"
 ARM_CPU = "cortex-m4"  # TARGET_ARCH of the library: what the code is compiled for
@@ -164,7 +165,7 @@ class NativeRunner:
             if not result_file.is_file():
                 code = proc.returncode
                 why = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
-                error = _explain(f"the TFLM process died ({why})", log)
+                error = explain(f"the TFLM process died ({why})", log)
                 return NativeResult(RunResult([], error, None, log[-2000:]), [], {})
             report = json.loads(result_file.read_text())
             outputs = (work / "out.bin").read_bytes() if (work / "out.bin").is_file() else b""
@@ -179,7 +180,7 @@ def _result(
     if mismatch is not None:
         return NativeResult(RunResult([], mismatch, None, log[-2000:]), offsets, report)
     if report["status"] != "ok":
-        error = _explain(report["error"], log)
+        error = explain(report["error"], log)
         return NativeResult(RunResult([], error, None, log[-2000:]), offsets, report)
     outputs: list[list[np.ndarray]] = []
     at = 0
@@ -207,13 +208,3 @@ def _input_mismatch(specs: list[dict], inputs: list[list[np.ndarray]]) -> str | 
                 shape = list(array.shape)
                 return f"Cannot set tensor: input {k} has shape {shape}, not {spec['dims']}"
     return None
-
-
-def _explain(error: str, log: str) -> str:
-    """The error plus TFLM's own last log lines saying why (one line)."""
-    lines = [line.strip() for line in log.splitlines() if line.strip()]
-    lines = [line for line in lines if not line.startswith("[RecordingMicroAllocator]")]
-    why = " / ".join(
-        line.split(" ", 1)[-1] if line.startswith("tensorflow/") else line for line in lines[-2:]
-    )
-    return f"{error} ({why})" if why else error

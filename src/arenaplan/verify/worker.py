@@ -51,7 +51,7 @@ def _run_one(request: dict[str, Any]) -> dict[str, Any]:
         except (RuntimeError, ValueError) as exc:
             outputs, error = [], str(exc)
     if error is not None:
-        error = _explain(error, log.text)
+        error = explain(error, log.text)
     reply: dict[str, Any] = {"outputs": outputs, "error": error, "log": log.text[-2000:]}
     head, tail = _HEAD.search(log.text), _TAIL.search(log.text)
     if error is None and head and tail:
@@ -59,7 +59,7 @@ def _run_one(request: dict[str, Any]) -> dict[str, Any]:
     return reply
 
 
-def _explain(error: str, log: str) -> str:
+def explain(error: str, log: str) -> str:
     """TFLM's exception text plus its own log lines saying why (one line)."""
     lines = [line.strip() for line in log.splitlines() if line.strip()]
     lines = [line for line in lines if not line.startswith("[RecordingMicroAllocator]")]
