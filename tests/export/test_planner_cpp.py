@@ -182,11 +182,12 @@ def test_planner_source_is_deterministic(tmp_path: Path) -> None:
 
 
 def test_no_header_for_a_spread_plan_with_two_arenas(tmp_path: Path, capsys) -> None:
-    """TFLM has no allocator taking two arenas and a planner: refused before writing."""
+    """One arena header cannot hold a spread plan with the tail apart: refused before
+    writing, pointing to the split arena of --planner-cpp."""
     argv = ["plan", str(model_path(MODEL)), "--target", TARGET, "--memory", "tcm=640"]
     assert main([*argv, "--header", str(tmp_path / "arena.h")]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "no allocator taking two arenas" in err
+    assert err.count("\n") == 1 and "ARENAPLAN_SPLIT_ARENA" in err
     assert list(tmp_path.iterdir()) == []
 
 

@@ -201,9 +201,10 @@ def _header(
         if tiers is not None and chosen:
             raise UsageError(
                 f"--header: the plan spreads the activations over several memories and the "
-                f"persistent arena goes to {chosen}; TFLM has no allocator taking two arenas "
-                "and a memory planner. Give the fastest memory room for the persistent arena "
-                "(--memory), or keep the plan in one memory"
+                f"persistent arena goes to {chosen}: one arena header cannot hold that; write "
+                "--planner-cpp planner.h and define ARENAPLAN_SPLIT_ARENA (its arrays and "
+                "arenaplan::CreateAllocator() run it on stock TFLM), or give the fastest memory "
+                "room for the persistent arena (--memory)"
             )
     return firmware_header(
         model,
