@@ -75,3 +75,14 @@ def test_json_plan_fields_and_determinism() -> None:
     assert set(first) >= {"subgraph", "index", "name", "bytes", "offset", "first", "last"}
     assert len(doc["scratch"]) == 14
     assert len(doc["offline_offsets"]) == model.tensor_count
+
+
+def test_fields_the_model_lacks_stay_absent_in_the_planned_model() -> None:
+    """An offset field written as 0 is no reference: verifying loaders reject it."""
+    data = model_path("tflite-micro__hello_world_int8").read_bytes()
+    before = tflite.Model.GetRootAsModel(data, 0)
+    assert before.MetadataBufferIsNone()
+    plan = plan_model(read_model_bytes(data))
+    after = tflite.Model.GetRootAsModel(with_offline_plan(data, plan.offline_offsets), 0)
+    assert after.MetadataBufferIsNone()
+    assert after.SignatureDefsLength() == before.SignatureDefsLength()

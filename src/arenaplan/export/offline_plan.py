@@ -131,7 +131,10 @@ def with_offline_plan(data: bytes, offsets: Sequence[int]) -> bytes:
             model_field_pos[_F_VERSION], struct.unpack_from("<I", data, fields[_F_VERSION])[0]
         )
     for i in range(1, _MODEL_FIELDS):
-        if i in (_F_BUFFERS, _F_METADATA) or fields[i] is None:
+        if i in (_F_BUFFERS, _F_METADATA):
+            continue
+        if fields[i] is None:  # absent stays absent: an offset of 0 is not a reference
+            struct.pack_into("<H", out.data, field_slots[i], 0)
             continue
         old_target = fields[i] + struct.unpack_from("<I", data, fields[i])[0]
         refs.append((model_field_pos[i], old_target, True))
