@@ -72,7 +72,8 @@ def test_persistent_arena_advice(capsys) -> None:
     src = model_path("mlcommons-tiny__vww_96_int8")
     assert main(["plan", str(src), "--target", "imxrt1170", "--memory", "tcm=100KiB"]) == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert "arm32 tail 26,932 B) fits beside the head: one arena of 82,228 B in tcm" in out
+    # i.MX RT1170 runs CMSIS-NN with DSP: its tail (26,980 B), not the reference one (26,932)
+    assert "arm32 tail 26,980 B) fits beside the head: one arena of 82,276 B in tcm" in out
     assert main(["plan", str(src), "--target", "imxrt1170", "--memory", "tcm=64KiB"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "does not fit beside the head in tcm: it goes to ocram" in out

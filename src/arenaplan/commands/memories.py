@@ -176,10 +176,10 @@ def persistent_memory(
     (None when one arena fits the fastest memory, else the first other memory that may
     hold persistent data and has room, or "" if none has), tail bytes, one-arena bytes."""
     profile = target.tflm_profile
-    tail = predict_tail(model, profile)
+    tail = predict_tail(model, profile, kernels=plan.kernels)
     fast = target.fastest()
     head = tiers.heights[fast.name] if tiers else plan.arena
-    one = min_arena(model, head, len(plan.tensors) + len(plan.scratch), profile)
+    one = min_arena(model, head, len(plan.tensors) + len(plan.scratch), profile, plan.kernels)
     if one <= caps.get(fast.name, fast.capacity):
         return None, tail, one
     used = tiers.heights if tiers else {fast.name: head}
@@ -232,7 +232,7 @@ def target_arena_line(
         return f"{arena_line(model, plan, profile, head)}, in {fast}"
     n_planned = len(plan.tensors) + len(plan.scratch)
     non_persistent = max(head, planning_room(model, len(plan.scratch), n_planned, profile))
-    estimate = tail_estimate(model, profile)
+    estimate = tail_estimate(model, profile, kernels=plan.kernels)
     tail = -(-estimate.bytes // 16) * 16
     words = PROFILE_WORDS.get(profile, profile)
     if not estimate.exact:

@@ -103,7 +103,11 @@ def check_fit(fit: int, model: Model, plan: Plan, profile: str, head_only: bool)
     """``--fit``: the planned arena (head + tail for ``profile``, or the head alone when
     the persistent part lives elsewhere) must be at most ``fit`` bytes."""
     n_planned = len(plan.tensors) + len(plan.scratch)
-    need = plan.arena if head_only else min_arena_estimate(model, plan.arena, n_planned, profile)
+    need = (
+        plan.arena
+        if head_only
+        else min_arena_estimate(model, plan.arena, n_planned, profile, plan.kernels)
+    )
     what = "head" if head_only else f"arena (head {plan.arena:,} B + tail, profile {profile})"
     figure = need if isinstance(need, int) else need.bytes
     if figure > fit:

@@ -110,7 +110,7 @@ def print_summary(
     )
     _print_peak(console, find_peak(model, plan))
     console.print(WORDS, style="dim")
-    console.print(tail_line(model))
+    console.print(tail_line(model, plan.kernels))
 
 
 def estimate_words(notes: Sequence[str], shown: int = 2) -> str:
@@ -119,9 +119,10 @@ def estimate_words(notes: Sequence[str], shown: int = 2) -> str:
     return "; ".join(notes[:shown]) + more
 
 
-def tail_line(model: Model) -> str:
-    """The predicted tail per profile; 'at least' and why where it is an estimate."""
-    estimates = {p: tail_estimate(model, p) for p in ("arm32", "int32", "pypi")}
+def tail_line(model: Model, kernels: str = "reference") -> str:
+    """The predicted tail per profile for ``kernels``; 'at least' and why where it is
+    an estimate."""
+    estimates = {p: tail_estimate(model, p, kernels=kernels) for p in ("arm32", "int32", "pypi")}
     figures = ", ".join(f"{e.bytes:,} B ({p})" for p, e in estimates.items())
     notes = sorted({n for e in estimates.values() for n in e.unmodelled})
     if not notes:
@@ -167,7 +168,8 @@ def arena_line(model: Model, plan: Plan, profile: str, head: int | None = None) 
     ``head``: the non-persistent bytes in the arena when not the whole plan (a plan
     spread over memories keeps only the fastest memory's share there)."""
     n_planned = len(plan.tensors) + len(plan.scratch)
-    size = min_arena_estimate(model, plan.arena if head is None else head, n_planned, profile)
+    head = plan.arena if head is None else head
+    size = min_arena_estimate(model, head, n_planned, profile, plan.kernels)
     words = PROFILE_WORDS.get(profile, profile)
     if size.exact:
         return f"set the tensor arena to {size.bytes:,} bytes (profile {profile}: {words})"
@@ -216,11 +218,12 @@ def print_rewrite(
         a0, a1 = (_smallest(m, p, profile) for m, p in ((m0, p0), (m1, p1)))
         console.print(
             f"against the model as given: head {p0.arena:,} -> {p1.arena:,} B, "
-            f"tail {predict_tail(m0, profile):,} -> {predict_tail(m1, profile):,} B, "
+            f"tail {predict_tail(m0, profile, kernels=p0.kernels):,} -> "
+            f"{predict_tail(m1, profile, kernels=p1.kernels):,} B, "
             f"whole arena {a0:,} -> {a1:,} B (profile {profile})"
         )
 
 
 def _smallest(model: Model, plan: Plan, profile: str) -> int:
     n_planned = len(plan.tensors) + len(plan.scratch)
-    return min_arena_estimate(model, plan.arena, n_planned, profile).bytes
+    return min_arena_estimate(model, plan.arena, n_planned, profile, plan.kernels).bytes
