@@ -34,9 +34,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from arenaplan.analysis.sizes import tensor_bytes
-from arenaplan.analysis.tail_rules import BUILTIN, OpRule, OpView, Unmodelled
+from arenaplan.analysis.tail_rules import (
+    BUILTIN,
+    OpRule,
+    OpView,
+    Unmodelled,
+    batch_matmul_copies,
+)
 from arenaplan.ir.dtypes import DType
-from arenaplan.ir.model import Model, Tensor
+from arenaplan.ir.model import Model, Operator, Tensor
 
 CH_IN_BLOCK_MVE = 124  # arm_nnsupportfunctions.h: channels per block, MVE depthwise
 REVERSE_TCOL_EFFICIENT_THRESHOLD = 16  # input channels above which transpose conv reverses
@@ -323,19 +329,26 @@ def _fully_connected(features: str, v: OpView) -> list[int]:
     return [size] if size > 0 else []
 
 
+def svdf_scratch(x: Tensor, wf: Tensor, op: Operator) -> list[int]:
+    """SVDF's scratch requests (bytes), the reference kernel's and CMSIS-NN's alike
+    (cmsis_nn/svdf.cc asks for the reference buffers): two int32 buffers for int8,
+    one for float."""
+    batch, filters = x.shape[0], wf.shape[0]
+    if x.dtype is DType.INT8:
+        rank = int(op.options.get("rank", 1) or 1)
+        return [4 * batch * filters, 4 * batch * (filters // rank)]
+    if x.dtype is DType.FLOAT32:
+        return [4 * batch * filters]
+    return []
+
+
 def _svdf(features: str, v: OpView) -> list[int]:
     """cmsis_nn/svdf.cc: the reference kernel's two (int8) or one (float) buffers;
     the MVE kernel sums go to the tail (KERNELS_OPTIMIZED_FOR_SPEED)."""
     x, wf = v.input(0), v.input(1)
     if x is None or wf is None:
         raise Unmodelled("missing operand")
-    batch, filters = x.shape[0], wf.shape[0]
-    if x.dtype is DType.INT8:
-        rank = int(v.op.options.get("rank", 1) or 1)
-        return [4 * batch * filters, 4 * batch * (filters // rank)]
-    if x.dtype is DType.FLOAT32:
-        return [4 * batch * filters]
-    return []
+    return svdf_scratch(x, wf, v.op)
 
 
 def _lstm_quantized(v: OpView) -> bool:
@@ -511,24 +524,12 @@ def _lstm_tail(v: OpView) -> list[int]:
 
 
 def _batch_matmul_tail(v: OpView) -> list[int]:
-    """cmsis_nn/batch_matmul.cc Prepare: the transposed LHS (adj_x) and RHS (unless
-    adj_y), each an eval tensor, its dims and its data; the writable output dims;
-    then, quantised, the quantisation data (the reference kernel allocates that
-    first)."""
-    lhs, rhs = v.input(0), v.input(1)
-    if lhs is None or rhs is None:
-        raise Unmodelled("missing operand")
-    out: list[int] = []
-    transposed = []
-    if v.op.options.get("adj_x", False):
-        transposed.append(lhs)
-    if not v.op.options.get("adj_y", False):
-        transposed.append(rhs)
-    for t in transposed:
-        out += [v.state["TfLiteEvalTensor"], 4 + 4 * len(t.shape), v.sizes[t.index]]
-    y = v.output()
-    out.append(4 + 4 * (len(y.shape) if y is not None else 0))
-    if lhs.dtype is not DType.FLOAT32:
+    """cmsis_nn/batch_matmul.cc Prepare: the reference kernel's copies
+    (``batch_matmul_copies``), then, quantised, the quantisation data (the
+    reference kernel allocates that first)."""
+    out = batch_matmul_copies(v)
+    lhs = v.input(0)
+    if lhs is not None and lhs.dtype is not DType.FLOAT32:
         out.append(v.state["QuantizationOpDataBatchMatmul"])
     return out
 

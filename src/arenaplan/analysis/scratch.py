@@ -67,14 +67,7 @@ def _int4_filter(ctx: _Ctx) -> list[int]:
 
 
 def _svdf(ctx: _Ctx) -> list[int]:
-    x, wf = ctx.t(0), ctx.t(1)
-    batch, filters = x.shape[0], wf.shape[0]
-    if x.dtype is DType.INT8:
-        rank = int(ctx.op.options.get("rank", 1) or 1)
-        return [4 * batch * filters, 4 * batch * (filters // rank)]
-    if x.dtype is DType.FLOAT32:
-        return [4 * batch * filters]
-    return []
+    return cmsis_nn.svdf_scratch(ctx.t(0), ctx.t(1), ctx.op)
 
 
 def _lstm(ctx: _Ctx) -> list[int]:

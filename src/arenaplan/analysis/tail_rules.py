@@ -142,22 +142,27 @@ def _if_int8(state: str) -> Allocations:
 
 
 def _batch_matmul(v: OpView) -> list[int]:
-    """BatchMatMulPrepare: quantization data (int8/int16), a transposed copy of the
-    LHS when adj_x and of the RHS unless adj_y (eval tensor, dims, data), then
-    writable output dims."""
+    """BatchMatMulPrepare: quantization data (int8/int16), then its copies."""
+    lhs = v.input(0)
+    quantized = lhs is not None and lhs.dtype in (DType.INT8, DType.INT16)
+    quant = [v.state["QuantizationOpDataBatchMatmul"]] if quantized else []
+    return quant + batch_matmul_copies(v)
+
+
+def batch_matmul_copies(v: OpView) -> list[int]:
+    """What a BATCH_MATMUL Prepare allocates besides quantization data (the reference
+    and the CMSIS-NN kernels alike): a transposed copy of the LHS when adj_x and of
+    the RHS unless adj_y (eval tensor, dims, data), then writable output dims."""
     lhs, rhs = v.input(0), v.input(1)
     if lhs is None or rhs is None:
         raise Unmodelled("missing operand")
     out: list[int] = []
-    if lhs.dtype in (DType.INT8, DType.INT16):
-        out.append(v.state["QuantizationOpDataBatchMatmul"])
-    transposed = []
-    if v.op.options.get("adj_x", False):
-        transposed.append(lhs)
-    if not v.op.options.get("adj_y", False):
-        transposed.append(rhs)
-    for t in transposed:
-        out += [v.state["TfLiteEvalTensor"], _dims(t), v.sizes[t.index]]
+    for t, copied in (
+        (lhs, v.op.options.get("adj_x", False)),
+        (rhs, not v.op.options.get("adj_y", False)),
+    ):
+        if copied:
+            out += [v.state["TfLiteEvalTensor"], _dims(t), v.sizes[t.index]]
     return [*out, _dims(v.output())]
 
 
