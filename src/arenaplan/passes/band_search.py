@@ -10,12 +10,13 @@ checked by the validator and proven in TFLM, is what the command reports.
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 
 import numpy as np
 
 from arenaplan.allocation.packing import align_up
-from arenaplan.analysis.aliases import CONCAT_VIEW, SLICE_VIEW, alias_candidates
-from arenaplan.analysis.lifetimes import compute_lifetimes
+from arenaplan.analysis.aliases import CONCAT_VIEW, SLICE_VIEW, Alias, alias_candidates
+from arenaplan.analysis.lifetimes import Lifetimes, compute_lifetimes
 from arenaplan.analysis.sizes import tensor_bytes
 from arenaplan.ir.model import Model, Operator, Subgraph
 from arenaplan.passes.band_split import Chain, band_rows, needs
@@ -112,20 +113,38 @@ def view_peak(model: Model) -> int:
     the pieces of a concatenation inside its output or not, whichever is lower (the
     planner tries both: holding the whole output from the first piece on can cost
     more than a copy at the end)."""
-    return min(_peak(scope_bytes(model, concat)) for concat in (True, False))
+    facts = _Facts.of(model)
+    return min(_peak(_scope_bytes(model, facts, concat)) for concat in (True, False))
 
 
 def _peak(live: np.ndarray) -> int:
     return int(live.max()) if len(live) else 0
 
 
+@dataclass(frozen=True, slots=True)
+class _Facts:
+    """What the live-bytes sweeps of one model share: sizes, lifetimes, its views."""
+
+    sizes: tuple[tuple[int, ...], ...]
+    lifetimes: Lifetimes
+    views: tuple[Alias, ...]
+
+    @staticmethod
+    def of(model: Model) -> _Facts:
+        views = alias_candidates(model, ("views",)).aliases
+        return _Facts(tensor_bytes(model), compute_lifetimes(model), views)
+
+
 def scope_bytes(model: Model, concat_views: bool = True) -> np.ndarray:
     """Live activation bytes in each scope, band views sharing their base."""
-    sizes = tensor_bytes(model)
-    lt = compute_lifetimes(model)
+    return _scope_bytes(model, _Facts.of(model), concat_views)
+
+
+def _scope_bytes(model: Model, facts: _Facts, concat_views: bool) -> np.ndarray:
+    sizes, lt = facts.sizes, facts.lifetimes
     delta = np.zeros(lt.scopes + 1, dtype=np.int64)
     for sg in model.subgraphs:
-        base = _view_bases(model, concat_views) if sg.index == 0 else {}
+        base = _view_bases(facts.views, concat_views) if sg.index == 0 else {}
         span: dict[int, list[int]] = {}
         for t in sg.tensors:
             life = lt.tensors[sg.index][t.index]
@@ -147,10 +166,9 @@ def _root(base: dict[int, int], t: int) -> int:
     return t
 
 
-def _view_bases(model: Model, concat_views: bool) -> dict[int, int]:
+def _view_bases(views: tuple[Alias, ...], concat_views: bool) -> dict[int, int]:
     """view tensor -> the tensor whose bytes it shares, by the planner's own view rules
     (``analysis.aliases``: slices of whole rows inside their input, concatenation
     inputs inside the output, each starting at a multiple of 16 bytes)."""
     rules = (SLICE_VIEW, CONCAT_VIEW) if concat_views else (SLICE_VIEW,)
-    found = alias_candidates(model, ("views",)).aliases
-    return {a.tensor: a.base for a in found if a.kind in rules}
+    return {a.tensor: a.base for a in views if a.kind in rules}
