@@ -20,8 +20,8 @@ Accesses: how a kernel walks its tensors (a convolution re-reads its input about
 Kh*Kw/stride^2 times, its weights once per output pixel group) comes from the
 traffic model of TFLM's kernels (``analysis.traffic``: loads, stores and their
 bytes per tensor, to TFLM's persistent data under ``PERSISTENT``, to kernel
-scratch under ``SCRATCH`` and to the flatbuffer under ``MODEL``); for a kernel it
-has no formula for, one pass over each tensor in words of ``WORD`` bytes. A memory behind a cache
+scratch under ``SCRATCH`` and to the flatbuffer under ``MODEL``; for a kernel it
+has no formula for, one pass over each tensor). A memory behind a cache
 (``cache_bytes`` > 0, lines of ``line_bytes``) is reached once per line: a
 tensor that fits the cache once per line of the tensor, a larger one once per
 line of the bytes moved.
@@ -42,7 +42,6 @@ from arenaplan.analysis.traffic import Traffic, operator_traffic
 from arenaplan.ir.model import Model
 from arenaplan.targets.model import Memory, Target
 
-WORD = 4  # bytes per access in the default traffic (32-bit loads and stores)
 PERSISTENT = "persistent"  # TFLM's persistent data (op data, nodes, eval tensors)
 SCRATCH = "scratch"  # kernel scratch buffers (in the head's fastest memory)
 MODEL = "model"  # flatbuffer bytes other than tensor data (where the weights are)
@@ -82,41 +81,24 @@ class OpAccesses:
     accesses: dict[AccessKey, Access] = field(default_factory=dict)
 
 
-def one_pass_accesses(model: Model) -> list[OpAccesses]:
-    """Each tensor read (inputs) or written (outputs) once, in words: the counts the
-    roofline assumes, for when no traffic model covers the operator."""
-    sizes = tensor_bytes(model)
-    ops = []
-    for w in operator_work(model):
-        acc: dict[AccessKey, Access] = {}
-        moves = [(k, n, False) for k, n in w.reads] + [(k, n, True) for k, n in w.writes]
-        for key, n, store in moves:
-            a = acc.get(key, Access(0, 0, 0, 0, sizes[key[0]][key[1]]))
-            words = -(-n // WORD)
-            acc[key] = _plus(a, words, n, store)
-        ops.append(OpAccesses(w.subgraph, w.op, w.opcode, w.kind, w.macs, acc))
-    return ops
-
-
-def _plus(a: Access, words: int, n: int, store: bool) -> Access:
-    if store:
-        return Access(a.loads, a.stores + words, a.load_bytes, a.store_bytes + n, a.footprint)
-    return Access(a.loads + words, a.stores, a.load_bytes + n, a.store_bytes, a.footprint)
-
-
 def operator_accesses(model: Model) -> list[OpAccesses]:
     """Every operator's accesses from the traffic model of TFLM's kernels
     (``analysis.traffic``: every load and store per tensor and persistent block,
-    checked against the real kernels under valgrind); one pass over each tensor
-    where the model has no formula for the kernel."""
+    checked against the real kernels under valgrind; for a kernel it has no formula
+    for, each input read once and each output written once)."""
     sizes = tensor_bytes(model)
     traffic = operator_traffic(model)
-    ops = []
-    for w, once in zip(operator_work(model), one_pass_accesses(model), strict=True):
-        found = traffic.get((w.subgraph, w.op))
-        acc = once.accesses if found is None else _from_traffic(found, sizes)
-        ops.append(OpAccesses(w.subgraph, w.op, w.opcode, w.kind, w.macs, acc))
-    return ops
+    return [
+        OpAccesses(
+            w.subgraph,
+            w.op,
+            w.opcode,
+            w.kind,
+            w.macs,
+            _from_traffic(traffic[(w.subgraph, w.op)], sizes),
+        )
+        for w in operator_work(model)
+    ]
 
 
 def _from_traffic(found: Mapping[tuple, Traffic], sizes) -> dict[AccessKey, Access]:

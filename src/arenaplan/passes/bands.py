@@ -107,12 +107,12 @@ class Bands:
             "extra_macs": extra,
             "extra_macs_percent": round(pct, 2),
             "operators_added": added,
-            "chains": "; ".join(_describe(model, s) for s in steps),
+            "chains": "; ".join(_describe(s) for s in steps),
         }
         return PassResult(steps[-1].model, True, note, stats)
 
 
-def _describe(model: Model, s: _Step) -> str:
+def _describe(s: _Step) -> str:
     return f"ops {s.chain.first}-{s.chain.last} in {s.bands} bands"
 
 
