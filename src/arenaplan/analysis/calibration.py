@@ -4,7 +4,8 @@ Each run is one MicroProfiler log of the model under one placement (which memory
 holds each tensor and the persistent arena). Under the time model of
 ``analysis.timing`` an operator's cycles are linear in the unknowns
 
-    x = [cycles per unit of work of each operator kind]
+    x = [cycles per unit of work of each operator kind (or, with ``per_opcode``,
+         of each opcode: ADD and MUL are both "elementwise" but need not cost alike)]
       + [latency of each memory beyond the fastest's, cycles per access]
 
 (transfer time, bytes / bandwidth, is taken from the target and subtracted; the
@@ -21,7 +22,7 @@ with ``ticks_per_second`` (default: the target's clock, one tick per cycle).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -46,8 +47,8 @@ class Run:
 @dataclass(frozen=True, slots=True)
 class _Row:
     run: str
-    label: str  # operator kind (for the error table)
-    work: dict[str, float]  # kind -> work
+    label: str  # operator kind or opcode (for the error table)
+    work: dict[str, float]  # kind (or opcode) -> work
     accesses: dict[str, float]  # memory (not the fastest) -> accesses reaching it
     transfer: float  # cycles of transfer beyond the fastest memory's (known)
     measured: float  # cycles
@@ -55,10 +56,10 @@ class _Row:
 
 @dataclass(frozen=True, slots=True)
 class Calibration:
-    """The fitted target, and per (run, kind): measured and fitted cycles."""
+    """The fitted target, and per (run, kind or opcode): measured and fitted cycles."""
 
     target: Target
-    errors: tuple[tuple[str, str, float, float], ...]  # run, kind, measured, fitted
+    errors: tuple[tuple[str, str, float, float], ...]  # run, kind, measured, fitted cycles
 
     def worst(self) -> float:
         """The largest relative error of a (run, kind) total."""
@@ -70,10 +71,13 @@ def calibrate(
     runs: Sequence[Run],
     target: Target,
     ticks_per_second: float | None = None,
+    per_opcode: bool = False,
 ) -> Calibration:
-    """Fit ``target``'s compute rates and memory latencies to the runs."""
+    """Fit ``target``'s compute rates (per operator kind, or per opcode with
+    ``per_opcode``) and memory latencies to the runs."""
     cycles_per_tick = target.clock_hz / (ticks_per_second or target.clock_hz)
-    rows = [r for run in runs for r in _rows(ops, run, target, cycles_per_tick)]
+    label = _opcode if per_opcode else _kind
+    rows = [r for run in runs for r in _rows(ops, run, target, cycles_per_tick, label)]
     kinds = sorted({k for r in rows for k in r.work})
     memories = sorted({m for r in rows for m in r.accesses})
     x = _solve(rows, kinds, memories)
@@ -83,8 +87,20 @@ def calibrate(
     return Calibration(fitted, _errors(rows, kinds, memories, x))
 
 
+def _kind(op: OpAccesses) -> str:
+    return op.kind
+
+
+def _opcode(op: OpAccesses) -> str:
+    return op.opcode
+
+
 def _rows(
-    ops: Sequence[OpAccesses], run: Run, target: Target, cycles_per_tick: float
+    ops: Sequence[OpAccesses],
+    run: Run,
+    target: Target,
+    cycles_per_tick: float,
+    label: Callable[[OpAccesses], str],
 ) -> list[_Row]:
     main = [op for op in ops if op.subgraph == 0]
     if run.log.events:
@@ -92,7 +108,7 @@ def _rows(
         groups = [([op], t) for op, t in zip(main, times, strict=True)]
     else:
         groups = _per_tag(main, run)
-    return [_row(run.name, group, t * cycles_per_tick, run, target) for group, t in groups]
+    return [_row(group, t * cycles_per_tick, run, target, label) for group, t in groups]
 
 
 def _per_operator(run: Run, n_ops: int) -> list[float]:
@@ -122,19 +138,25 @@ def _per_tag(main: Sequence[OpAccesses], run: Run) -> list[tuple[list[OpAccesses
     return [(by_tag[tag], float(t)) for tag, t in sorted(run.log.per_tag.items()) if tag in by_tag]
 
 
-def _row(run: str, group: list[OpAccesses], measured: float, r: Run, target: Target) -> _Row:
+def _row(
+    group: list[OpAccesses],
+    measured: float,
+    r: Run,
+    target: Target,
+    label: Callable[[OpAccesses], str],
+) -> _Row:
     work: dict[str, float] = defaultdict(float)
     accesses: dict[str, float] = defaultdict(float)
     transfer = 0.0
     fastest = target.fastest().name
     for op in group:
-        work[op.kind] += op.work
+        work[label(op)] += op.work
         for name, (count, nbytes) in per_memory(op, r.where, r.persistent, target).items():
             if name == fastest:
                 continue
             accesses[name] += count
             transfer += transfer_cycles(target, name, nbytes)
-    return _Row(run, group[0].kind, dict(work), dict(accesses), transfer, measured)
+    return _Row(r.name, label(group[0]), dict(work), dict(accesses), transfer, measured)
 
 
 def _matrix(rows: Sequence[_Row], kinds: list[str], memories: list[str]) -> np.ndarray:

@@ -106,7 +106,7 @@ def default_memory(model: Model, target: Target) -> dict[TensorKey, str]:
 
 
 def op_time(work: OpWork, where: Mapping[TensorKey, str], target: Target) -> OpTime:
-    compute = work.macs / (target.rate(work.kind) * target.clock_hz)
+    compute = work.macs / (target.rate(work.kind, work.opcode) * target.clock_hz)
     per_memory: dict[str, float] = defaultdict(float)
     for key, nbytes in work.reads:
         m = target.memory(where[key])

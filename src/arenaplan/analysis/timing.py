@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from arenaplan.analysis.cost import OpTime, TensorKey, default_memory, op_time, operator_work
 from arenaplan.analysis.sizes import tensor_bytes
 from arenaplan.analysis.traffic import Traffic, operator_traffic
+from arenaplan.analysis.traffic_xcore import xcore_traffic
 from arenaplan.ir.model import Model
 from arenaplan.targets.model import Memory, Target
 
@@ -81,13 +82,14 @@ class OpAccesses:
     accesses: dict[AccessKey, Access] = field(default_factory=dict)
 
 
-def operator_accesses(model: Model) -> list[OpAccesses]:
+def operator_accesses(model: Model, traffic_of: str = "tflm") -> list[OpAccesses]:
     """Every operator's accesses from the traffic model of TFLM's kernels
     (``analysis.traffic``: every load and store per tensor and persistent block,
     checked against the real kernels under valgrind; for a kernel it has no formula
-    for, each input read once and each output written once)."""
+    for, each input read once and each output written once), or with
+    ``traffic_of="xcore"`` of xcore.ai's lib_nn kernels (``analysis.traffic_xcore``)."""
     sizes = tensor_bytes(model)
-    traffic = operator_traffic(model)
+    traffic = xcore_traffic(model) if traffic_of == "xcore" else operator_traffic(model)
     return [
         OpAccesses(
             w.subgraph,
@@ -197,7 +199,7 @@ class OpCycles:
 def op_cycles(
     op: OpAccesses, where: Mapping[TensorKey, str], persistent: str, target: Target
 ) -> OpCycles:
-    compute = op.work / target.rate(op.kind)
+    compute = op.work / target.rate(op.kind, op.opcode)
     memory = {
         name: stall_cycles(target, name, count, nbytes)
         for name, (count, nbytes) in sorted(per_memory(op, where, persistent, target).items())
@@ -222,7 +224,7 @@ class Timer:
     def __init__(self, model: Model, target: Target, persistent: str | None = None) -> None:
         self.target = target
         self.work = operator_work(model)
-        self.accesses = operator_accesses(model)
+        self.accesses = operator_accesses(model, target.traffic)
         self.persistent = persistent or target.fastest("persistent").name
 
     def op_time(self, i: int, where: Mapping[TensorKey, str]) -> OpTime:

@@ -58,6 +58,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="the profiler's timer rate (default: the target's clock, one tick per cycle)",
     )
+    p.add_argument(
+        "--per-opcode",
+        action="store_true",
+        help="fit one compute rate per opcode (ADD, MUL, ...) instead of per operator kind",
+    )
     p.set_defaults(run=run)
 
 
@@ -96,11 +101,12 @@ def _placement(model: Model, target: Target, chosen: dict[str, str]) -> dict[Ten
     return where
 
 
-def _print(console: Console, result: Calibration) -> None:
+def _print(console: Console, result: Calibration, per: str) -> None:
     cycles_per_ms = result.target.clock_hz / 1000
-    table = Table(title=f"calibrated {result.target.name}: fit per run and operator kind")
-    for col in ("run", "kind", "measured ms", "fitted ms", "error"):
-        table.add_column(col, justify="left" if col in ("run", "kind") else "right")
+    title = f"calibrated {result.target.name}: fit per run and {per}"
+    table = Table(title=title)
+    for col in ("run", per, "measured ms", "fitted ms", "error"):
+        table.add_column(col, justify="left" if col in ("run", per) else "right")
     for run, kind, measured, fitted in result.errors:
         err = (fitted - measured) / measured if measured else 0.0
         ms = (f"{v / cycles_per_ms:.3f}" for v in (measured, fitted))
@@ -118,14 +124,16 @@ def run(args: argparse.Namespace, console: Console) -> int:
     target = target_from_args(args)
     model = read_model(args.model)
     runs = [parse_run(text, model, target) for text in args.runs]
-    result = calibrate(operator_accesses(model), runs, target, args.ticks_per_second)
+    ops = operator_accesses(model, target.traffic)
+    result = calibrate(ops, runs, target, args.ticks_per_second, args.per_opcode)
     header = (
         f"{target.name} calibrated by arenaplan from {', '.join(r.name for r in runs)}\n"
-        f"model {args.model.name}; worst error per run and kind {result.worst():.1%}"
+        f"model {args.model.name}; worst error per run and "
+        f"{'opcode' if args.per_opcode else 'kind'} {result.worst():.1%}"
     )
     outputs.add(args.output, target_to_toml(result.target, header).encode())
     written = outputs.write_all()
-    _print(console, result)
+    _print(console, result, "opcode" if args.per_opcode else "kind")
     for path in written:
         console.print(f"wrote {path}")
     return 0

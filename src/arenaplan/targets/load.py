@@ -10,8 +10,12 @@ Format (all keys checked; sizes are bytes or strings like "512KiB", "2MB", see
     tflm_profile = "arm32"   # optional: TFLM build profile of the tail (pypi, arm32, int32)
     kernels = "cmsis_nn+dsp" # optional: the TFLM kernels the firmware runs (default
                              # "reference"; "cmsis_nn", "cmsis_nn+dsp", "cmsis_nn+mve")
-    [compute]            # MACs (or elements) per cycle, per operator kind
+    traffic = "xcore"        # optional: whose kernels' memory accesses the time model
+                             # counts: "tflm" (default, TFLM's reference kernels) or
+                             # "xcore" (lib_nn on the xcore.ai VPU)
+    [compute]            # MACs (or elements) per cycle, per opcode or operator kind
     conv = 0.25
+    ADD = 0.5                # an opcode's rate is used before its kind's
     default = 0.2
     [[memory]]           # fastest first
     name = "sram"
@@ -46,11 +50,13 @@ _TOP_KEYS = {
     "clock_hz",
     "tflm_profile",
     "kernels",
+    "traffic",
     "time_model",
     "compute",
     "memory",
 }
 TIME_MODELS = ("stall", "roofline")
+TRAFFIC = ("tflm", "xcore")  # analysis.timing.operator_accesses
 _PROFILES = ("pypi", "arm32", "int32")  # as in analysis.persistent.PROFILES
 _KERNELS = ("reference", "cmsis_nn", "cmsis_nn+dsp", "cmsis_nn+mve")  # analysis.kernels
 _MEMORY_KEYS = {
@@ -150,6 +156,9 @@ def parse_target(data: dict, source: str) -> Target:
         kernels = data.get("kernels", "reference")
         if kernels not in _KERNELS:
             raise TargetError(f"kernels must be one of {', '.join(_KERNELS)}, got {kernels!r}")
+        traffic = data.get("traffic", "tflm")
+        if traffic not in TRAFFIC:
+            raise TargetError(f"traffic must be one of {', '.join(TRAFFIC)}, got {traffic!r}")
         time_model = data.get("time_model", "stall")
         if time_model not in TIME_MODELS:
             raise TargetError(
@@ -164,6 +173,7 @@ def parse_target(data: dict, source: str) -> Target:
             profile,
             time_model,
             kernels,
+            traffic,
         )
     except TargetError as exc:
         raise TargetError(f"{source}: {exc}") from None

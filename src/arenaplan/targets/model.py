@@ -32,8 +32,9 @@ class Memory:
 class Target:
     """A chip: its memories (fastest first, as listed) and compute rates.
 
-    ``macs_per_cycle`` maps an operator kind (conv, depthwise, fully_connected,
-    elementwise, default) to int8 MACs (or elements) per cycle of ``clock_hz``.
+    ``macs_per_cycle`` maps an opcode (``ADD``) or an operator kind (conv,
+    depthwise, fully_connected, elementwise, default) to int8 MACs (or elements)
+    per cycle of ``clock_hz``; an opcode's rate is used before its kind's.
     """
 
     name: str
@@ -48,6 +49,10 @@ class Target:
     # the TFLM kernels its firmware runs (analysis.kernels): they decide the scratch
     # requests and part of the tail
     kernels: str = "reference"
+    # whose kernels' memory accesses the time model counts (analysis.timing):
+    # "tflm" (TFLM's reference kernels, analysis.traffic) or "xcore" (lib_nn on the
+    # xcore.ai VPU, analysis.traffic_xcore)
+    traffic: str = "tflm"
 
     def memory(self, name: str) -> Memory:
         for m in self.memories:
@@ -60,5 +65,10 @@ class Target:
         for activations."""
         return next(m for m in self.memories if holds in m.holds)
 
-    def rate(self, kind: str) -> float:
-        return self.macs_per_cycle.get(kind, self.macs_per_cycle.get("default", 1.0))
+    def rate(self, kind: str, opcode: str = "") -> float:
+        """Work per cycle of an operator: its opcode's rate, else its kind's, else
+        the default (1.0 if the target gives none)."""
+        rates = self.macs_per_cycle
+        if opcode in rates:
+            return rates[opcode]
+        return rates.get(kind, rates.get("default", 1.0))

@@ -1,0 +1,169 @@
+"""xcore.ai's split-arena figures (xmos/ai_tools #908) against the calibrated time model.
+
+    python benchmarks/xcore_calibration.py
+
+On the assumed model (``arenaplan.builder.xcore_report``: the report's operator
+counts, shapes from a TCN + LSTM audio network, not tuned to the timings), with
+lib_nn's accesses (``analysis.traffic_xcore``): stage 1 fits one compute rate per
+opcode to the all-in-SRAM run (calibrate --per-opcode, exact: one row per tag);
+stage 2 fits LPDDR's extra latency per access to the all-in-LPDDR run with those
+rates fixed (weighted least squares as in ``analysis.calibration``; bandwidth fixed
+at the target's). Then per kind: measured and predicted LPDDR/SRAM ratio; the
+whole model with the report's ld_flash time (26.6 ms, measured, the same in every
+run) added as a constant; persistent-only and activations-only in LPDDR.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from arenaplan.analysis.calibration import Run, calibrate
+from arenaplan.analysis.profile_log import ProfileLog
+from arenaplan.analysis.timing import (
+    OpAccesses,
+    Timer,
+    operator_accesses,
+    per_memory,
+    transfer_cycles,
+)
+from arenaplan.builder.xcore_report import split_arena_model
+from arenaplan.ir.model import Model
+from arenaplan.targets import Target, load_builtin
+
+# the report's figures: kind -> (SRAM ms, LPDDR ms); its timer: 100 ticks per us
+MEASURED = {
+    "conv2d": (0.80, 13.72),
+    "add": (0.12, 0.47),
+    "lookup": (0.12, 0.26),
+    "mul": (0.07, 0.11),
+    "split": (0.10, 0.12),
+}
+WHOLE = (27.85, 41.36)  # ms, ld_flash included
+PERSISTENT_ONLY = 27.91  # ms: persistent arena alone in LPDDR
+LD_FLASH_MS = 26.6  # ms of OP_XC_ld_flash in both runs (53 events)
+KIND = {"CONV_2D": "conv2d", "ADD": "add", "LOGISTIC": "lookup", "TANH": "lookup"}
+KIND |= {"MUL": "mul", "SPLIT": "split"}
+TICKS_PER_MS = 1e5
+
+
+def everything_in(model: Model, memory: str) -> dict:
+    return {(sg.index, t.index): memory for sg in model.subgraphs for t in sg.tensors}
+
+
+def activations_in(model: Model, memory: str, other: str) -> dict:
+    return {
+        (sg.index, t.index): other if t.is_constant else memory
+        for sg in model.subgraphs
+        for t in sg.tensors
+    }
+
+
+def per_tag_log(ops: list[OpAccesses], run: int) -> ProfileLog:
+    """The report's per-kind times as per-tag totals; the lookup time split between
+    LOGISTIC and TANH by their elements (the same kernel, lookup8)."""
+    work = {tag: sum(o.work for o in ops if o.opcode == tag) for tag in ("LOGISTIC", "TANH")}
+    per_tag = {tag: MEASURED[KIND[tag]][run] for tag in ("CONV_2D", "ADD", "MUL", "SPLIT")}
+    for tag, w in work.items():
+        per_tag[tag] = MEASURED["lookup"][run] * w / sum(work.values())
+    ticks = {tag: round(ms * TICKS_PER_MS) for tag, ms in per_tag.items()}
+    return ProfileLog((), ticks, sum(ticks.values()), TICKS_PER_MS, "per-tag")
+
+
+def lpddr_latency(ops: list[OpAccesses], target: Target, model: Model) -> float:
+    """Extra cycles per LPDDR access fitted to the all-in-LPDDR run, rates fixed."""
+    where, rows, ys, weights = everything_in(model, "lpddr"), [], [], []
+    sram = Timer(model, target).times(everything_in(model, "sram"))
+    for tag, ms in per_tag_log(ops, 1).per_tag.items():
+        group = [i for i, o in enumerate(ops) if o.opcode == tag and o.subgraph == 0]
+        n = transfer = 0.0
+        for i in group:
+            count, nbytes = per_memory(ops[i], where, "lpddr", target).get("lpddr", (0, 0))
+            n += count
+            transfer += transfer_cycles(target, "lpddr", nbytes)
+        compute = sum(sram[i].seconds for i in group) * target.clock_hz
+        measured = ms / TICKS_PER_MS * 1e-3 * target.clock_hz
+        rows.append(n)
+        ys.append(measured - compute - transfer)
+        weights.append(1 / np.sqrt(measured))
+    a, y, w = np.array(rows), np.array(ys), np.array(weights)
+    return max(float(np.sum(w * w * a * y) / np.sum(w * w * a * a)), 0.0)
+
+
+def calibrated(model: Model) -> tuple[Target, list[OpAccesses]]:
+    start = load_builtin("xcore_ai")
+    ops = operator_accesses(model, "xcore")
+    run = Run("sram", per_tag_log(ops, 0), everything_in(model, "sram"), "sram")
+    rates = calibrate(ops, [run], start, TICKS_PER_MS * 1e3, per_opcode=True).target
+    rates = replace(rates, traffic="xcore")
+    extra = lpddr_latency(ops, rates, model)
+    fast = rates.memory("sram").latency
+    mems = tuple(
+        replace(m, latency=fast + extra) if m.name == "lpddr" else m for m in rates.memories
+    )
+    return replace(rates, memories=mems), ops
+
+
+def kind_ms(model: Model, target: Target, where: dict, persistent: str) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for t in Timer(model, target, persistent).times(where):
+        kind = KIND.get(t.work.opcode, "other")
+        out[kind] = out.get(kind, 0.0) + t.seconds * 1e3
+    return out
+
+
+def report(model: Model, target: Target) -> None:
+    sram = kind_ms(model, target, everything_in(model, "sram"), "sram")
+    lpddr = kind_ms(model, target, everything_in(model, "lpddr"), "lpddr")
+    print(f"{'kind':8} {'SRAM ms':>8} {'LPDDR ms':>9} {'ratio':>6} {'predicted':>9} {'error':>7}")
+    for kind, (s, e) in MEASURED.items():
+        p = lpddr[kind] / sram[kind]
+        print(f"{kind:8} {s:8.2f} {e:9.2f} {e / s:6.2f} {p:9.2f} {p / (e / s) - 1:+7.1%}")
+    base = sum(sram.values()) + LD_FLASH_MS
+    whole = sum(lpddr.values()) + LD_FLASH_MS
+    print(
+        f"whole model, ld_flash {LD_FLASH_MS} ms (measured) added: SRAM {base:.2f} ms "
+        f"(measured {WHOLE[0]}), LPDDR {whole:.2f} ms (measured {WHOLE[1]}), "
+        f"ratio {whole / base:.3f} (measured {WHOLE[1] / WHOLE[0]:.3f})"
+    )
+    placements(model, target, base, f"measured {PERSISTENT_ONLY / WHOLE[0]:.3f}")
+
+
+def placements(model: Model, target: Target, base: float, note: str, flash: float = 0.0) -> None:
+    ops_ms = sum(kind_ms(model, target, everything_in(model, "sram"), "sram").values())
+    pers = sum(kind_ms(model, target, everything_in(model, "sram"), "lpddr").values())
+    acts = activations_in(model, "lpddr", "sram")
+    act = sum(kind_ms(model, target, acts, "sram").values())
+    for name, ms in (("persistent alone in LPDDR", pers), ("activations in LPDDR", act)):
+        print(
+            f"  {name}: +{ms - ops_ms:.3f} ms = {(ms - ops_ms) / base:+.2%} of the whole "
+            f"model, {(ms - ops_ms) / ops_ms:+.1%} of the operators' time"
+            + (f" ({note})" if "persistent" in name else "")
+        )
+
+
+def main() -> int:
+    model = split_arena_model()
+    target, _ = calibrated(model)
+    lat = target.memory("lpddr").latency - target.memory("sram").latency
+    rates = {k: round(float(v), 4) for k, v in target.macs_per_cycle.items() if k.isupper()}
+    print(f"fitted: LPDDR extra latency {lat:.1f} cycles/access; rates {rates}")
+    report(model, target)
+    vww = Path(__file__).resolve().parents[2] / "shared/models/mlcommons-tiny__vww_96_int8.tflite"
+    if not vww.exists():
+        print(f"{vww} absent: vww prediction skipped")
+        return 0
+    from arenaplan.reader import read_model
+
+    m = read_model(vww)
+    print(f"{vww.name} with the calibrated target:")
+    base = sum(kind_ms(m, target, everything_in(m, "sram"), "sram").values())
+    placements(m, target, base, "no measurement")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,157 @@
+"""xcore.ai: lib_nn's access counts, per-opcode rates and their calibration."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from arenaplan.analysis.traffic_xcore import xcore_traffic
+from arenaplan.builder import ModelBuilder
+from arenaplan.builder.xcore_report import COUNTS, split_arena_model
+from arenaplan.ir.dtypes import DType
+from arenaplan.ir.model import Quantization
+from arenaplan.targets import load_builtin
+from arenaplan.targets.load import parse_target
+from arenaplan.targets.save import target_to_dict
+
+Q = Quantization((0.05,), (0,))
+
+
+def _kernel_part(traffic: dict) -> dict:
+    """Tensor, op-data and scratch keys: the kernel's own accesses."""
+    return {k: t for k, t in traffic.items() if k[0] != "persistent" or k[1] == "op_data"}
+
+
+def _binary(opcode: str, n: int) -> dict:
+    b = ModelBuilder()
+    x, y, z = (b.add_tensor(name, (1, n), DType.INT8, quantization=Q) for name in "xyz")
+    b.add_operator(opcode, [x, y], [z])
+    return xcore_traffic(b.model())[(0, 0)]
+
+
+def test_add_follows_add_elementwise_per_16_elements() -> None:
+    t = _kernel_part(_binary("ADD", 40))  # 3 blocks of 16
+    assert (t[(0, 0)].loads, t[(0, 0)].load_bytes) == (3, 48)
+    assert (t[(0, 1)].loads, t[(0, 1)].load_bytes) == (3, 48)
+    assert t[("persistent", "op_data", 0, 0)].loads == 15  # bias hi/lo, m1, m2, shift
+    assert (t[(0, 2)].stores, t[(0, 2)].store_bytes) == (6, 40)
+
+
+def test_mul_reads_its_inputs_two_and_three_times() -> None:
+    t = _kernel_part(_binary("MUL", 32))  # 2 blocks
+    assert (t[(0, 0)].loads, t[(0, 0)].load_bytes) == (4, 2 * (16 + 32))
+    assert (t[(0, 1)].loads, t[(0, 1)].load_bytes) == (6, 6 * 16)
+    assert t[(0, 2)].stores == 4
+
+
+def test_lookup_reads_input_and_table_per_element() -> None:
+    b = ModelBuilder()
+    x = b.add_tensor("x", (1, 40), DType.INT8, quantization=Q)
+    y = b.add_tensor("y", (1, 40), DType.INT8, quantization=Quantization((1 / 256,), (-128,)))
+    b.add_operator("LOGISTIC", [x], [y])
+    t = _kernel_part(xcore_traffic(b.model())[(0, 0)])
+    assert (t[(0, 0)].loads, t[(0, 1)].stores) == (80, 40)
+
+
+def _conv(cin: int, padding: str, k: int = 1) -> dict:
+    b = ModelBuilder()
+    x = b.add_tensor("x", (1, 2, 2, cin), DType.INT8, quantization=Q)
+    w = b.add_tensor(
+        "w", (20, k, k, cin), DType.INT8, data=np.ones((20, k, k, cin), np.int8), quantization=Q
+    )
+    bias = b.add_tensor("b", (20,), DType.INT32, data=np.zeros(20, np.int32))
+    y = b.add_tensor("y", (1, 2, 2, 20), DType.INT8, quantization=Q)
+    b.add_operator("CONV_2D", [x, w, bias], [y], {"padding": padding})
+    return _kernel_part(xcore_traffic(b.model())[(0, 0)])
+
+
+def test_conv_direct_reads_the_input_per_output_channel_group() -> None:
+    t = _conv(32, "VALID")  # 4 pixels, groups of 16 + 4 channels, one vector per patch
+    assert t[(0, 0)].loads == 4 * 2  # VLDC per pixel and group
+    assert t[(0, 1)].loads == 4 * (16 + 4)  # VLMACCR per output channel
+    assert t[(0, 2)].loads == 4 * 2 * 2  # multipliers and biases
+    assert (t[(0, 3)].stores, t[(0, 3)].store_bytes) == (4 * 2 * 2, 4 * 20)
+    assert not any(k[0] == "scratch" for k in t)
+
+
+def test_padded_conv_copies_each_tap_into_scratch() -> None:
+    t = _conv(8, "SAME", k=3)  # 2x2 input, 3x3 SAME: 4 taps inside per pixel
+    assert t[(0, 0)].loads == 4 * 4 * 2  # two words of 8 channels per tap inside
+    scratch = t[("scratch", 0, 0, 0)]
+    assert scratch.loads == 4 * 2 * 3  # VLDC: 72 patch bytes in 3 vectors, per group
+    assert scratch.stores == 4 * 9 * 2 + 4 * 8  # words per tap (memset or copy), tail
+    assert t[(0, 1)].loads == 4 * 3 * (16 + 4)
+
+
+def test_an_opcode_rate_is_used_before_its_kind() -> None:
+    t = load_builtin("xcore_ai")
+    t = replace(t, macs_per_cycle={"elementwise": 1.0, "ADD": 0.25, "default": 0.5})
+    assert t.rate("elementwise", "ADD") == 0.25
+    assert t.rate("elementwise", "MUL") == 1.0
+    assert t.rate("pool", "MAX_POOL_2D") == 0.5
+
+
+def test_the_traffic_field_survives_a_toml_round_trip() -> None:
+    t = replace(load_builtin("xcore_ai"), traffic="xcore")
+    t = replace(t, macs_per_cycle=t.macs_per_cycle | {"ADD": 0.25})
+    back = parse_target(target_to_dict(t), "round trip")
+    assert back.traffic == "xcore"
+    assert back.rate("elementwise", "ADD") == 0.25
+    with pytest.raises(Exception, match="traffic must be one of"):
+        parse_target(target_to_dict(t) | {"traffic": "npu"}, "bad")
+
+
+def test_the_assumed_model_has_the_reports_counts() -> None:
+    ops = [op.opcode for op in split_arena_model().subgraphs[0].operators]
+    found = {k: ops.count(k) for k in COUNTS if k != "LOOKUP"}
+    found["LOOKUP"] = ops.count("LOGISTIC") + ops.count("TANH")
+    assert found == COUNTS
+
+
+def test_per_opcode_calibration_recovers_known_parameters_within_2_percent() -> None:
+    pytest.importorskip("scipy", reason="calibration needs scipy")
+    from analysis.profiles_kit import log_text, placement
+
+    from arenaplan.analysis.calibration import Run, calibrate
+    from arenaplan.analysis.profile_log import parse_profile
+    from arenaplan.analysis.timing import model_cycles, operator_accesses
+
+    model = split_arena_model()
+    ops = operator_accesses(model, "xcore")
+    base = load_builtin("xcore_ai")
+    rates = {"CONV_2D": 2.5, "ADD": 0.2, "MUL": 0.05, "LOGISTIC": 0.03, "TANH": 0.04}
+    rates |= {"SPLIT": 0.02, "STRIDED_SLICE": 0.01, "default": 0.3}
+    mems = tuple(replace(m, latency=40.0) if m.name == "lpddr" else m for m in base.memories)
+    truth = replace(base, macs_per_cycle=rates, memories=mems)
+    runs = []
+    for memory in ("sram", "lpddr"):
+        where = placement(model, memory)
+        text = log_text(model_cycles(ops, where, memory, truth), "log")
+        runs.append(Run(memory, parse_profile(text), where, memory))
+    fitted = calibrate(ops, runs, base, per_opcode=True).target
+    for opcode in ("CONV_2D", "ADD", "MUL", "LOGISTIC", "TANH", "SPLIT"):
+        assert fitted.rate("elementwise", opcode) == pytest.approx(rates[opcode], rel=0.02)
+    assert fitted.memory("lpddr").latency == pytest.approx(40.0, rel=0.02)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="not reached: with lib_nn's access counts and no model of LPDDR's cache, "
+    "one latency cannot give conv 17x and add/lookup 2-4x (benchmarks/xcore_calibration.py)",
+)
+def test_calibrated_xcore_reproduces_each_kinds_ratio_within_15_percent() -> None:
+    pytest.importorskip("scipy", reason="calibration needs scipy")
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import xcore_calibration as bench
+
+    model = split_arena_model()
+    target, _ = bench.calibrated(model)
+    sram = bench.kind_ms(model, target, bench.everything_in(model, "sram"), "sram")
+    lpddr = bench.kind_ms(model, target, bench.everything_in(model, "lpddr"), "lpddr")
+    for kind, (s, e) in bench.MEASURED.items():
+        assert lpddr[kind] / sram[kind] == pytest.approx(e / s, rel=0.15), kind
