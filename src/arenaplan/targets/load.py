@@ -27,6 +27,11 @@ Format (all keys checked; sizes are bytes or strings like "512KiB", "2MB", see
     section = ".bss"         # optional
     cache_bytes = "32KiB"    # optional: a data cache in front of it (default none)
     line_bytes = 32          # optional: its line (default 32)
+    read = "in-place"        # optional, for weights: "in-place" (memory-mapped) or "copy"
+                             # (firmware copies them into RAM before use)
+    copy = "blocking"        # optional: copies made by the core ("blocking") or a "dma"
+    copy_rate = 49e6         # optional: bytes/s of a copy (default: read_bandwidth)
+    copy_latency = 0         # optional: cycles to start one copy
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ from typing import Any
 
 from arenaplan.errors import TargetError
 from arenaplan.inputs import read_text_input
-from arenaplan.targets.model import HOLDS, Memory, Target
+from arenaplan.targets.model import COPIES, HOLDS, READS, Memory, Target
 from arenaplan.units import parse_size
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # becomes part of C identifiers
@@ -70,6 +75,10 @@ _MEMORY_KEYS = {
     "note",
     "cache_bytes",
     "line_bytes",
+    "read",
+    "copy",
+    "copy_rate",
+    "copy_latency",
 }
 
 
@@ -118,7 +127,20 @@ def _memory(table: Any, k: int) -> Memory:
         note=str(table.get("note", "")),
         cache_bytes=_size(table, "cache_bytes", where, 0),
         line_bytes=_size(table, "line_bytes", where, 32),
+        read=_choice(table, "read", READS, where),
+        copy=_choice(table, "copy", COPIES, where),
+        copy_rate=_number(table, "copy_rate", where, zero_ok=True) if "copy_rate" in table else 0.0,
+        copy_latency=(
+            _number(table, "copy_latency", where, zero_ok=True) if "copy_latency" in table else 0.0
+        ),
     )
+
+
+def _choice(table: dict, key: str, allowed: tuple[str, ...], where: str) -> str:
+    value = table.get(key, allowed[0])
+    if value not in allowed:
+        raise TargetError(f"{where}: {key} must be one of {', '.join(allowed)}, got {value!r}")
+    return str(value)
 
 
 def _size(table: dict, key: str, where: str, default: int) -> int:

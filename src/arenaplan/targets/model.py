@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 
 # what a memory may hold
 HOLDS = ("activations", "persistent", "weights")
+READS = ("in-place", "copy")  # how operators read weights held in a memory
+COPIES = ("blocking", "dma")  # what copies them
 
 
 @dataclass(frozen=True, slots=True)
@@ -14,7 +16,13 @@ class Memory:
     """One memory. ``capacity`` bytes; bandwidths in bytes/s; ``latency`` in cycles
     of the target clock per access (a fitted figure may be fractional);
     ``section``: linker section for arrays; ``cache_bytes``: a data cache in front
-    of it (0: none), filled in lines of ``line_bytes``."""
+    of it (0: none), filled in lines of ``line_bytes``.
+
+    How operators read weights held here: ``read`` "in-place" (memory-mapped,
+    at its latency and bandwidth) or "copy" (firmware must copy them into RAM
+    first); a copy is made by ``copy`` "blocking" (the core, e.g. memcpy or a
+    flash read) or "dma" (a DMA that overlaps compute), at ``copy_rate`` bytes/s
+    (0: the read bandwidth), each copy paying ``copy_latency`` cycles to start."""
 
     name: str
     capacity: int
@@ -26,6 +34,15 @@ class Memory:
     note: str = ""
     cache_bytes: int = 0
     line_bytes: int = 32
+    read: str = "in-place"
+    copy: str = "blocking"
+    copy_rate: float = 0.0
+    copy_latency: float = 0.0
+
+    def copy_seconds(self, nbytes: int, copies: int, clock_hz: float) -> float:
+        """Seconds to copy ``nbytes`` out of this memory in ``copies`` transfers."""
+        rate = self.copy_rate or self.read_bandwidth
+        return nbytes / rate + copies * self.copy_latency / clock_hz
 
 
 @dataclass(frozen=True, slots=True)
