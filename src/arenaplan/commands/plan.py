@@ -41,6 +41,15 @@ from arenaplan.commands.rewrite import (
     pass_names,
     rewrite,
 )
+from arenaplan.commands.weights import (
+    add_weights_option,
+    check_weights_args,
+    print_weights,
+    prove_copies,
+    source_bytes,
+    weights_json,
+    weights_plan,
+)
 from arenaplan.errors import PlanValidationError, UsageError
 from arenaplan.export.files import Outputs
 from arenaplan.export.firmware import firmware_header
@@ -54,6 +63,7 @@ from arenaplan.export.tflite_writer import write_model
 from arenaplan.ir.model import Model
 from arenaplan.placement import Plan, PlanOptions, plan_model
 from arenaplan.placement.tiers import TierPlacement, place_tiers
+from arenaplan.placement.weights_plan import WeightsPlan
 from arenaplan.reader import load_model, read_model_bytes
 from arenaplan.targets import Memory, Target
 from arenaplan.units import SIZE_HELP, seconds_arg
@@ -136,6 +146,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "the lower bound (default 2)",
     )
     add_pass_options(p)
+    add_weights_option(p)
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
     p.set_defaults(run=run)
 
@@ -260,6 +271,7 @@ class _Planned:
     rewrite: Rewrite | None  # None: no pass ran, or the rewrite was not proven
     proof: Proof | None
     before: Plan | None = None  # the plan of the model as given, when rewritten
+    weights: WeightsPlan | None = None  # with --weights: the policies and their copies
 
 
 def _fit(
@@ -290,6 +302,8 @@ def _plan(
         time_limit=args.time_limit,
         kernels=kernels_from_args(args, target),
     )
+    if args.weights is not None and target is not None:
+        return _plan_weights(args, data, original, target, caps, base)
     proof = None
     if pass_names(args):
         objective = "head" if args.persistent_memory else "arena"
@@ -316,7 +330,26 @@ def _plan(
     )
 
 
+def _plan_weights(
+    args: argparse.Namespace,
+    data: bytes,
+    original: Model,
+    target: Target,
+    caps: dict[str, int],
+    options: PlanOptions,
+) -> _Planned:
+    """Weights policies and activations in one plan of the fastest memory; the
+    model's weight copies proven in TFLM."""
+    wp = weights_plan(original, target, caps, options, args.weights)
+    planned = planned_model_bytes(source_bytes(data, wp, original), wp.model, wp.plan)
+    proof = prove_copies(data, planned, wp)
+    arena = check_arena_memory(args.arena_memory, wp.plan, target, caps, None)
+    return _Planned(wp.model, wp.plan, None, arena, planned, None, proof, weights=wp)
+
+
 def _extra_json(p: _Planned) -> dict[str, object]:
+    if p.weights is not None:
+        return {"passes": [], "proof": None, "weights": weights_json(p.weights, p.proof)}
     records = p.rewrite.records if p.rewrite else ()
     return {
         "passes": [
@@ -332,6 +365,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     outputs = _claim_outputs(args)
     target = target_from_args(args)
     _check_target_options(args, target)
+    check_weights_args(args, target)
     data, original = load_model(args.model)
     caps = parse_memories(args.memory, target)
     if target is not None:
@@ -377,7 +411,10 @@ def run(args: argparse.Namespace, console: Console) -> int:
     print_summary(console, model, plan, name, spread=tiers is not None, refusals=refusals)
     records = done.rewrite.records if done.rewrite else ()
     before = (original, done.before) if done.before else None
-    print_rewrite(console, records, done.proof, before, (model, plan), profile)
+    if done.weights is not None:
+        print_weights(console, done.weights, done.proof)
+    else:
+        print_rewrite(console, records, done.proof, before, (model, plan), profile)
     if target is not None:
         print_memories(console, model, target, caps, plan, tiers)
     for path in written:

@@ -32,6 +32,36 @@ class PlanOptions:
     aliases: frozenset[str] = frozenset()
     clobber_inputs: bool = False
     kernels: str = "reference"
+    # weight staging buffers that firmware fills and TFLM does not know of
+    # (``placement.weights``): placed around TFLM's tensors and scratch
+    staging: tuple[StagingRequest, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class StagingRequest:
+    """A buffer of ``bytes`` for the weights of operator ``op`` (subgraph 0), alive
+    from operator ``first`` to ``op``; ``policy`` says what it holds ("groups:16",
+    "groups:16,double"): the validator re-derives its size from the model."""
+
+    op: int
+    first: int
+    bytes: int
+    policy: str
+
+
+@dataclass(frozen=True, slots=True)
+class StagingPlacement:
+    """A staging buffer in the head: ``[offset, offset + size)`` over operators
+    ``first..op`` (scopes ``scope_first..scope_last``)."""
+
+    op: int
+    first: int
+    bytes: int
+    policy: str
+    size: int
+    offset: int
+    scope_first: int
+    scope_last: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +129,7 @@ class Plan:
     aliases: tuple[Alias, ...] = ()
     clobber_inputs: bool = False
     kernels: str = "reference"
+    staging: tuple[StagingPlacement, ...] = ()  # weight buffers TFLM does not know of
 
     @property
     def optimal(self) -> bool:

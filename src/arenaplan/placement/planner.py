@@ -22,9 +22,10 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from arenaplan.allocation.bounds import live_bytes_bound
+from arenaplan.allocation.packing import align_up, pack
 from arenaplan.allocation.problem import Buffer, Problem, Solution
 from arenaplan.allocation.registry import get_allocator
 from arenaplan.allocation.tflm_greedy import TflmGreedy, tflm_order
@@ -39,6 +40,8 @@ from arenaplan.placement.plan import (
     Plan,
     PlanOptions,
     ScratchPlacement,
+    StagingPlacement,
+    StagingRequest,
     TensorPlacement,
 )
 from arenaplan.placement.validate import check_plan
@@ -95,8 +98,59 @@ def plan_model(model: Model, options: PlanOptions | None = None) -> Plan:
         model, items, best.layout, best.runs, tflm.height, best.name, options,
         time.perf_counter() - start,
     )  # fmt: skip
+    if options.staging:
+        plan = _with_staging(model, items, best.runs, plan, options.staging)
     check_plan(model, plan)
     return plan
+
+
+def _with_staging(
+    model: Model,
+    items: ArenaItems,
+    runs: Solution,
+    plan: Plan,
+    requests: tuple[StagingRequest, ...],
+) -> Plan:
+    """Place weight staging buffers around TFLM's tensors and scratch (fixed where
+    TFLM will put them: it does not know of these buffers), lowest top of a few
+    first-fit orders; the head grows to hold them."""
+    ops = items.lifetimes.operators[0]
+    bufs = [
+        Buffer(
+            f"staging for operator {r.op}",
+            ops[r.first][0],
+            ops[r.op][1],
+            align_up(r.bytes, TFLM_ALIGNMENT),
+            TFLM_ALIGNMENT,
+        )
+        for r in requests
+    ]
+    fixed = [_fixed(b, o) for b, o in zip(items.buffers, runs.offsets, strict=True)]
+    problem = Problem((*fixed, *bufs))
+    n = len(fixed)
+    orders = (
+        sorted(range(len(bufs)), key=lambda k: -bufs[k].size),
+        sorted(range(len(bufs)), key=lambda k: (bufs[k].first, -bufs[k].size)),
+    )
+    best: list[int] | None = None
+    for order in orders:
+        offs = pack(problem, [n + k for k in order])
+        if offs is not None and (best is None or _top(problem, offs) < _top(problem, best)):
+            best = offs
+    assert best is not None  # no capacity given: first-fit always places
+    placed = tuple(
+        StagingPlacement(r.op, r.first, r.bytes, r.policy, b.size, best[n + k], b.first, b.last)
+        for k, (r, b) in enumerate(zip(requests, bufs, strict=True))
+    )
+    bound = plan.lower_bound
+    if not plan.aliases:  # with aliases the merged classes are not at hand: keep theirs
+        bound = max(bound, live_bytes_bound(Problem((*items.buffers, *bufs))))
+    top = max(plan.arena, _top(problem, best))
+    return replace(plan, staging=placed, arena=top, lower_bound=bound)
+
+
+def _top(problem: Problem, offsets: list[int]) -> int:
+    return max((o + b.size for o, b in zip(offsets, problem.buffers, strict=True)), default=0)
 
 
 def _alias_tries(kinds: frozenset[str]) -> list[frozenset[str]]:

@@ -35,7 +35,7 @@ from arenaplan.analysis.sizes import tensor_bytes
 from arenaplan.errors import PlanValidationError
 from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Model, Operator, Subgraph
-from arenaplan.placement.plan import TFLM_ALIGNMENT, Plan
+from arenaplan.placement.plan import TFLM_ALIGNMENT, Plan, StagingPlacement
 
 TensorKey = tuple[int, int]  # (subgraph, tensor index)
 
@@ -90,6 +90,12 @@ def plan_problems(model: Model, plan: Plan) -> list[str]:
             )
         )
         offsets.append(sc.offset)
+    for st in plan.staging:
+        found.extend(_staging_problems(model, st))
+        span = (lt.operators[0][st.first][0], lt.operators[0][st.op][1])
+        label = f"weight staging buffer of operator {st.op}"
+        buffers.append(Buffer(label, span[0], span[1], st.size, TFLM_ALIGNMENT))
+        offsets.append(st.offset)
     shared: set[frozenset[int]] = set()
     for alias in plan.aliases:
         why = _alias_problem(model, plan.clobber_inputs, lt, alias, index_of, offsets)
@@ -100,6 +106,32 @@ def plan_problems(model: Model, plan: Plan) -> list[str]:
             shared.add(frozenset((a, b)))
     found.extend(solution_problems(Problem(tuple(buffers), plan.arena), offsets, shared))
     return found
+
+
+def _staging_problems(model: Model, st: StagingPlacement) -> list[str]:
+    """A staging buffer must hold what its policy copies: ``groups:G`` one group of
+    G output channels of every weight of the operator, ``,double`` two such; the
+    bytes of a channel re-derived here from the weight shapes and element sizes."""
+    where = f"weight staging buffer of operator {st.op}"
+    ops = model.subgraphs[0].operators
+    if not 0 <= st.first <= st.op < len(ops):
+        return [f"{where}: operators {st.first}..{st.op} are not in the model"]
+    head, _, rest = st.policy.partition(",")
+    kind, _, g = head.partition(":")
+    if kind != "groups" or not g.isdigit() or rest not in ("", "double"):
+        return [f"{where}: unknown policy {st.policy!r}"]
+    sg = model.subgraphs[0]
+    op = ops[st.op]
+    out = sg.tensors[op.outputs[0]].shape[-1]
+    per = 0
+    for i in dict.fromkeys(op.inputs[1:]):
+        t = sg.tensors[i] if i >= 0 else None
+        if t is not None and t.is_constant:
+            per += int(np.prod(t.shape)) * t.dtype.itemsize // out
+    need = -(-min(int(g), out) * per // TFLM_ALIGNMENT) * TFLM_ALIGNMENT * (2 if rest else 1)
+    if st.size < need:
+        return [f"{where}: {st.size} B cannot hold {st.policy} ({need} B)"]
+    return []
 
 
 def offline_plan_problems(

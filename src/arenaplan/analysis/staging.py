@@ -1,0 +1,108 @@
+"""Which constants an operator reads as weights, and how they split into groups.
+
+A weight is a constant input of an operator (data in the flatbuffer). Firmware
+can read it where it lies (in place), or copy it into RAM before the operator
+runs: whole, or one group of G output channels at a time. A group carries the
+slices of every weight of the operator that are indexed by output channel:
+
+- CONV_2D filter ``(Cout, Kh, Kw, Cin)`` and FULLY_CONNECTED weights ``(Cout, In)``:
+  output channel outermost, so a group is one contiguous block of
+  ``G * Kh * Kw * Cin`` (``G * In``) elements;
+- DEPTHWISE_CONV_2D filter ``(1, Kh, Kw, C)``: channel innermost, a group is
+  ``Kh * Kw`` strided pieces of G elements; in the group-contiguous layout
+  ``(ceil(C / G), Kh, Kw, G)`` it is one block of ``G * Kh * Kw`` elements;
+- the bias ``(Cout,)``: G elements per group.
+
+Per-channel quantisation parameters are not weight data: TFLM keeps them in its
+persistent arena (op data), so they never move. Units: bytes, elements.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from arenaplan.analysis.sizes import tensor_bytes
+from arenaplan.ir.model import Model
+
+# operators that read weights: opcode -> the input slots holding them (other
+# constant inputs, such as shapes, are parameters read once in Prepare)
+WEIGHT_SLOTS = {
+    "CONV_2D": (1, 2),
+    "DEPTHWISE_CONV_2D": (1, 2),
+    "FULLY_CONNECTED": (1, 2),
+    "TRANSPOSE_CONV": (1, 3),
+}
+# those whose weights split by output channel (the last dim of the output)
+GROUPED = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED")
+DEFAULT_GROUP = 16  # output channels per group (Vela's weight slices are >= 16)
+
+
+@dataclass(frozen=True, slots=True)
+class OpWeights:
+    """The weights of one operator (subgraph 0): constant input tensors and bytes.
+
+    ``channels``: output channels (0 if its weights do not split into groups);
+    ``per_channel``: bytes of all its weights per output channel (with the bias),
+    so a group of G channels takes ``G * per_channel`` bytes."""
+
+    op: int
+    opcode: str
+    tensors: tuple[int, ...]
+    bytes: int
+    channels: int = 0
+    per_channel: int = 0
+
+    @property
+    def groupable(self) -> bool:
+        return self.channels > 0
+
+    def groups(self, g: int) -> int:
+        """Number of groups of ``g`` output channels (the last may be short)."""
+        return -(-self.channels // g) if self.groupable else 1
+
+    def group_bytes(self, g: int) -> int:
+        """Bytes of the largest group of ``g`` output channels (whole if ungroupable)."""
+        if not self.groupable:
+            return self.bytes
+        return min(g, self.channels) * self.per_channel
+
+
+def operator_weights(model: Model, min_bytes: int = 1) -> list[OpWeights]:
+    """Every operator of subgraph 0 that reads at least ``min_bytes`` of weights,
+    in execution order."""
+    sg = model.subgraphs[0]
+    sizes = tensor_bytes(model)[0]
+    found = []
+    for op in sg.operators:
+        slots = WEIGHT_SLOTS.get(op.opcode, ())
+        consts = tuple(
+            dict.fromkeys(
+                i
+                for k, i in enumerate(op.inputs)
+                if k in slots and i >= 0 and sg.tensors[i].is_constant
+            )
+        )
+        total = sum(sizes[i] for i in consts)
+        if not consts or total < min_bytes:
+            continue
+        channels, per_channel = _grouping(model, op.index, consts, sizes)
+        found.append(OpWeights(op.index, op.opcode, consts, total, channels, per_channel))
+    return found
+
+
+def _grouping(model: Model, op_index: int, consts, sizes) -> tuple[int, int]:
+    """(output channels, weight bytes per channel) when every constant of the
+    operator splits by output channel; (0, 0) otherwise."""
+    sg = model.subgraphs[0]
+    op = sg.operators[op_index]
+    if op.opcode not in GROUPED or not op.outputs or not sg.tensors[op.outputs[0]].shape:
+        return 0, 0
+    channels = sg.tensors[op.outputs[0]].shape[-1]
+    if channels <= 0:
+        return 0, 0
+    per = 0
+    for i in consts:
+        if sizes[i] % channels:
+            return 0, 0
+        per += sizes[i] // channels
+    return channels, per

@@ -1,0 +1,137 @@
+"""``plan --weights``: the option, the call, and what it prints and records."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from rich.console import Console
+from rich.table import Table
+
+from arenaplan.errors import UsageError
+from arenaplan.export.tflite_writer import write_model
+from arenaplan.ir.model import Model
+from arenaplan.placement import Plan, PlanOptions
+from arenaplan.placement.weights import parse_weights
+from arenaplan.placement.weights_plan import WeightsPlan, plan_weights
+from arenaplan.targets import Target
+from arenaplan.verify.prove import Proof, prove
+
+
+def add_weights_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--weights",
+        metavar="POLICY",
+        help="where operators read their weights (needs --target): auto (each operator's "
+        "policy chosen by estimated time within the fastest memory's capacity), in-place, "
+        "whole (copied into the arena before the operator: RESHAPE copies in the model), "
+        "groups[:G] (G output channels at a time, default 16) or groups[:G],double "
+        "(two buffers, the next group's copy overlapping compute); group buffers are in "
+        "the plan for firmware to fill (TFLM does not copy them)",
+    )
+
+
+def check_weights_args(args: argparse.Namespace, target: Target | None) -> None:
+    if args.weights is None:
+        return
+    parse_weights(args.weights)  # one line if malformed
+    if target is None:
+        raise UsageError("--weights needs --target (how its memories read weights)")
+    for value, option in ((args.passes, "--passes"), (args.fit, "--fit")):
+        if value:
+            raise UsageError(f"--weights cannot be combined with {option} yet")
+
+
+def tflm_head(plan: Plan) -> int:
+    """The head TFLM itself reaches with the plan (tensors and scratch, not the
+    staging buffers it does not know of)."""
+    tops = [p.offset + p.size for p in (*plan.tensors, *plan.scratch)]
+    return max(tops, default=0)
+
+
+def weights_plan(
+    model: Model, target: Target, caps: dict[str, int], options: PlanOptions, text: str
+) -> WeightsPlan:
+    capacity = caps.get(target.fastest().name, target.fastest().capacity)
+    return plan_weights(model, target, parse_weights(text), capacity, options)
+
+
+def prove_copies(data: bytes, planned: bytes, wp: WeightsPlan) -> Proof | None:
+    """Prove the model with its copies in TFLM (None when it has none). A proof that
+    fails is an error; a runtime that is absent leaves the copies unproven, said."""
+    if not any(c.policy.kind == "whole" for c in wp.choices):
+        return None
+    proof = prove(data, planned, tflm_head(wp.plan))
+    if proof.proven:
+        return proof
+    if "not installed" in (proof.reason or ""):
+        print(f"arenaplan: weight copies not proven: {proof.reason}", file=sys.stderr)
+        return proof
+    raise UsageError(f"the model with its weight copies is not proven in TFLM: {proof.reason}")
+
+
+def source_bytes(data: bytes, wp: WeightsPlan, original: Model) -> bytes:
+    return write_model(wp.model) if wp.model is not original else data
+
+
+def weights_json(wp: WeightsPlan, proof: Proof | None) -> dict[str, object]:
+    return {
+        "source": wp.source,
+        "staged_into": wp.dest,
+        "estimated_seconds": wp.seconds,
+        "baseline": wp.baseline,
+        "estimated_seconds_baseline": wp.baseline_total,
+        "estimates": "time model of the target (analysis.timing), not measured",
+        "tflm_head": tflm_head(wp.plan),
+        "proof": proof.as_dict() if proof else None,
+        "operators": [
+            {
+                "operator": c.op,
+                "opcode": c.weights.opcode,
+                "weight_bytes": c.weights.bytes,
+                "policy": c.policy.label,
+                "ram_bytes": c.ram,
+                "alive_from_operator": c.first,
+                "estimated_seconds": c.seconds,
+                "estimated_seconds_baseline": b,
+            }
+            for c, b in zip(wp.choices, wp.baseline_seconds, strict=True)
+        ],
+        "staging_buffers": [
+            {"operator": s.op, "first": s.first, "policy": s.policy, "offset": s.offset}
+            | {"size": s.size}
+            for s in wp.plan.staging
+        ],
+    }
+
+
+def print_weights(console: Console, wp: WeightsPlan, proof: Proof | None) -> None:
+    """Per operator: policy, RAM, estimated time against the baseline; then totals."""
+    title = f"weights: from {wp.source}, staged into {wp.dest} (times estimated)"
+    table = Table(title=title)
+    heads = ("op", "opcode", "weights B", "policy", f"{wp.dest} B", "ms", f"vs {wp.baseline} ms")
+    for col in heads:
+        table.add_column(col, justify="left" if col in ("opcode", "policy") else "right")
+    for c, b in zip(wp.choices, wp.baseline_seconds, strict=True):
+        table.add_row(
+            str(c.op),
+            c.weights.opcode,
+            f"{c.weights.bytes:,}",
+            c.policy.label,
+            f"{c.ram:,}",
+            f"{c.seconds * 1e3:.3f}",
+            f"{(c.seconds - b) * 1e3:+.3f}",
+        )
+    console.print(table)
+    kinds = [c.policy.kind for c in wp.choices]
+    console.print(
+        f"weights: {kinds.count('whole')} operators copied whole (RESHAPE copies in the model), "
+        f"{kinds.count('groups')} in groups (buffers in the plan, filled by firmware), "
+        f"{kinds.count('in-place')} read in place; estimated {wp.seconds * 1e3:.2f} ms, "
+        f"all {wp.baseline}: {wp.baseline_total * 1e3:.2f} ms"
+    )
+    if proof is not None and proof.proven:
+        console.print(
+            f"proven in TFLM: outputs bit-identical to the original model's on {proof.trials} "
+            f"random inputs; measured head {proof.head:,} B = the plan's TFLM part"
+        )
