@@ -213,10 +213,14 @@ def test_auto_fits_the_capacity_by_giving_up_time() -> None:
 
 @needs_tflm
 @pytest.mark.parametrize(
-    "stem", ["arm-ml-examples__cnn_s_quantized", "mlcommons-tiny__ad01_int8", "built"]
+    "stem",
+    ["arm-ml-examples__cnn_s_quantized", "mlcommons-tiny__ad01_int8", "built", "mobilenet_v2"],
 )
 def test_whole_copies_run_bit_exact_in_tflm(stem: str) -> None:
-    data = chain() if stem == "built" else model_path(stem).read_bytes()
+    from arenaplan.builder.mobilenet import mobilenet_v2
+
+    built = {"built": chain, "mobilenet_v2": lambda: mobilenet_v2(0.35, 32)}
+    data = built[stem]() if stem in built else model_path(stem).read_bytes()
     m = read_model_bytes(data)
     wp = plan_weights(m, target("copy", "dma"), Policy("whole"), None, PlanOptions())
     assert any(op.opcode == "RESHAPE" for op in wp.model.subgraphs[0].operators)
