@@ -76,3 +76,43 @@ def tflm_headers(tmp_path_factory: pytest.TempPathFactory) -> TflmHeaders:
         capture_output=True,
     )
     return TflmHeaders(dest / "tflite-micro", time.perf_counter() - start)
+
+
+KERNEL_SOURCES = tuple(
+    f"tflite-micro/tensorflow/lite/kernels/internal/{name}.cc"
+    for name in ("common", "quantization_util", "runtime_shape")
+)
+GEMMLOWP = "tflite-micro/tensorflow/lite/micro/tools/make/downloads/gemmlowp"
+
+
+@dataclass(frozen=True, slots=True)
+class TflmKernels:
+    """TFLM's headers, gemmlowp's and the few sources its reference kernels need."""
+
+    headers: TflmHeaders
+
+    def compile(self, source: Path, include: Path) -> Path:
+        """Build ``source`` (with ``include`` on the include path) into an executable."""
+        root = self.headers.root
+        exe = include / source.stem
+        cc = [str(root.parent / s) for s in KERNEL_SOURCES]
+        run = subprocess.run(
+            ["g++", "-O1", *self.headers.flags, "-Wno-unused-variable", "-I", str(include),
+             "-I", str(root.parent / GEMMLOWP), str(source), *cc, "-o", str(exe)],
+            capture_output=True,
+            text=True,
+        )  # fmt: skip
+        assert run.returncode == 0, run.stderr[-4000:]
+        return exe
+
+
+@pytest.fixture(scope="session")
+def tflm_kernels(tflm_headers: TflmHeaders) -> TflmKernels:
+    """The headers plus the reference kernels' sources, extracted beside them."""
+    subprocess.run(
+        ["tar", "-xJf", str(TARBALL), "-C", str(tflm_headers.root.parent), "--wildcards",
+         *KERNEL_SOURCES, f"{GEMMLOWP}/*"],
+        check=True,
+        capture_output=True,
+    )  # fmt: skip
+    return TflmKernels(tflm_headers)

@@ -104,10 +104,11 @@ def test_target_bad_read_or_copy_is_one_line(key: str, value: str) -> None:
 def test_operator_weights_and_groups() -> None:
     m = read_model_bytes(chain())
     conv, dw, fc = operator_weights(m)
-    assert (conv.bytes, conv.channels, conv.per_channel) == (40 * 72 + 160, 40, 72 + 4)
+    assert (conv.bytes, conv.channels, conv.per_channel) == (40 * 72 + 160, 40, (72, 4))
     assert conv.groups(16) == 3 and conv.group_bytes(16) == 16 * 76
-    assert (dw.channels, dw.per_channel) == (40, 9 + 4)  # group-contiguous layout
-    assert (fc.channels, fc.per_channel, fc.groups(16)) == (20, 1440 + 4, 2)
+    assert (dw.channels, dw.per_channel) == (40, (9, 4))  # group-contiguous layout
+    assert dw.group_bytes(16) == 144 + 64 and dw.group_bytes(5) == 48 + 20  # 45 -> 48
+    assert (fc.channels, fc.per_channel, fc.groups(16)) == (20, (1440, 4), 2)
     assert conv.group_bytes(64) == conv.bytes  # a group larger than the operator
 
 
@@ -259,6 +260,7 @@ def test_plan_weights_cli(tmp_path: Path, capsys) -> None:
         (["--target", "xcore_ai", "--weights", "bogus"], "expected auto"),
         (["--target", "xcore_ai", "--weights", "in-place"], "not memory-mapped"),
         (["--target", "xcore_ai", "--weights", "auto", "--passes", "bands"], "cannot be combined"),
+        (["--target", "xcore_ai", "--schedule", "f.h"], "--schedule needs --weights"),
     ],
 )
 def test_plan_weights_cli_errors(tmp_path: Path, capsys, extra: list[str], message: str) -> None:

@@ -13,6 +13,10 @@ slices of every weight of the operator that are indexed by output channel:
   ``(ceil(C / G), Kh, Kw, G)`` it is one block of ``G * Kh * Kw`` elements;
 - the bias ``(Cout,)``: G elements per group.
 
+A group's block holds each weight's slice in input order (filter, then bias),
+each starting at a multiple of 4 bytes (an int32 bias stays aligned): for G
+channels, ``sum over weights of align4(G * bytes per channel)``.
+
 Per-channel quantisation parameters are not weight data: TFLM keeps them in its
 persistent arena (op data), so they never move. Units: bytes, elements.
 """
@@ -42,15 +46,14 @@ class OpWeights:
     """The weights of one operator (subgraph 0): constant input tensors and bytes.
 
     ``channels``: output channels (0 if its weights do not split into groups);
-    ``per_channel``: bytes of all its weights per output channel (with the bias),
-    so a group of G channels takes ``G * per_channel`` bytes."""
+    ``per_channel``: bytes per output channel of each weight, in ``tensors`` order."""
 
     op: int
     opcode: str
     tensors: tuple[int, ...]
     bytes: int
     channels: int = 0
-    per_channel: int = 0
+    per_channel: tuple[int, ...] = ()
 
     @property
     def groupable(self) -> bool:
@@ -61,10 +64,16 @@ class OpWeights:
         return -(-self.channels // g) if self.groupable else 1
 
     def group_bytes(self, g: int) -> int:
-        """Bytes of the largest group of ``g`` output channels (whole if ungroupable)."""
+        """Bytes of the block of the largest group of ``g`` output channels (whole if
+        ungroupable): each weight's slice rounded up to 4 bytes."""
         if not self.groupable:
             return self.bytes
-        return min(g, self.channels) * self.per_channel
+        return sum(block_part(min(g, self.channels) * p) for p in self.per_channel)
+
+
+def block_part(nbytes: int) -> int:
+    """Bytes one weight's slice takes in a group block (the next starts 4-aligned)."""
+    return -(-nbytes // 4) * 4
 
 
 def operator_weights(model: Model, min_bytes: int = 1) -> list[OpWeights]:
@@ -90,19 +99,14 @@ def operator_weights(model: Model, min_bytes: int = 1) -> list[OpWeights]:
     return found
 
 
-def _grouping(model: Model, op_index: int, consts, sizes) -> tuple[int, int]:
+def _grouping(model: Model, op_index: int, consts, sizes) -> tuple[int, tuple[int, ...]]:
     """(output channels, weight bytes per channel) when every constant of the
     operator splits by output channel; (0, 0) otherwise."""
     sg = model.subgraphs[0]
     op = sg.operators[op_index]
     if op.opcode not in GROUPED or not op.outputs or not sg.tensors[op.outputs[0]].shape:
-        return 0, 0
+        return 0, ()
     channels = sg.tensors[op.outputs[0]].shape[-1]
-    if channels <= 0:
-        return 0, 0
-    per = 0
-    for i in consts:
-        if sizes[i] % channels:
-            return 0, 0
-        per += sizes[i] // channels
-    return channels, per
+    if channels <= 0 or any(sizes[i] % channels for i in consts):
+        return 0, ()
+    return channels, tuple(sizes[i] // channels for i in consts)

@@ -47,6 +47,7 @@ from arenaplan.commands.weights import (
     print_weights,
     prove_copies,
     source_bytes,
+    weight_files,
     weights_json,
     weights_plan,
 )
@@ -76,6 +77,8 @@ _OUTPUTS = (
     ("report", "--report"),
     ("header", "--header"),
     ("planner_cpp", "--planner-cpp"),
+    ("weights_blob", "--weights-blob"),
+    ("schedule", "--schedule"),
 )
 
 
@@ -393,6 +396,12 @@ def run(args: argparse.Namespace, console: Console) -> int:
     if args.planner_cpp is not None and target is not None:
         placement = tiers or place_tiers(model, target, caps)
         outputs.add(args.planner_cpp, planner_source(model, placement, target, name).encode())
+    if done.weights is not None and (args.weights_blob or args.schedule):
+        blob, schedule = weight_files(done.weights, name)
+        if args.weights_blob is not None:
+            outputs.add(args.weights_blob, blob)
+        if args.schedule is not None:
+            outputs.add(args.schedule, schedule.encode())
     if args.report is not None:
         report = html_report(
             model,

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
 from arenaplan.errors import UsageError
+from arenaplan.export.fetch_schedule import fetch_header, group_fetches
 from arenaplan.export.tflite_writer import write_model
+from arenaplan.export.weights_blob import weights_blob
 from arenaplan.ir.model import Model
 from arenaplan.placement import Plan, PlanOptions
 from arenaplan.placement.weights import parse_weights
@@ -29,10 +32,25 @@ def add_weights_option(p: argparse.ArgumentParser) -> None:
         "(two buffers, the next group's copy overlapping compute); group buffers are in "
         "the plan for firmware to fill (TFLM does not copy them)",
     )
+    p.add_argument(
+        "--weights-blob",
+        type=Path,
+        help="with --weights: write the group-staged operators' weights here, group by "
+        "group (depthwise filters in the group-contiguous layout)",
+    )
+    p.add_argument(
+        "--schedule",
+        type=Path,
+        help="with --weights: write the C table of weight fetches (blob offset and bytes, "
+        "destination memory and offset, operator, group, buffer, when) and its copy routine",
+    )
 
 
 def check_weights_args(args: argparse.Namespace, target: Target | None) -> None:
     if args.weights is None:
+        for value, option in ((args.weights_blob, "--weights-blob"), (args.schedule, "--schedule")):
+            if value is not None:
+                raise UsageError(f"{option} needs --weights")
         return
     parse_weights(args.weights)  # one line if malformed
     if target is None:
@@ -68,6 +86,22 @@ def prove_copies(data: bytes, planned: bytes, wp: WeightsPlan) -> Proof | None:
         print(f"arenaplan: weight copies not proven: {proof.reason}", file=sys.stderr)
         return proof
     raise UsageError(f"the model with its weight copies is not proven in TFLM: {proof.reason}")
+
+
+def weight_files(wp: WeightsPlan, source: str) -> tuple[bytes, str]:
+    """The blob of the group-staged operators and the C schedule of their fetches."""
+    staged = {s.op: s for s in wp.plan.staging}
+    blob = weights_blob(wp.model, [(op, _group(s.policy)) for op, s in staged.items()])
+    fetches = []
+    for op, s in staged.items():
+        double = s.policy.endswith(",double")
+        stride = s.size // 2 if double else s.size
+        fetches += group_fetches(blob.of(op), 0, s.offset, stride, double)
+    return blob.data, fetch_header(fetches, blob, [wp.dest], source)
+
+
+def _group(policy: str) -> int:
+    return int(policy.split(",")[0].partition(":")[2])
 
 
 def source_bytes(data: bytes, wp: WeightsPlan, original: Model) -> bytes:

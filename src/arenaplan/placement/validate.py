@@ -123,12 +123,12 @@ def _staging_problems(model: Model, st: StagingPlacement) -> list[str]:
     sg = model.subgraphs[0]
     op = ops[st.op]
     out = sg.tensors[op.outputs[0]].shape[-1]
-    per = 0
+    block = 0  # one group: each weight's slice, the next starting 4-aligned
     for i in dict.fromkeys(op.inputs[1:]):
         t = sg.tensors[i] if i >= 0 else None
         if t is not None and t.is_constant:
-            per += int(np.prod(t.shape)) * t.dtype.itemsize // out
-    need = -(-min(int(g), out) * per // TFLM_ALIGNMENT) * TFLM_ALIGNMENT * (2 if rest else 1)
+            block += -(-min(int(g), out) * int(np.prod(t.shape)) * t.dtype.itemsize // out // 4) * 4
+    need = -(-block // TFLM_ALIGNMENT) * TFLM_ALIGNMENT * (2 if rest else 1)
     if st.size < need:
         return [f"{where}: {st.size} B cannot hold {st.policy} ({need} B)"]
     return []
