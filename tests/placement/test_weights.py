@@ -235,13 +235,31 @@ def test_whole_copies_run_bit_exact_in_tflm(stem: str) -> None:
 # ---- the command -----------------------------------------------------------------
 
 
+def test_plan_weights_after_passes_is_proven(tmp_path: Path, capsys) -> None:
+    if not tflm_available():
+        pytest.skip("TFLM runtime not installed")
+    src = tmp_path / "m.tflite"
+    src.write_bytes(chain())
+    js = tmp_path / "o.json"
+    out = ["-o", str(tmp_path / "o.tflite"), "--json", str(js)]
+    passes = ["--passes", "inplace", "--clobber-inputs"]
+    rc = main(["plan", str(src), "--target", "imxrt1170", "--weights", "whole", *passes, *out])
+    assert rc == 0
+    data = json.loads(js.read_text())
+    assert [p["name"] for p in data["passes"]] == ["inplace"]
+    assert data["weights"]["proof"]["proven"]
+    assert "pass inplace" in capsys.readouterr().out
+
+
 def test_plan_weights_cli(tmp_path: Path, capsys) -> None:
     src = tmp_path / "m.tflite"
     src.write_bytes(chain())
     out, js = tmp_path / "o.tflite", tmp_path / "o.json"
+    report = tmp_path / "r.html"
     rc = main(["plan", str(src), "--target", "xcore_ai", "--weights", "auto",
-               "-o", str(out), "--json", str(js)])  # fmt: skip
+               "-o", str(out), "--json", str(js), "--report", str(report)])  # fmt: skip
     assert rc == 0
+    assert "<h2>Weights</h2>" in report.read_text()
     data = json.loads(js.read_text())["weights"]
     assert [o["opcode"] for o in data["operators"]] == [
         "CONV_2D",
@@ -259,7 +277,7 @@ def test_plan_weights_cli(tmp_path: Path, capsys) -> None:
         (["--weights", "auto"], "--weights needs --target"),
         (["--target", "xcore_ai", "--weights", "bogus"], "expected auto"),
         (["--target", "xcore_ai", "--weights", "in-place"], "not memory-mapped"),
-        (["--target", "xcore_ai", "--weights", "auto", "--passes", "bands"], "cannot be combined"),
+        (["--target", "xcore_ai", "--weights", "auto", "--fit", "64KiB"], "cannot be combined"),
         (["--target", "xcore_ai", "--schedule", "f.h"], "--schedule needs --weights"),
     ],
 )

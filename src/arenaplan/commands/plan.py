@@ -43,10 +43,10 @@ from arenaplan.commands.rewrite import (
 )
 from arenaplan.commands.weights import (
     add_weights_option,
+    check_proof,
     check_weights_args,
     print_weights,
     prove_copies,
-    source_bytes,
     weight_files,
     weights_json,
     weights_plan,
@@ -306,7 +306,7 @@ def _plan(
         kernels=kernels_from_args(args, target),
     )
     if args.weights is not None and target is not None:
-        return _plan_weights(args, data, original, target, caps, base)
+        return _plan_weights(args, data, original, target, caps, base, profile)
     proof = None
     if pass_names(args):
         objective = "head" if args.persistent_memory else "arena"
@@ -340,20 +340,56 @@ def _plan_weights(
     target: Target,
     caps: dict[str, int],
     options: PlanOptions,
+    profile: str,
 ) -> _Planned:
-    """Weights policies and activations in one plan of the fastest memory; the
-    model's weight copies proven in TFLM."""
-    wp = weights_plan(original, target, caps, options, args.weights)
-    planned = planned_model_bytes(source_bytes(data, wp, original), wp.model, wp.plan)
-    proof = prove_copies(data, planned, wp)
+    """Weights policies and activations in one plan of the fastest memory, after the
+    passes if any; the model's copies and rewrites proven in TFLM. A rewrite that is
+    not proven falls back (said on stderr) to the weights of the model as given."""
+    if pass_names(args):
+        rw = rewrite(original, args, profile, "head" if args.persistent_memory else "arena")
+        done = _weights_of(args, data, original, rw.model, target, caps, _with_aliases(options, rw))
+        if done.proof is not None and done.proof.proven:
+            return replace(done, rewrite=rw)
+        why = done.proof.reason if done.proof else "no copy to prove"
+        if rw.changed or done.plan.aliases:
+            print(
+                f"arenaplan: the rewrite is not proven in TFLM ({why}); "
+                "planned the weights of the model as it is",
+                file=sys.stderr,
+            )
+        else:
+            return replace(done, rewrite=rw)
+    done = _weights_of(args, data, original, original, target, caps, options)
+    check_proof(done.proof)
+    return done
+
+
+def _with_aliases(options: PlanOptions, rw: Rewrite) -> PlanOptions:
+    return replace(options, aliases=rw.aliases, clobber_inputs=rw.clobber_inputs)
+
+
+def _weights_of(
+    args: argparse.Namespace,
+    data: bytes,
+    original: Model,
+    model: Model,
+    target: Target,
+    caps: dict[str, int],
+    options: PlanOptions,
+) -> _Planned:
+    wp = weights_plan(model, target, caps, options, args.weights)
+    changed = wp.model is not original
+    planned = planned_model_bytes(write_model(wp.model) if changed else data, wp.model, wp.plan)
+    proof = prove_copies(data, planned, wp, changed or bool(wp.plan.aliases))
     arena = check_arena_memory(args.arena_memory, wp.plan, target, caps, None)
     return _Planned(wp.model, wp.plan, None, arena, planned, None, proof, weights=wp)
 
 
 def _extra_json(p: _Planned) -> dict[str, object]:
-    if p.weights is not None:
-        return {"passes": [], "proof": None, "weights": weights_json(p.weights, p.proof)}
     records = p.rewrite.records if p.rewrite else ()
+    if p.weights is not None:
+        extra = _extra_json(replace(p, weights=None, rewrite=p.rewrite, proof=None))
+        return extra | {"weights": weights_json(p.weights, p.proof)}
     return {
         "passes": [
             {"name": r.name, "options": r.options, "changed": r.changed, "note": r.note}
@@ -412,6 +448,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
             regions,
             refusal="; ".join(refusals) or None,
             persistent=persistent,
+            weights=done.weights,
         )
         outputs.add(args.report, report.encode())
     written = outputs.write_all()
@@ -421,6 +458,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     records = done.rewrite.records if done.rewrite else ()
     before = (original, done.before) if done.before else None
     if done.weights is not None:
+        print_rewrite(console, records, None)
         print_weights(console, done.weights, done.proof)
     else:
         print_rewrite(console, records, done.proof, before, (model, plan), profile)

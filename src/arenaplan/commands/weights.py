@@ -11,7 +11,6 @@ from rich.table import Table
 
 from arenaplan.errors import UsageError
 from arenaplan.export.fetch_schedule import fetch_header, group_fetches
-from arenaplan.export.tflite_writer import write_model
 from arenaplan.export.weights_blob import weights_blob
 from arenaplan.ir.model import Model
 from arenaplan.placement import Plan, PlanOptions
@@ -55,9 +54,8 @@ def check_weights_args(args: argparse.Namespace, target: Target | None) -> None:
     parse_weights(args.weights)  # one line if malformed
     if target is None:
         raise UsageError("--weights needs --target (how its memories read weights)")
-    for value, option in ((args.passes, "--passes"), (args.fit, "--fit")):
-        if value:
-            raise UsageError(f"--weights cannot be combined with {option} yet")
+    if args.fit is not None:
+        raise UsageError("--weights cannot be combined with --fit yet")
 
 
 def tflm_head(plan: Plan) -> int:
@@ -74,17 +72,20 @@ def weights_plan(
     return plan_weights(model, target, parse_weights(text), capacity, options)
 
 
-def prove_copies(data: bytes, planned: bytes, wp: WeightsPlan) -> Proof | None:
-    """Prove the model with its copies in TFLM (None when it has none). A proof that
-    fails is an error; a runtime that is absent leaves the copies unproven, said."""
-    if not any(c.policy.kind == "whole" for c in wp.choices):
-        return None
-    proof = prove(data, planned, tflm_head(wp.plan))
-    if proof.proven:
-        return proof
+def prove_copies(data: bytes, planned: bytes, wp: WeightsPlan, needed: bool) -> Proof | None:
+    """Prove the model with its copies (and rewrites) in TFLM; None when ``needed`` is
+    false (nothing changed)."""
+    return prove(data, planned, tflm_head(wp.plan)) if needed else None
+
+
+def check_proof(proof: Proof | None) -> None:
+    """A proof that fails is an error; a runtime that is absent leaves the copies
+    unproven, said on stderr."""
+    if proof is None or proof.proven:
+        return
     if "not installed" in (proof.reason or ""):
         print(f"arenaplan: weight copies not proven: {proof.reason}", file=sys.stderr)
-        return proof
+        return
     raise UsageError(f"the model with its weight copies is not proven in TFLM: {proof.reason}")
 
 
@@ -102,10 +103,6 @@ def weight_files(wp: WeightsPlan, source: str) -> tuple[bytes, str]:
 
 def _group(policy: str) -> int:
     return int(policy.split(",")[0].partition(":")[2])
-
-
-def source_bytes(data: bytes, wp: WeightsPlan, original: Model) -> bytes:
-    return write_model(wp.model) if wp.model is not original else data
 
 
 def weights_json(wp: WeightsPlan, proof: Proof | None) -> dict[str, object]:

@@ -20,6 +20,7 @@ from arenaplan.export.picture import render, render_memories
 from arenaplan.export.summary import find_peak, saving
 from arenaplan.ir.model import Model
 from arenaplan.placement.plan import Plan
+from arenaplan.placement.weights_plan import WeightsPlan
 from arenaplan.targets.model import Target
 
 Region = tuple[str, int, int, int]  # (memory, base in the laid-out head, bytes used, capacity)
@@ -44,6 +45,23 @@ def _row(cells: list[str], tag: str = "td", text: tuple[int, ...] = ()) -> str:
 def _table(head: list[str], rows: list[list[str]], text: tuple[int, ...] = ()) -> str:
     body = "".join(_row(r, text=text) for r in rows)
     return f"<table>{_row(head, 'th', text)}{body}</table>"
+
+
+def _weights(wp: WeightsPlan) -> str:
+    """Per operator: its weights policy, the RAM it takes, its estimated time."""
+    rows = [
+        [str(c.op), c.weights.opcode, f"{c.weights.bytes:,}", c.policy.label, f"{c.ram:,}",
+         f"{c.seconds * 1e3:.3f}", f"{(c.seconds - b) * 1e3:+.3f}"]
+        for c, b in zip(wp.choices, wp.baseline_seconds, strict=True)
+    ]  # fmt: skip
+    head = ["operator", "opcode", "weights B", "policy", f"{wp.dest} B", "ms (estimate)",
+            f"vs {wp.baseline} ms"]  # fmt: skip
+    return (
+        f"<h2>Weights</h2><p>from {html.escape(wp.source)}, staged into "
+        f"{html.escape(wp.dest)}; estimated {wp.seconds * 1e3:.2f} ms, all {wp.baseline} "
+        f"{wp.baseline_total * 1e3:.2f} ms (the target's time model plus copy times)</p>"
+        + _table(head, rows, text=(1, 3))
+    )
 
 
 def _figures(model: Model, plan: Plan, refusal: str | None) -> str:
@@ -214,6 +232,7 @@ def html_report(
     *,
     refusal: str | None = None,
     persistent: tuple[str | None, int] | None = None,
+    weights: WeightsPlan | None = None,
 ) -> str:
     """The page. ``where``/``regions``: a placement over several memories, when there
     is one (``regions``: (memory, base in the laid-out head, bytes used, capacity)).
@@ -223,7 +242,7 @@ def html_report(
     planner (its figure and its line in the picture are left out).
     ``persistent``: TFLM's persistent arena for the picture, (memory or None for one
     arena, bytes), as ``picture.render`` / ``render_memories`` take it; None leaves
-    it out of the picture.
+    it out of the picture. ``weights``: the weights policies (``plan --weights``).
     """
     title = f"arena plan: {name}"
     picture = (
@@ -249,6 +268,8 @@ def html_report(
     if regions:
         parts.append(_memories(plan, where, regions))
     parts.append(_peak(model, plan))
+    if weights is not None:
+        parts.append(_weights(weights))
     if target is not None:
         parts.append(_operators(model, target, where))
     parts.append(_tensors(plan, where, regions))
