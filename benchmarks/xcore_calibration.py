@@ -8,9 +8,12 @@ lib_nn's accesses (``analysis.traffic_xcore``): stage 1 fits one compute rate pe
 opcode to the all-in-SRAM run (calibrate --per-opcode, exact: one row per tag);
 stage 2 fits LPDDR's extra latency per access to the all-in-LPDDR run with those
 rates fixed (weighted least squares as in ``analysis.calibration``; bandwidth fixed
-at the target's). Then per kind: measured and predicted LPDDR/SRAM ratio; the
-whole model with the report's ld_flash time (26.6 ms, measured, the same in every
-run) added as a constant; persistent-only and activations-only in LPDDR.
+at the target's). LPDDR is behind the target's cache (size assumed, 32-byte
+lines), so an access is a line filled. Then per kind: measured and predicted
+LPDDR/SRAM ratio; the whole model with the report's ld_flash time (26.6 ms,
+measured, the same in every run) added as a constant; persistent-only and
+activations-only in LPDDR (kernel scratch, in the arena, with the activations);
+and the fit again for other cache sizes.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import numpy as np
 from arenaplan.analysis.calibration import Run, calibrate
 from arenaplan.analysis.profile_log import ProfileLog
 from arenaplan.analysis.timing import (
+    SCRATCH,
     OpAccesses,
     Timer,
     operator_accesses,
@@ -51,15 +55,20 @@ TICKS_PER_MS = 1e5
 
 
 def everything_in(model: Model, memory: str) -> dict:
-    return {(sg.index, t.index): memory for sg in model.subgraphs for t in sg.tensors}
+    """The whole arena in ``memory``: tensors (weights too: ld_flash copies them into
+    the arena) and kernel scratch (``GetScratchBuffer``: tensor_arena + offset)."""
+    where = {(sg.index, t.index): memory for sg in model.subgraphs for t in sg.tensors}
+    return where | {SCRATCH: memory}
 
 
 def activations_in(model: Model, memory: str, other: str) -> dict:
-    return {
+    """Activations and kernel scratch in ``memory``, weights in ``other``."""
+    where = {
         (sg.index, t.index): other if t.is_constant else memory
         for sg in model.subgraphs
         for t in sg.tensors
     }
+    return where | {SCRATCH: memory}
 
 
 def per_tag_log(ops: list[OpAccesses], run: int) -> ProfileLog:
@@ -93,8 +102,8 @@ def lpddr_latency(ops: list[OpAccesses], target: Target, model: Model) -> float:
     return max(float(np.sum(w * w * a * y) / np.sum(w * w * a * a)), 0.0)
 
 
-def calibrated(model: Model) -> tuple[Target, list[OpAccesses]]:
-    start = load_builtin("xcore_ai")
+def calibrated(model: Model, start: Target | None = None) -> tuple[Target, list[OpAccesses]]:
+    start = start or load_builtin("xcore_ai")
     ops = operator_accesses(model, "xcore")
     run = Run("sram", per_tag_log(ops, 0), everything_in(model, "sram"), "sram")
     rates = calibrate(ops, [run], start, TICKS_PER_MS * 1e3, per_opcode=True).target
@@ -145,13 +154,40 @@ def placements(model: Model, target: Target, base: float, note: str, flash: floa
         )
 
 
+def ratio_errors(model: Model, target: Target) -> dict[str, float]:
+    """Predicted / measured LPDDR/SRAM ratio - 1, per kind."""
+    sram = kind_ms(model, target, everything_in(model, "sram"), "sram")
+    lpddr = kind_ms(model, target, everything_in(model, "lpddr"), "lpddr")
+    return {k: lpddr[k] / sram[k] / (e / s) - 1 for k, (s, e) in MEASURED.items()}
+
+
+def with_cache(target: Target, cache_bytes: int) -> Target:
+    mems = tuple(
+        replace(m, cache_bytes=cache_bytes) if m.name == "lpddr" else m for m in target.memories
+    )
+    return replace(target, memories=mems)
+
+
+def cache_sweep(model: Model) -> None:
+    """The fit for other sizes of the LPDDR cache (the built-in size is assumed)."""
+    print("LPDDR cache size sweep (refitted each time): bytes, latency, ratio error per kind")
+    for size in (0, 128, 256, 1024, 2048, 8192, 16384):
+        target, _ = calibrated(model, with_cache(load_builtin("xcore_ai"), size))
+        lat = target.memory("lpddr").latency - target.memory("sram").latency
+        errors = " ".join(f"{k} {e:+.0%}" for k, e in ratio_errors(model, target).items())
+        print(f"  {size:6d} B: {lat:6.1f} cycles/line; {errors}")
+
+
 def main() -> int:
     model = split_arena_model()
     target, _ = calibrated(model)
+    cache = target.memory("lpddr")
+    print(f"LPDDR cache {cache.cache_bytes} B, lines of {cache.line_bytes} B (assumed, see target)")
     lat = target.memory("lpddr").latency - target.memory("sram").latency
     rates = {k: round(float(v), 4) for k, v in target.macs_per_cycle.items() if k.isupper()}
     print(f"fitted: LPDDR extra latency {lat:.1f} cycles/access; rates {rates}")
     report(model, target)
+    cache_sweep(model)
     vww = Path(__file__).resolve().parents[2] / "shared/models/mlcommons-tiny__vww_96_int8.tflite"
     if not vww.exists():
         print(f"{vww} absent: vww prediction skipped")

@@ -52,7 +52,41 @@ def test_lookup_reads_input_and_table_per_element() -> None:
     y = b.add_tensor("y", (1, 40), DType.INT8, quantization=Quantization((1 / 256,), (-128,)))
     b.add_operator("LOGISTIC", [x], [y])
     t = _kernel_part(xcore_traffic(b.model())[(0, 0)])
-    assert (t[(0, 0)].loads, t[(0, 1)].stores) == (80, 40)
+    table = ("scratch", 0, 0, 1)  # the table ld_flash copies into the head
+    assert (t[(0, 0)].loads, t[table].loads, t[(0, 1)].stores) == (40, 40, 40)
+
+
+def test_persistent_and_scratch_blocks_reach_a_cached_memory_once_per_line() -> None:
+    from arenaplan.analysis.timing import PERSISTENT, SCRATCH, operator_accesses, per_memory
+
+    b = ModelBuilder()
+    x, y, z = (b.add_tensor(name, (1, 1024), DType.INT8, quantization=Q) for name in "xyz")
+    b.add_operator("ADD", [x, y], [z])
+    model = b.model()
+    op = operator_accesses(model, "xcore")[0]
+    assert op.accesses[PERSISTENT].footprint == 160  # nn_add_params_t
+    assert SCRATCH not in op.accesses
+    target = load_builtin("xcore_ai")
+    where = {(0, t): "sram" for t in range(3)}
+    lines, _ = per_memory(op, where, "lpddr", target)["lpddr"]
+    assert lines == 160 // 32  # not 5 vectors per 16 elements (320 loads)
+    uncached = replace(
+        target,
+        memories=tuple(replace(m, cache_bytes=0) for m in target.memories),
+    )
+    assert per_memory(op, where, "lpddr", uncached)["lpddr"][0] == 5 * 64
+
+
+def test_scratch_goes_where_the_placement_says() -> None:
+    from arenaplan.analysis.timing import SCRATCH, operator_accesses, per_memory
+
+    model = split_arena_model()
+    op = operator_accesses(model, "xcore")[0]  # the first CONV_2D: patch in scratch
+    target = load_builtin("xcore_ai")
+    where = {(0, t.index): "sram" for t in model.subgraphs[0].tensors}
+    assert "lpddr" not in per_memory(op, where, "sram", target)
+    lines, _ = per_memory(op, where | {SCRATCH: "lpddr"}, "sram", target)["lpddr"]
+    assert lines == -(-(3 * 64 + 32) // 32)  # one pixel's patch and its zero tail
 
 
 def _conv(cin: int, padding: str, k: int = 1) -> dict:
@@ -136,19 +170,38 @@ def test_per_opcode_calibration_recovers_known_parameters_within_2_percent() -> 
     assert fitted.memory("lpddr").latency == pytest.approx(40.0, rel=0.02)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="not reached: with lib_nn's access counts and no model of LPDDR's cache, "
-    "one latency cannot give conv 17x and add/lookup 2-4x (benchmarks/xcore_calibration.py)",
-)
-def test_calibrated_xcore_reproduces_each_kinds_ratio_within_15_percent() -> None:
-    pytest.importorskip("scipy", reason="calibration needs scipy")
+def _bench():
     import sys
     from pathlib import Path
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
     import xcore_calibration as bench
 
+    return bench
+
+
+def test_calibrated_xcore_prices_the_persistent_arena_alone_well_under_1_percent() -> None:
+    pytest.importorskip("scipy", reason="calibration needs scipy")
+    bench = _bench()
+    model = split_arena_model()
+    target, _ = bench.calibrated(model)
+    sram = sum(bench.kind_ms(model, target, bench.everything_in(model, "sram"), "sram").values())
+    pers = sum(bench.kind_ms(model, target, bench.everything_in(model, "sram"), "lpddr").values())
+    acts = bench.activations_in(model, "lpddr", "sram")
+    act = sum(bench.kind_ms(model, target, acts, "sram").values())
+    whole = sram + bench.LD_FLASH_MS
+    assert 0 < (pers - sram) / whole < 0.005  # measured: 27.91 / 27.85 - 1 = 0.2%
+    assert (act - sram) / sram > 0.2  # activations: tens of percent of the operators' time
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="not reached: with LPDDR's cache modelled, conv, split are within 1%, add +15.5%, "
+    "mul -13%, lookup -31% (benchmarks/xcore_calibration.py)",
+)
+def test_calibrated_xcore_reproduces_each_kinds_ratio_within_15_percent() -> None:
+    pytest.importorskip("scipy", reason="calibration needs scipy")
+    bench = _bench()
     model = split_arena_model()
     target, _ = bench.calibrated(model)
     sram = bench.kind_ms(model, target, bench.everything_in(model, "sram"), "sram")

@@ -23,8 +23,17 @@ bytes per tensor, to TFLM's persistent data under ``PERSISTENT``, to kernel
 scratch under ``SCRATCH`` and to the flatbuffer under ``MODEL``; for a kernel it
 has no formula for, one pass over each tensor). A memory behind a cache
 (``cache_bytes`` > 0, lines of ``line_bytes``) is reached once per line: a
-tensor that fits the cache once per line of the tensor, a larger one once per
-line of the bytes moved.
+block whose footprint fits the cache once per line of the footprint, a larger
+one once per line of the bytes moved (each key is judged alone: interference
+between keys is not modelled). Footprints, in bytes: a tensor's size; for kernel
+scratch and persistent data, the extent the traffic model gives for the key
+(the bytes of the block the kernel reads, e.g. xcore's ``nn_add_params_t``,
+TFLM's scratch request); a key without one is taken as never reused (once per
+line of the bytes moved).
+
+Placements map tensors to memories; the persistent arena's memory is given
+apart; kernel scratch lives in the head, by default in the fastest memory, or
+where the placement maps the key :data:`SCRATCH`.
 
 Targets whose memory traffic overlaps compute (an NPU's DMA) keep the roofline
 of ``analysis.cost`` (``Target.time_model == "roofline"``).
@@ -37,9 +46,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from arenaplan.analysis.cost import OpTime, TensorKey, default_memory, op_time, operator_work
+from arenaplan.analysis.scratch import scratch_requests
 from arenaplan.analysis.sizes import tensor_bytes
 from arenaplan.analysis.traffic import Traffic, operator_traffic
-from arenaplan.analysis.traffic_xcore import xcore_traffic
+from arenaplan.analysis.traffic_xcore import xcore_counts
 from arenaplan.ir.model import Model
 from arenaplan.targets.model import Memory, Target
 
@@ -52,8 +62,8 @@ AccessKey = TensorKey | str  # a tensor, or PERSISTENT, SCRATCH, MODEL
 
 @dataclass(frozen=True, slots=True)
 class Access:
-    """Loads and stores of one operator to one tensor (counts and bytes);
-    ``footprint``: the tensor's bytes (what a cache must hold to reuse it)."""
+    """Loads and stores of one operator to one tensor or block (counts and bytes);
+    ``footprint``: the bytes a cache must hold to reuse it (0: unknown)."""
 
     loads: int
     stores: int
@@ -89,7 +99,10 @@ def operator_accesses(model: Model, traffic_of: str = "tflm") -> list[OpAccesses
     for, each input read once and each output written once), or with
     ``traffic_of="xcore"`` of xcore.ai's lib_nn kernels (``analysis.traffic_xcore``)."""
     sizes = tensor_bytes(model)
-    traffic = xcore_traffic(model) if traffic_of == "xcore" else operator_traffic(model)
+    if traffic_of == "xcore":
+        traffic, extents = xcore_counts(model)
+    else:
+        traffic, extents = operator_traffic(model), scratch_extents(model, sizes)
     return [
         OpAccesses(
             w.subgraph,
@@ -97,40 +110,62 @@ def operator_accesses(model: Model, traffic_of: str = "tflm") -> list[OpAccesses
             w.opcode,
             w.kind,
             w.macs,
-            _from_traffic(traffic[(w.subgraph, w.op)], sizes),
+            _from_traffic(traffic[(w.subgraph, w.op)], sizes, extents),
         )
         for w in operator_work(model)
     ]
 
 
-def _from_traffic(found: Mapping[tuple, Traffic], sizes) -> dict[AccessKey, Access]:
+def scratch_extents(model: Model, sizes) -> dict[tuple, int]:
+    """Bytes of each kernel scratch buffer of TFLM's reference kernels, by traffic key
+    (``("scratch", subgraph, op, k)``: the op's k-th request)."""
+    extents: dict[tuple, int] = {}
+    counts: dict[tuple[int, int], int] = defaultdict(int)
+    for r in scratch_requests(model, sizes):
+        k = counts[(r.subgraph, r.op)]
+        counts[(r.subgraph, r.op)] += 1
+        extents[("scratch", r.subgraph, r.op, k)] = r.bytes
+    return extents
+
+
+def _from_traffic(
+    found: Mapping[tuple, Traffic], sizes, extents: Mapping[tuple, int]
+) -> dict[AccessKey, Access]:
+    """Accesses per timing key. Several traffic keys may share a timing key (all of
+    an op's persistent blocks are ``PERSISTENT``): their footprints add up."""
     acc: dict[AccessKey, Access] = {}
     for key, t in found.items():
-        k, footprint = _access_key(key, sizes)
-        a = acc.get(k, Access(0, 0, 0, 0, footprint))
+        k, footprint = _access_key(key, sizes, extents)
+        a = acc.get(k)
+        if a is None:
+            acc[k] = Access(t.loads, t.stores, t.load_bytes, t.store_bytes, footprint)
+            continue
+        known = a.footprint and footprint  # an unknown part leaves the whole unknown
         acc[k] = Access(
             a.loads + t.loads,
             a.stores + t.stores,
             a.load_bytes + t.load_bytes,
             a.store_bytes + t.store_bytes,
-            a.footprint,
+            a.footprint + footprint if known else 0,
         )
     return acc
 
 
-def _access_key(key: tuple, sizes) -> tuple[AccessKey, int]:
-    """The timing key of a traffic key, and the bytes a cache must hold to reuse it."""
-    if key and key[0] == "persistent":
-        return PERSISTENT, 0
-    if key and key[0] == "scratch":
-        return SCRATCH, 0
+def _access_key(key: tuple, sizes, extents: Mapping[tuple, int]) -> tuple[AccessKey, int]:
+    """The timing key of a traffic key, and the bytes a cache must hold to reuse it:
+    a tensor's size, the traffic model's extent of a scratch or persistent block;
+    for a block of unknown extent, the bytes it moves (never reused)."""
     if len(key) == 2 and all(isinstance(k, int) for k in key):
         return (key[0], key[1]), sizes[key[0]][key[1]]
+    if key and key[0] in ("persistent", "scratch"):
+        return (PERSISTENT if key[0] == "persistent" else SCRATCH), extents.get(key, 0)
     return MODEL, 0
 
 
 def reaching(a: Access, m: Memory) -> tuple[int, int]:
-    """(accesses, bytes) that reach memory ``m`` (through its cache, if it has one)."""
+    """(accesses, bytes) that reach memory ``m`` (through its cache, if it has one):
+    lines of the footprint when it fits the cache (0: unknown, never reused), else
+    lines of the bytes moved."""
     if m.cache_bytes <= 0:
         return a.count, a.bytes
     reused = a.footprint if 0 < a.footprint <= m.cache_bytes else a.bytes
@@ -139,12 +174,14 @@ def reaching(a: Access, m: Memory) -> tuple[int, int]:
 
 
 def per_memory(
-    op: OpAccesses, where: Mapping[TensorKey, str], persistent: str, target: Target
+    op: OpAccesses, where: Mapping[AccessKey, str], persistent: str, target: Target
 ) -> dict[str, tuple[int, int]]:
     """(accesses, bytes) the operator makes to each memory, after its cache. Kernel
-    scratch lives in the fastest memory, flatbuffer bytes with the weights."""
+    scratch lives where ``where[SCRATCH]`` says (default: the fastest memory),
+    flatbuffer bytes with the weights."""
     out: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    others = {PERSISTENT: persistent, SCRATCH: target.fastest().name, MODEL: _weights(target)}
+    scratch = where.get(SCRATCH, target.fastest().name)
+    others = {PERSISTENT: persistent, SCRATCH: scratch, MODEL: _weights(target)}
     for key, a in op.accesses.items():
         name = others[key] if isinstance(key, str) else where[key]
         n, b = reaching(a, target.memory(name))

@@ -33,18 +33,28 @@ Kernels (one VPU vector is 32 bytes; "group": 16 output channels or elements):
   per element a byte load of the input, a byte load of the 256-byte table, a byte
   store. The table is a constant of the converted model that ld_flash copies into
   the arena beside the activations; the un-transformed model has no tensor for it,
-  so its loads are counted with the input's (the same memory in xcore's runs).
+  so its loads are counted under the operator's second scratch key
+  (``("scratch", sg, op, 1)``), a head buffer like the patch scratch.
 - SPLIT (xcore's slice copies, ``src/asm/vpu_memcpy.S``): each contiguous run of
   an output moved by 32-byte VLDD/VSTD, its tail by words and bytes.
 
-TFLM's own accesses per operator (node, eval tensors, framework) stay as the
-reference model counts them; the kernel's op-data reads are replaced by the few
-parameter loads above; flatbuffer reads (``("model",)``) are dropped, because on
-xcore the flatbuffer without its weights stays in SRAM (the fastest memory costs
-nothing beyond the compute rates). Stack traffic (the accumulator's VSTR/VSTD,
-temporary vectors) is not counted. Other operators and other types use the
-reference model. Counts are per invoke; bytes moved by masked stores are the
-bytes they write.
+Where things live in xcore's runtime (the code xformer generates, e.g.
+xmos/ai_tools ``examples/audio_network/src/model_audioi16.tflite.cpp``): the
+``TfLiteTensor`` and ``TfLiteNode`` arrays are globals (SRAM), so TFLM's own
+accesses per operator (node, eval tensors) are not counted; ``AllocatePersistentBuffer``
+takes the kernel's op data from the tail of the arena (the persistent arena: only
+the parameter loads above reach it); ``GetScratchBuffer`` returns
+``tensor_arena + offset``, so the patch scratch lives with the activations; the
+flatbuffer without its weights stays in SRAM (``("model",)`` reads are dropped:
+the fastest memory costs nothing beyond the compute rates). Weights reach the
+arena by ``XC_ld_flash`` before each operator (lib_tflite_micro
+``src/tflite-xcore-kernels/xcore_load_weights.cc``), so they are read from the
+arena's memory. Stack traffic (the accumulator's VSTR/VSTD, temporary vectors)
+is not counted. Other operators and other types use the reference model. Counts
+are per invoke; bytes moved by masked stores are the bytes they write.
+
+Extents (:func:`xcore_counts`): the bytes of each scratch and op-data block the
+kernels read, what a cache must hold to reuse them (``analysis.timing``).
 """
 
 from __future__ import annotations
@@ -57,6 +67,7 @@ from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Model, Operator, Subgraph, Tensor
 
 VECTOR = 32  # bytes of one VPU vector register
+TABLE = 256  # bytes of XC_lookup's int8 table
 GROUP = 16  # output channels (or elements) per VPU group
 
 _LOOKUP = ("LOGISTIC", "TANH", "RELU", "RELU6", "ELU", "HARD_SWISH", "LEAKY_RELU")
@@ -68,6 +79,7 @@ class _Op:
     def __init__(self, model: Model, sg: Subgraph, op: Operator) -> None:
         self.model, self.sg, self.op = model, sg, op
         self.acc: dict[Key, Traffic] = {}
+        self.extents: dict[Key, int] = {}  # bytes of each scratch / op-data block read
 
     def i(self, k: int) -> Tensor | None:
         return self.sg.operand(self.op, k)
@@ -86,9 +98,18 @@ class _Op:
     def scratch(self) -> Key:
         return ("scratch", self.sg.index, self.op.index, 0)
 
+    @property
+    def table(self) -> Key:
+        """XC_lookup's table: a head buffer like scratch (see the module doc)."""
+        return ("scratch", self.sg.index, self.op.index, 1)
+
     def add(self, key: Key, t: Traffic) -> None:
         if t.loads or t.stores:
             self.acc[key] = self.acc[key] + t if key in self.acc else t
+
+    def extent(self, key: Key, nbytes: int) -> None:
+        """The block ``key`` is ``nbytes`` long."""
+        self.extents[key] = nbytes
 
     def masked_stores(self, key: Key, n: int, nbytes: int) -> None:
         """``n`` VSTRPV stores writing ``nbytes`` bytes in all."""
@@ -153,12 +174,14 @@ def _conv(c: _Op) -> None:
         c.add(c.key(x), _times(loads, batch * inside))
         c.add(c.scratch, _times(stores, batch * pixels * taps))
         c.add(c.scratch, Traffic.writes(batch * pixels * VECTOR // 4, 4))
+        c.extent(c.scratch, taps * cin + VECTOR)  # one pixel's patch and its zero tail
     # OutputTransformFn per group: multipliers and biases, two masked stores
     calls = batch * pixels * len(groups)
     if b is not None:
         c.add(c.key(b), Traffic.reads(2 * calls, VECTOR))
     c.masked_stores(c.key(y), 2 * calls, batch * pixels * cout)
     c.add(c.op_data, Traffic.reads(2 * calls, 2))  # initial_shift, final_shr
+    c.extent(c.op_data, 2 * 2)
 
 
 def _times(t: Traffic, n: int) -> Traffic:
@@ -180,6 +203,7 @@ def _add(c: _Op) -> None:
     c.add(c.key(a), Traffic.reads(blocks, GROUP))
     c.add(c.key(b), Traffic.reads(blocks, GROUP))
     c.add(c.op_data, Traffic.reads(5 * blocks, VECTOR))
+    c.extent(c.op_data, 5 * VECTOR)  # nn_add_params_t: five int16[16] vectors
     c.masked_stores(c.key(y), 2 * blocks, y.elements)
 
 
@@ -190,6 +214,7 @@ def _mul(c: _Op) -> None:
     c.add(c.key(a), Traffic.reads(blocks, GROUP) + Traffic.reads(blocks, VECTOR))
     c.add(c.key(b), Traffic.reads(3 * blocks, GROUP))
     c.add(c.op_data, Traffic.reads(blocks, 2) + Traffic.reads(6, 4))  # shift; prologue
+    c.extent(c.op_data, 2 + 6 * 4)
     c.masked_stores(c.key(y), 2 * blocks, y.elements)
 
 
@@ -197,7 +222,9 @@ def _lookup(c: _Op) -> None:
     """``lookup8.S``: per element a byte of input, a byte of the table, a byte out."""
     x, y = c.i(0), c.o()
     n = y.elements
-    c.add(c.key(x), Traffic.reads(2 * n, 1))  # the input and the table (see module doc)
+    c.add(c.key(x), Traffic.reads(n, 1))
+    c.add(c.table, Traffic.reads(n, 1))
+    c.extent(c.table, TABLE)
     c.add(c.key(y), Traffic.writes(n, 1))
 
 
@@ -247,14 +274,12 @@ def _runs_on_vpu(sg: Subgraph, op: Operator) -> bool:
     return True
 
 
-def _framework(traffic: dict[Key, Traffic]) -> dict[Key, Traffic]:
-    """TFLM's own accesses: persistent data other than the kernel's op data."""
-    return {k: t for k, t in traffic.items() if k[0] == "persistent" and k[1] != "op_data"}
-
-
-def xcore_traffic(model: Model) -> dict[tuple[int, int], dict[Key, Traffic]]:
-    """Per (subgraph, operator): per key -> :class:`Traffic`, as xcore.ai runs it."""
-    out = {}
+def xcore_counts(
+    model: Model,
+) -> tuple[dict[tuple[int, int], dict[Key, Traffic]], dict[Key, int]]:
+    """Per (subgraph, operator): per key -> :class:`Traffic`, as xcore.ai runs it; and
+    the extents (bytes) of the scratch and op-data blocks its VPU kernels read."""
+    out, extents = {}, {}
     for d in traffic_details(model):
         sg = model.subgraphs[d.subgraph]
         op = sg.operators[d.op]
@@ -267,7 +292,11 @@ def xcore_traffic(model: Model) -> dict[tuple[int, int], dict[Key, Traffic]]:
         except (AttributeError, IndexError, TypeError, ValueError, ZeroDivisionError):
             out[(d.subgraph, d.op)] = d.traffic  # shapes the loops do not cover
             continue
-        for key, t in _framework(d.traffic).items():
-            c.add(key, t)
-        out[(d.subgraph, d.op)] = c.acc
-    return out
+        out[(d.subgraph, d.op)] = c.acc  # TFLM's structures are globals: not counted
+        extents.update(c.extents)
+    return out, extents
+
+
+def xcore_traffic(model: Model) -> dict[tuple[int, int], dict[Key, Traffic]]:
+    """Per (subgraph, operator): per key -> :class:`Traffic`, as xcore.ai runs it."""
+    return xcore_counts(model)[0]
