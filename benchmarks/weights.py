@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
                 plans[label] = wp
                 cells.append(text)
             best = min((p.plan.arena for p in plans.values() if p), default=0)
-            cells.append(_cell(model, target, None, best)[1])
+            cells.append(_cell(model, target, None, {target.fastest().name: best})[1])
             table.add_row(name, tname, *cells)
             whole, groups = plans["whole"], plans["groups"]
             if name.startswith("mobilenet") and whole and groups and tname == "xcore_ai":

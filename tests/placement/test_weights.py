@@ -202,11 +202,32 @@ def test_auto_fits_the_capacity_by_giving_up_time() -> None:
     m = read_model_bytes(chain())
     t = target("in-place", "dma", 10e6)
     free = plan_weights(m, t, None, None, PlanOptions())
-    tight = plan_weights(m, t, None, free.plan.arena - 1024, PlanOptions())
+    tight = plan_weights(m, t, None, {"sram": free.plan.arena - 1024}, PlanOptions())
     assert tight.plan.arena <= free.plan.arena - 1024
     assert tight.seconds >= free.seconds
     with pytest.raises(AllocationError, match="even with every operator"):
-        plan_weights(m, target("copy"), None, 2048, PlanOptions())
+        plan_weights(m, target("copy"), None, {"sram": 2048}, PlanOptions())
+
+
+def test_activations_spread_when_the_weight_buffers_leave_too_little() -> None:
+    m = read_model_bytes(chain())
+    ext = {"name": "ext", "capacity": "1MiB", "read_bandwidth": 1e8, "write_bandwidth": 1e8,
+           "latency": 10, "holds": ["activations", "persistent"]}  # fmt: skip
+    data = {"name": "t2", "clock_hz": 100e6, "compute": {"default": 1.0}, "memory": [
+        {"name": "sram", "capacity": "256KiB", "read_bandwidth": 1e9, "write_bandwidth": 1e9,
+         "latency": 1, "holds": ["activations", "persistent"]}, ext,
+        {"name": "flash", "capacity": "1MiB", "read_bandwidth": 50e6, "write_bandwidth": 0,
+         "latency": 20, "holds": ["weights"], "read": "copy", "copy": "dma"}]}  # fmt: skip
+    t = parse_target(data, "t2")
+    alone = plan_weights(m, t, Policy("groups"), None, PlanOptions())
+    room = alone.plan.arena - 512
+    wp = plan_weights(m, t, Policy("groups"), {"sram": room}, PlanOptions())
+    assert wp.tiers is not None and wp.tiers.heights["ext"] > 0
+    fast = -(-wp.tiers.heights["sram"] // 16) * 16
+    assert fast <= room and all(s.offset + s.size <= fast for s in wp.plan.staging)
+    check_plan(wp.model, wp.plan)
+    with pytest.raises(AllocationError):  # one memory: nowhere to spread
+        plan_weights(m, target("copy", "dma"), Policy("groups"), {"sram": room}, PlanOptions())
 
 
 # ---- proven in TFLM --------------------------------------------------------------

@@ -381,8 +381,8 @@ def _weights_of(
     changed = wp.model is not original
     planned = planned_model_bytes(write_model(wp.model) if changed else data, wp.model, wp.plan)
     proof = prove_copies(data, planned, wp, changed or bool(wp.plan.aliases))
-    arena = check_arena_memory(args.arena_memory, wp.plan, target, caps, None)
-    return _Planned(wp.model, wp.plan, None, arena, planned, None, proof, weights=wp)
+    arena = check_arena_memory(args.arena_memory, wp.plan, target, caps, wp.tiers)
+    return _Planned(wp.model, wp.plan, wp.tiers, arena, planned, None, proof, weights=wp)
 
 
 def _extra_json(p: _Planned) -> dict[str, object]:

@@ -68,8 +68,7 @@ def tflm_head(plan: Plan) -> int:
 def weights_plan(
     model: Model, target: Target, caps: dict[str, int], options: PlanOptions, text: str
 ) -> WeightsPlan:
-    capacity = caps.get(target.fastest().name, target.fastest().capacity)
-    return plan_weights(model, target, parse_weights(text), capacity, options)
+    return plan_weights(model, target, parse_weights(text), caps, options)
 
 
 def prove_copies(data: bytes, planned: bytes, wp: WeightsPlan, needed: bool) -> Proof | None:

@@ -182,6 +182,8 @@ def layout_plan(
         model, items, alias_layout(items, ()), laid, tflm.height, strategy, options,
         time.perf_counter() - start,
     )  # fmt: skip
+    if options.staging:
+        plan = _with_staging(model, items, laid, plan, options.staging)
     check_plan(model, plan)
     return plan
 

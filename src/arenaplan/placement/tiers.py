@@ -27,7 +27,7 @@ import numpy as np
 from arenaplan.allocation.bounds import live_bytes_bound
 from arenaplan.allocation.heuristics import ORDERS
 from arenaplan.allocation.packing import pack
-from arenaplan.allocation.problem import Problem
+from arenaplan.allocation.problem import Buffer, Problem
 from arenaplan.allocation.registry import get_allocator
 from arenaplan.allocation.validate import check_solution
 from arenaplan.analysis.cost import TensorKey, default_memory
@@ -56,13 +56,25 @@ class TierPlacement:
     heights: dict[str, int]
     seconds: float
     scratch_offsets: tuple[int, ...] = ()
+    pinned_offsets: tuple[int, ...] = ()  # the pinned buffers' offsets in the fastest
 
 
 class _State:
-    """The model's items, the target, capacities and the cost of placements."""
+    """The model's items, the target, capacities and the cost of placements.
+    ``pinned``: more buffers that stay in the fastest memory with the scratch (weight
+    staging buffers); ``where``: memories of tensors other than the defaults (weights
+    read from where they are staged)."""
 
-    def __init__(self, model: Model, target: Target, capacities: Mapping[str, int]) -> None:
+    def __init__(
+        self,
+        model: Model,
+        target: Target,
+        capacities: Mapping[str, int],
+        pinned: tuple[Buffer, ...] = (),
+        where: Mapping[TensorKey, str] | None = None,
+    ) -> None:
         self.model, self.target = model, target
+        self.pinned = pinned
         self.items: ArenaItems = arena_items(model)
         self.memories = [m.name for m in target.memories if "activations" in m.holds]
         self.capacity = {m: capacities.get(m, target.memory(m).capacity) for m in self.memories}
@@ -71,7 +83,7 @@ class _State:
         for i, w in enumerate(self.timer.work):
             for key in dict.fromkeys(k for k, _ in (*w.reads, *w.writes)):
                 self.touching[key].append(i)
-        self.base = default_memory(model, target)
+        self.base = {**default_memory(model, target), **(where or {})}
         self.buffer = dict(zip(self.items.tensors, self.items.tensor_buffers, strict=True))
 
     def seconds(self, memory_of: Mapping[TensorKey, str]) -> float:
@@ -88,8 +100,13 @@ class _State:
     def problem(self, memory: str, memory_of: Mapping[TensorKey, str]) -> Problem:
         bufs = [self.buffer[k] for k in self.items.tensors if memory_of[k] == memory]
         if memory == self.memories[0]:
-            bufs += list(self.items.scratch_buffers)
+            bufs += [*self.items.scratch_buffers, *self.pinned]
         return Problem(tuple(bufs))
+
+    @property
+    def fixed_fast(self) -> tuple[Buffer, ...]:
+        """What the fastest memory holds whatever the placement: scratch and pinned."""
+        return (*self.items.scratch_buffers, *self.pinned)
 
     @staticmethod
     def pack(problem: Problem, allocator: str = "greedy") -> tuple[int, tuple[int, ...]]:
@@ -116,7 +133,7 @@ def _overflow_keys(state: _State, memory: str, memory_of: Mapping[TensorKey, str
     np.add.at(load, last - lo + 1, -size)
     load = np.cumsum(load)
     if memory == state.memories[0]:
-        for b in state.items.scratch_buffers:
+        for b in state.fixed_fast:
             load[b.first - lo : b.last - lo + 1] += b.size
     hot = np.concatenate(([0], np.cumsum(load > state.capacity[memory])))
     live_hot = hot[last - lo + 1] - hot[first - lo] > 0
@@ -149,6 +166,7 @@ def _finish(state: _State, strategy: str, memory_of: dict[TensorKey, str]) -> Ti
     offsets: dict[TensorKey, int] = {}
     heights = {}
     scratch: tuple[int, ...] = ()
+    pinned: tuple[int, ...] = ()
     for m in state.memories:
         problem = state.problem(m, memory_of)
         height, offs = state.pack(problem, allocator="portfolio")
@@ -161,9 +179,10 @@ def _finish(state: _State, strategy: str, memory_of: dict[TensorKey, str]) -> Ti
         keys = [k for k in state.items.tensors if memory_of[k] == m]
         offsets.update(zip(keys, offs[: len(keys)], strict=True))
         if m == state.memories[0]:
-            scratch = tuple(offs[len(keys) :])
+            n = len(keys) + len(state.items.scratch_buffers)
+            scratch, pinned = tuple(offs[len(keys) : n]), tuple(offs[n:])
     return TierPlacement(
-        strategy, dict(memory_of), offsets, heights, state.seconds(memory_of), scratch
+        strategy, dict(memory_of), offsets, heights, state.seconds(memory_of), scratch, pinned
     )
 
 
@@ -179,7 +198,7 @@ def _next_memory(state: _State, memory: str) -> str:
 
 
 def _scratch_too_big(state: _State, memory: str) -> None:
-    need = live_bytes_bound(Problem(state.items.scratch_buffers))
+    need = live_bytes_bound(Problem(state.fixed_fast))
     raise AllocationError(
         f"{memory}: the kernel scratch buffers alone need {need:,} B there, "
         f"more than its {state.capacity[memory]:,} B"
@@ -275,7 +294,7 @@ def place_vela(state: _State) -> TierPlacement:
     for k in state.items.tensors:  # feature maps that never fit
         if state.buffer[k].size > cap:
             memory_of[k] = _next_memory(state, fast)
-    scratch_peak = live_bytes_bound(Problem(state.items.scratch_buffers))
+    scratch_peak = live_bytes_bound(Problem(state.fixed_fast))
     steps = sorted({state.buffer[k].first for k in state.items.tensors})
     for s in steps:
         live = [
@@ -310,9 +329,12 @@ def place_tiers(
     target: Target,
     capacities: Mapping[str, int] | None = None,
     strategy: str = "arenaplan",
+    pinned: tuple[Buffer, ...] = (),
+    where: Mapping[TensorKey, str] | None = None,
 ) -> TierPlacement:
-    """Place the model's activations over the target's memories."""
-    return STRATEGIES[strategy](_State(model, target, capacities or {}))
+    """Place the model's activations over the target's memories (``pinned`` buffers
+    and ``where`` overrides: see ``_State``)."""
+    return STRATEGIES[strategy](_State(model, target, capacities or {}, pinned, where))
 
 
 def region_bases(placement: TierPlacement, memories: list[str]) -> dict[str, int]:

@@ -91,6 +91,7 @@ class OpChoice:
     first: int
     seconds: float
     in_place_seconds: float  # the same operator reading its weights where they lie
+    fetch: float = 0.0  # seconds of copying not hidden behind compute (in ``seconds``)
 
     @property
     def op(self) -> int:
@@ -137,15 +138,15 @@ class WeightCosts:
             c = self.source.copy_seconds(w.bytes, 1, clock)
             fetch = max(0.0, c - t_prev) if dma else c
             first = w.op - 1 if dma and w.op > 0 else w.op
-            return OpChoice(w, p, _align(w.bytes), first, t_d + fetch, t_s)
+            return OpChoice(w, p, _align(w.bytes), first, t_d + fetch, t_s, fetch)
         n = w.groups(p.group)
         c = self.source.copy_seconds(w.bytes, n, clock)
         ram = _align(w.group_bytes(p.group))
         if not (p.double and dma):
-            return OpChoice(w, p, ram * (2 if p.double else 1), w.op, t_d + c, t_s)
+            return OpChoice(w, p, ram * (2 if p.double else 1), w.op, t_d + c, t_s, c)
         g = c / n
         fetch = max(0.0, g - t_prev) + (n - 1) * max(0.0, g - t_d / n)
-        return OpChoice(w, p, 2 * ram, max(w.op - 1, 0), t_d + fetch, t_s)
+        return OpChoice(w, p, 2 * ram, max(w.op - 1, 0), t_d + fetch, t_s, fetch)
 
     def _in_dest(self, w: OpWeights) -> float:
         where = dict(self.where)

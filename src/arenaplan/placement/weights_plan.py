@@ -12,18 +12,22 @@ seconds per byte freed; with nothing left to give up, a one-line error.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 
+from arenaplan.allocation.problem import Buffer
+from arenaplan.analysis.lifetimes import compute_lifetimes
 from arenaplan.errors import AllocationError
 from arenaplan.ir.model import Model
 from arenaplan.passes.pipeline import run_passes
 from arenaplan.passes.stage import Stage, staged_index
 from arenaplan.placement.buffers import arena_items
 from arenaplan.placement.plan import Plan, PlanOptions, StagingRequest
-from arenaplan.placement.planner import plan_model
+from arenaplan.placement.planner import layout_plan, plan_model
+from arenaplan.placement.tiers import TierPlacement, laid_out_offsets, place_tiers
+from arenaplan.placement.validate import check_plan
 from arenaplan.placement.weights import IN_PLACE, WHOLE, OpChoice, Policy, WeightCosts
 from arenaplan.targets.model import Target
 
@@ -31,7 +35,9 @@ from arenaplan.targets.model import Target
 @dataclass(frozen=True, slots=True)
 class WeightsPlan:
     """The chosen policies, the model as it runs (with its copies), its plan, and
-    the estimated seconds of the whole model (all operators, fetches included)."""
+    the estimated seconds of the whole model (all operators, fetches included).
+    ``tiers``: the activations' placement over several memories when they had to
+    spread (the weight buffers stay in the fastest), else None."""
 
     choices: tuple[OpChoice, ...]
     model: Model
@@ -45,10 +51,14 @@ class WeightsPlan:
     baseline: str
     baseline_seconds: tuple[float, ...]
     baseline_total: float
+    tiers: TierPlacement | None = None
 
 
-def realise(model: Model, choices: Sequence[OpChoice], options: PlanOptions) -> tuple[Model, Plan]:
-    """The model with its whole-operator copies, and its plan with the group buffers."""
+def staged_requests(
+    model: Model, choices: Sequence[OpChoice]
+) -> tuple[Model, tuple[StagingRequest, ...]]:
+    """The model with its whole-operator copies, and the group buffers it needs
+    (operator indices of that model)."""
     whole = [c for c in choices if c.policy.kind == "whole"]
     stage = Stage(tuple(c.op for c in whole), tuple(c.op for c in whole if c.first < c.op))
     staged = run_passes(model, [stage])[0] if whole else model
@@ -58,6 +68,12 @@ def realise(model: Model, choices: Sequence[OpChoice], options: PlanOptions) -> 
         for c in choices
         if c.policy.kind == "groups"
     )
+    return staged, requests
+
+
+def realise(model: Model, choices: Sequence[OpChoice], options: PlanOptions) -> tuple[Model, Plan]:
+    """The model with its whole-operator copies, and its plan with the group buffers."""
+    staged, requests = staged_requests(model, choices)
     return staged, plan_model(staged, replace(options, staging=requests))
 
 
@@ -65,34 +81,88 @@ def plan_weights(
     model: Model,
     target: Target,
     request: Policy | None,
-    capacity: int | None,
+    capacities: Mapping[str, int] | None,
     options: PlanOptions,
 ) -> WeightsPlan:
     """Policies for every operator reading weights (``request`` forced, or chosen
-    by time when None), realised and planned within ``capacity`` bytes of the
-    target's fastest memory (None: no limit)."""
+    by time when None), realised and planned within the target's memories
+    (``capacities`` by name, the target's own for the others; None: no limit).
+    Weight buffers go to the fastest memory; when the activations and the buffers
+    of the policies that need the least RAM do not fit it, the activations spread
+    over the next memories (``placement.tiers``, the buffers pinned in the fastest)."""
     costs = WeightCosts(model, target)
     choices = costs.forced(request) if request else costs.fastest()
     live = _activation_live(model, options)
+    fast = target.fastest()
+    capacity = None if capacities is None else capacities.get(fast.name, fast.capacity)
+    tiers = None
     while True:
         staged, plan = realise(model, choices, options)
-        if request is not None or capacity is None or plan.arena <= capacity:
+        if capacity is None or plan.arena <= capacity:
             break
-        choices = _give_up_ram(costs, choices, live, capacity, plan.arena)
+        try:
+            if request is not None:
+                raise AllocationError(f"--weights {request.label} does not fit {fast.name}")
+            choices = _give_up_ram(costs, choices, live, capacity, plan.arena)
+        except AllocationError:
+            if len([m for m in target.memories if "activations" in m.holds]) < 2:
+                raise
+            staged, plan, tiers = _spread(model, choices, target, capacities or {}, options)
+            break
     rest = sum(costs.base) - sum(c.in_place_seconds for c in choices)
     policy = IN_PLACE if costs.source.read == "in-place" else WHOLE
     baseline = tuple(costs.choice(c.weights, policy).seconds for c in choices)
+    seconds = rest + sum(c.seconds for c in choices)
+    if tiers is not None:  # the activations' memories changed the operators' times
+        seconds = tiers.seconds + sum(c.fetch for c in choices)
     return WeightsPlan(
         tuple(choices),
         staged,
         plan,
-        rest + sum(c.seconds for c in choices),
+        seconds,
         costs.source.name,
         costs.dest.name,
         policy.kind,
         baseline,
         rest + sum(baseline),
+        tiers,
     )
+
+
+def _spread(
+    model: Model,
+    choices: Sequence[OpChoice],
+    target: Target,
+    capacities: Mapping[str, int],
+    options: PlanOptions,
+) -> tuple[Model, Plan, TierPlacement]:
+    """Activations over the target's memories, the weight buffers pinned in the
+    fastest; the plan laid out in one head (the fastest memory's region first)."""
+    staged, requests = staged_requests(model, choices)
+    ops = compute_lifetimes(staged).operators[0]
+    pinned = tuple(
+        Buffer(f"staging {r.op}", ops[r.first][0], ops[r.op][1], -(-r.bytes // 16) * 16, 16)
+        for r in requests
+    )
+    sg = staged.subgraphs[0]
+    fast = target.fastest().name
+    where = {
+        (0, i): fast
+        for r in requests
+        for i in sg.operators[r.op].inputs
+        if i >= 0 and sg.tensors[i].is_constant
+    }
+    tiers = place_tiers(staged, target, capacities, "arenaplan", pinned, where)
+    offsets = laid_out_offsets(tiers, target)
+    plan = layout_plan(staged, offsets, "tiers", replace(options, staging=requests))
+    room = -(-tiers.heights[fast] // 16) * 16
+    if any(s.offset + s.size > room for s in plan.staging):  # first-fit went past it
+        moved = tuple(
+            replace(s, offset=o) for s, o in zip(plan.staging, tiers.pinned_offsets, strict=True)
+        )
+        plan = replace(plan, staging=moved, arena=max(plan.arena, room))
+        check_plan(staged, plan)
+    return staged, plan, tiers
 
 
 def _activation_live(model: Model, options: PlanOptions) -> np.ndarray:
