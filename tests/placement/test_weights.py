@@ -288,6 +288,8 @@ def test_plan_weights_cli(tmp_path: Path, capsys) -> None:
         "FULLY_CONNECTED",
     ]
     assert data["baseline"] == "whole"  # xcore's flash is not mapped
+    staged = {b["operator"] for b in data["staging_buffers"]}
+    assert staged and {b["operator"] for b in data["blob_index"]} == staged
     assert {o["policy"] for o in data["operators"]} <= {"whole", "groups:16"}
     assert "weights:" in capsys.readouterr().out
 

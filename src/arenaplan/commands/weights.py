@@ -11,7 +11,7 @@ from rich.table import Table
 
 from arenaplan.errors import UsageError
 from arenaplan.export.fetch_schedule import fetch_header, group_fetches
-from arenaplan.export.weights_blob import weights_blob
+from arenaplan.export.weights_blob import WeightsBlob, weights_blob
 from arenaplan.ir.model import Model
 from arenaplan.placement import Plan, PlanOptions
 from arenaplan.placement.weights import parse_weights
@@ -90,13 +90,12 @@ def check_proof(proof: Proof | None) -> None:
 
 def weight_files(wp: WeightsPlan, source: str) -> tuple[bytes, str]:
     """The blob of the group-staged operators and the C schedule of their fetches."""
-    staged = {s.op: s for s in wp.plan.staging}
-    blob = weights_blob(wp.model, [(op, _group(s.policy)) for op, s in staged.items()])
+    blob = _blob(wp)
     fetches = []
-    for op, s in staged.items():
+    for s in wp.plan.staging:
         double = s.policy.endswith(",double")
         stride = s.size // 2 if double else s.size
-        fetches += group_fetches(blob.of(op), 0, s.offset, stride, double)
+        fetches += group_fetches(blob.of(s.op), 0, s.offset, stride, double)
     return blob.data, fetch_header(fetches, blob, [wp.dest], source)
 
 
@@ -132,7 +131,18 @@ def weights_json(wp: WeightsPlan, proof: Proof | None) -> dict[str, object]:
             | {"size": s.size}
             for s in wp.plan.staging
         ],
+        "blob_index": [  # the blocks of --weights-blob, in its order
+            {"operator": b.op, "group": b.group, "first_channel": b.first}
+            | {"channels": b.channels, "offset": b.offset, "bytes": b.size}
+            | {"parts": [{"offset": o, "bytes": n} for o, n in b.parts]}
+            for b in _blob(wp).blocks
+        ],
     }
+
+
+def _blob(wp: WeightsPlan) -> WeightsBlob:
+    """The blob of the group-staged operators, in staging-buffer order."""
+    return weights_blob(wp.model, [(s.op, _group(s.policy)) for s in wp.plan.staging])
 
 
 def print_weights(console: Console, wp: WeightsPlan, proof: Proof | None) -> None:
