@@ -22,6 +22,7 @@ from arenaplan import __version__
 from arenaplan.commands import (
     calibrate,
     demo,
+    explore,
     inspect,
     passes,
     plan,
@@ -53,7 +54,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"arenaplan {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (plan, verify, inspect, passes, solve, sweep, targets, calibrate, profile, demo):
+    for module in (
+        plan,
+        verify,
+        inspect,
+        passes,
+        solve,
+        sweep,
+        explore,
+        targets,
+        calibrate,
+        profile,
+        demo,
+    ):
         module.register(sub)
     return parser
 

@@ -199,8 +199,9 @@ def _next_memory(state: _State, memory: str) -> str:
 
 def _scratch_too_big(state: _State, memory: str) -> None:
     need = live_bytes_bound(Problem(state.fixed_fast))
+    what = "kernel scratch and weight buffers" if state.pinned else "kernel scratch buffers"
     raise AllocationError(
-        f"{memory}: the kernel scratch buffers alone need {need:,} B there, "
+        f"{memory}: the {what} alone need {need:,} B there, "
         f"more than its {state.capacity[memory]:,} B"
     )
 

@@ -1,0 +1,202 @@
+"""One task of a design-space sweep, and running it: a pure function of its inputs.
+
+A task is (model content hash, target, SRAM capacity, passes, weights policy); its
+key is a hash of exactly those, so the same inputs give the same key on every
+machine and backend, and a result store keyed by it can resume a sweep. Running a
+task reads the model, checks its hash, rewrites it with the passes, plans it within
+the capacity of the target's fastest memory (spreading activations over the next
+memories when it does not fit, ``placement.tiers``; weight buffers planned with
+them when a weights policy is given), and returns one row: bytes per memory, the
+estimated latency (the target's time model: an estimate), extra MACs, whether the
+head is proven optimal, the wall time, or the one-line error. Nothing is proven in
+TFLM here: a sweep compares estimates; ``arenaplan plan`` proves the one chosen.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+NONE = "none"  # no passes, or no weights policy (weights where they lie)
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """``model``: path to a .tflite; ``model_hash``: SHA-256 of its bytes; ``target``:
+    a built-in name or a target TOML path; ``sram``: bytes of the target's fastest
+    memory; ``passes``: comma-separated pass names or "none"; ``weights``: a
+    ``--weights`` policy or "none"; ``time_limit``: seconds for the exact solver."""
+
+    model: str
+    model_hash: str
+    target: str
+    sram: int
+    passes: str = NONE
+    weights: str = NONE
+    time_limit: float = 1.0
+
+    @property
+    def key(self) -> str:
+        """Hash of what decides the result (not the model's path)."""
+        fields = asdict(self)
+        del fields["model"]
+        text = json.dumps(fields, sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def file_hash(path: str | Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+# the row's columns, in order (``store`` makes its table from them)
+COLUMNS: tuple[tuple[str, str], ...] = (
+    ("key", "TEXT PRIMARY KEY"),
+    ("model", "TEXT"),
+    ("model_hash", "TEXT"),
+    ("target", "TEXT"),
+    ("sram", "INTEGER"),
+    ("passes", "TEXT"),
+    ("weights", "TEXT"),
+    ("status", "TEXT"),  # "ok"; "no-fit": not within the memories; "failed" (see error)
+    ("fits", "INTEGER"),  # 1: planned within the memories, 0: not
+    ("memories", "TEXT"),  # JSON: bytes of the plan in each memory
+    ("head", "INTEGER"),  # bytes of the non-persistent arena in the fastest memory
+    ("spread", "INTEGER"),  # 1: activations spread over several memories
+    ("latency", "REAL"),  # estimated seconds of one inference
+    ("extra_macs", "REAL"),  # MACs the passes add, as a share of the model's
+    ("optimal", "INTEGER"),  # 1: the head equals its lower bound (proven optimal)
+    ("seconds", "REAL"),  # wall time of the task
+    ("error", "TEXT"),  # one line, or NULL
+)
+
+
+def run_task(task: Task) -> dict[str, Any]:
+    """The row of ``task``; never raises (an error is a row with ``error`` set)."""
+    from arenaplan.errors import AllocationError, ArenaplanError
+
+    start = time.perf_counter()
+    row: dict[str, Any] = {
+        "key": task.key,
+        "model": Path(task.model).name,
+        "model_hash": task.model_hash,
+        "target": task.target,
+        "sram": task.sram,
+        "passes": task.passes,
+        "weights": task.weights,
+        "status": "failed",
+        "fits": 0,
+        "memories": "{}",
+        "head": None,
+        "spread": 0,
+        "latency": None,
+        "extra_macs": None,
+        "optimal": None,
+        "error": None,
+    }
+    try:
+        row |= _plan(task)
+        row["fits"], row["status"] = 1, "ok"
+    except AllocationError as exc:
+        row["error"], row["status"] = _one_line(str(exc)), "no-fit"
+    except ArenaplanError as exc:
+        row["error"] = _one_line(str(exc))
+    except (MemoryError, RecursionError, ValueError, KeyError, IndexError) as exc:
+        row["error"] = _one_line(f"internal error: {type(exc).__name__}: {exc}")
+    row["seconds"] = time.perf_counter() - start
+    return row
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())[:500]
+
+
+def _plan(task: Task) -> dict[str, Any]:
+    from arenaplan.errors import ModelFormatError
+    from arenaplan.reader import read_model_bytes
+
+    data = Path(task.model).read_bytes()
+    if hashlib.sha256(data).hexdigest() != task.model_hash:
+        raise ModelFormatError(f"{task.model}: changed since the sweep started")
+    model = read_model_bytes(data)
+    target = _target(task.target)
+    rewritten, aliases, clobber = _rewrite(model, task.passes)
+    from arenaplan.placement import PlanOptions
+
+    options = PlanOptions(
+        time_limit=task.time_limit, aliases=aliases, clobber_inputs=clobber, kernels=target.kernels
+    )
+    caps = {target.fastest().name: task.sram}
+    if task.weights != NONE:
+        found = _with_weights(rewritten, target, task.weights, caps, options)
+    else:
+        found = _without_weights(rewritten, target, caps, options)
+    return found | {"extra_macs": _extra_macs(model, rewritten)}
+
+
+def _target(name: str):
+    from arenaplan.targets import load_builtin
+    from arenaplan.targets.load import load_target
+
+    return load_target(name) if name.endswith(".toml") else load_builtin(name)
+
+
+def _rewrite(model, passes: str):
+    from arenaplan.passes import make_pass, run_passes
+    from arenaplan.passes.inplace import alias_options
+
+    if passes == NONE:
+        return model, frozenset(), False
+    names = passes.split("+")
+    options = {"max_extra_macs": 0.10, "clobber_inputs": False, "objective": "head"}
+    rewritten, _ = run_passes(model, [make_pass(n, options) for n in names])
+    aliases, clobber = alias_options(names, False)
+    return rewritten, aliases, clobber
+
+
+def _extra_macs(model, rewritten) -> float:
+    from arenaplan.passes.band_search import model_macs
+
+    before = model_macs(model)
+    return (model_macs(rewritten) - before) / before if before else 0.0
+
+
+def _without_weights(model, target, caps, options) -> dict[str, Any]:
+    from arenaplan.analysis.cost import default_memory
+    from arenaplan.analysis.timing import Timer
+    from arenaplan.placement import plan_model
+    from arenaplan.placement.tiers import place_tiers
+
+    plan = plan_model(model, options)
+    fast = target.fastest().name
+    if plan.arena <= caps[fast]:
+        seconds = sum(t.seconds for t in Timer(model, target).times(default_memory(model, target)))
+        return _result({fast: plan.arena}, plan.arena, False, seconds, plan.optimal)
+    tiers = place_tiers(model, target, caps)
+    used = {m: h for m, h in tiers.heights.items() if h}
+    return _result(used, tiers.heights.get(fast, 0), True, tiers.seconds, None)
+
+
+def _with_weights(model, target, policy, caps, options) -> dict[str, Any]:
+    from arenaplan.placement.weights import parse_weights
+    from arenaplan.placement.weights_plan import plan_weights
+
+    wp = plan_weights(model, target, parse_weights(policy), caps, options)
+    fast = target.fastest().name
+    if wp.tiers is None:
+        return _result({fast: wp.plan.arena}, wp.plan.arena, False, wp.seconds, wp.plan.optimal)
+    used = {m: h for m, h in wp.tiers.heights.items() if h}
+    return _result(used, wp.tiers.heights.get(fast, 0), True, wp.seconds, None)
+
+
+def _result(memories, head, spread, seconds, optimal) -> dict[str, Any]:
+    return {
+        "memories": json.dumps(memories, sort_keys=True),
+        "head": int(head),
+        "spread": int(spread),
+        "latency": float(seconds),
+        "optimal": None if optimal is None else int(optimal),
+    }
