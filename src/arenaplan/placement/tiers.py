@@ -80,9 +80,13 @@ class _State:
         self.capacity = {m: capacities.get(m, target.memory(m).capacity) for m in self.memories}
         self.timer = Timer(model, target)
         self.touching: dict[TensorKey, list[int]] = defaultdict(list)
+        self.op_keys: list[tuple[TensorKey, ...]] = []
         for i, w in enumerate(self.timer.work):
-            for key in dict.fromkeys(k for k, _ in (*w.reads, *w.writes)):
+            keys = tuple(dict.fromkeys(k for k, _ in (*w.reads, *w.writes)))
+            self.op_keys.append(keys)
+            for key in keys:
                 self.touching[key].append(i)
+        self._neighbours: dict[TensorKey, set[TensorKey]] = {}
         self.base = {**default_memory(model, target), **(where or {})}
         self.buffer = dict(zip(self.items.tensors, self.items.tensor_buffers, strict=True))
 
@@ -92,10 +96,26 @@ class _State:
 
     def move_cost(self, memory_of: dict[TensorKey, str], key: TensorKey, to: str) -> float:
         """Change of estimated seconds if ``key`` moved to memory ``to``."""
-        where = {**self.base, **memory_of}
+        return self.move_cost_in({**self.base, **memory_of}, key, to)
+
+    def move_cost_in(self, where: dict[TensorKey, str], key: TensorKey, to: str) -> float:
+        """``move_cost`` on a full placement ``where`` (left as it was)."""
+        was = where[key]
         before = sum(self.timer.op_time(i, where).seconds for i in self.touching[key])
         where[key] = to
-        return sum(self.timer.op_time(i, where).seconds for i in self.touching[key]) - before
+        after = sum(self.timer.op_time(i, where).seconds for i in self.touching[key])
+        where[key] = was
+        return after - before
+
+    def neighbours(self, key: TensorKey) -> set[TensorKey]:
+        """Tensors whose move cost may change when ``key`` moves: those of the
+        operators ``key`` takes part in (an operator's time depends only on where
+        its own tensors are)."""
+        found = self._neighbours.get(key)
+        if found is None:
+            found = {k for i in self.touching[key] for k in self.op_keys[i]}
+            self._neighbours[key] = found
+        return found
 
     def problem(self, memory: str, memory_of: Mapping[TensorKey, str]) -> Problem:
         bufs = [self.buffer[k] for k in self.items.tensors if memory_of[k] == memory]
@@ -208,16 +228,24 @@ def _scratch_too_big(state: _State, memory: str) -> None:
 
 def _evict_cheapest(state: _State) -> dict[TensorKey, str]:
     memory_of = {k: state.memories[0] for k in state.items.tensors}
+    where = {**state.base, **memory_of}
+    cost: dict[tuple[TensorKey, str], float] = {}  # move costs still valid
+
+    def per_byte(k: TensorKey, to: str) -> tuple[float, TensorKey]:
+        if (k, to) not in cost:
+            cost[(k, to)] = state.move_cost_in(where, k, to)
+        return cost[(k, to)] / max(state.buffer[k].size, 1), k
+
     while (full := _fits(state, memory_of)) is not None:
         to = _next_memory(state, full)
         candidates = _overflow_keys(state, full, memory_of)
         if not candidates:
             _scratch_too_big(state, full)
-        key = min(
-            candidates,
-            key=lambda k: (state.move_cost(memory_of, k, to) / max(state.buffer[k].size, 1), k),
-        )
-        memory_of[key] = to
+        key = min(candidates, key=lambda k: per_byte(k, to))
+        memory_of[key] = where[key] = to
+        for k in state.neighbours(key):  # their operators' times changed
+            for m in state.memories:
+                cost.pop((k, m), None)
     return memory_of
 
 
@@ -230,17 +258,20 @@ def place_ours(state: _State) -> TierPlacement:
 
 
 def _move_back(state: _State, memory_of: dict[TensorKey, str]) -> None:
-    """Bring tensors up one memory while everything still fits, most time saved first."""
+    """Bring tensors up one memory while everything still fits, most time saved first.
+    A memory only gains tensors here, so a move that did not fit is not tried again."""
     changed = True
+    refused: set[tuple[TensorKey, str]] = set()
     while changed:
         changed = False
         gains = []
+        where = {**state.base, **memory_of}
         for k, m in memory_of.items():
             i = state.memories.index(m)
-            if i > 0:
+            if i > 0 and (k, state.memories[i - 1]) not in refused:
                 up = state.memories[i - 1]
                 gains.append(
-                    (state.move_cost(memory_of, k, up) / max(state.buffer[k].size, 1), k, up)
+                    (state.move_cost_in(where, k, up) / max(state.buffer[k].size, 1), k, up)
                 )
         for gain, k, up in sorted(gains):
             if gain > 0:  # moving up never costs time; equal time still frees slow memory
@@ -251,6 +282,7 @@ def _move_back(state: _State, memory_of: dict[TensorKey, str]) -> None:
                 changed = True
             else:
                 memory_of[k] = old
+                refused.add((k, up))
 
 
 def _accesses(state: _State, key: TensorKey) -> int:
