@@ -42,6 +42,7 @@ POLICIES = (
 XFORMER = {"cnn_s_quantized": 46_968, "ad01_int8": 86_608}  # flash weights, xformer arenas
 MOBILENETS = (
     ("mobilenet_v1_1.0_224", lambda: mobilenet_v1(1.0, 224)),
+    ("mobilenet_v1_1.0_128", lambda: mobilenet_v1(1.0, 128)),
     ("mobilenet_v1_0.25_128", lambda: mobilenet_v1(0.25, 128)),
     ("mobilenet_v2_1.0_224", lambda: mobilenet_v2(1.0, 224)),
     ("mobilenet_v2_0.35_96", lambda: mobilenet_v2(0.35, 96)),
