@@ -174,23 +174,34 @@ def test_groups_from_the_blob_match_tflm(source, tflm_kernels, tmp_path: Path) -
     (tmp_path / "fetch.h").write_text(fetch_header(fetches, blob, ["sram"], "test"))
     (tmp_path / "blob.bin").write_bytes(blob.data)
     exe = tflm_kernels.compile(DRIVER, tmp_path)
-    rng = np.random.default_rng(7)
+    groups = _check_groups(model, ops, exe, tmp_path)
+    assert groups == {op: len(blob.of(op)) for op in ops}  # every group computed
+
+
+def _run_driver(exe: Path, folder: Path, model: Model, op: int, rng, runner) -> int:
+    """TFLM's output of operator ``op`` alone on a random input, then the driver's
+    groups from the blob in ``folder``; the number of groups it computed."""
+    x = model.subgraphs[0].tensors[model.subgraphs[0].operators[op].inputs[0]]
+    data = rng.integers(-128, 128, x.shape, dtype=np.int8)
+    result = runner.run(_single_op(model, op), 4 << 20, [[data]], 1)
+    assert result.ok, f"operator {op}: {result.error}"
+    (folder / "in.bin").write_bytes(data.tobytes())
+    (folder / "out.bin").write_bytes(np.asarray(result.outputs[0][0]).tobytes())
+    (folder / "params.txt").write_text(_params(model, op))
+    files = [str(folder / f) for f in ("blob.bin", "params.txt", "in.bin", "out.bin")]
+    run = subprocess.run([str(exe), *files, str(op)], capture_output=True, text=True)
+    opcode = model.subgraphs[0].operators[op].opcode
+    assert run.returncode == 0, f"operator {op} ({opcode}): {run.stdout}{run.stderr}"
+    return int(run.stdout.split()[1])
+
+
+def _check_groups(model: Model, ops: list[int], exe: Path, folder: Path) -> dict[int, int]:
+    """Each operator checked by the driver; the groups it computed, per operator."""
     with TflmRunner() as runner:
-        for op in ops:
-            single = _single_op(model, op)
-            x = model.subgraphs[0].tensors[model.subgraphs[0].operators[op].inputs[0]]
-            data = rng.integers(-128, 128, x.shape, dtype=np.int8)
-            result = runner.run(single, 4 << 20, [[data]], 1)
-            assert result.ok, f"operator {op}: {result.error}"
-            (tmp_path / "in.bin").write_bytes(data.tobytes())
-            (tmp_path / "out.bin").write_bytes(np.asarray(result.outputs[0][0]).tobytes())
-            (tmp_path / "params.txt").write_text(_params(model, op))
-            files = [str(tmp_path / f) for f in ("blob.bin", "params.txt", "in.bin", "out.bin")]
-            run = subprocess.run([str(exe), *files, str(op)], capture_output=True, text=True)
-            opcode = model.subgraphs[0].operators[op].opcode
-            assert run.returncode == 0, f"operator {op} ({opcode}): {run.stdout}{run.stderr}"
-            groups = int(run.stdout.split()[1])
-            assert groups == len(blob.of(op))
+        return {
+            op: _run_driver(exe, folder, model, op, np.random.default_rng(7 + op), runner)
+            for op in ops
+        }
 
 
 @pytest.mark.skipif(not tflm_available(), reason="TFLM runtime not installed")
@@ -214,16 +225,4 @@ def test_plan_schedule_runs_bit_exact(policy: str, tflm_kernels, tmp_path: Path)
     ops = [op for op in _groupable(model) if op in staged]
     assert ops, "no conv or depthwise operator was staged in groups"
     exe = tflm_kernels.compile(DRIVER, tmp_path)
-    rng = np.random.default_rng(3)
-    with TflmRunner() as runner:
-        for op in ops:
-            x = model.subgraphs[0].tensors[model.subgraphs[0].operators[op].inputs[0]]
-            data = rng.integers(-128, 128, x.shape, dtype=np.int8)
-            result = runner.run(_single_op(model, op), 4 << 20, [[data]], 1)
-            assert result.ok, f"operator {op}: {result.error}"
-            (tmp_path / "in.bin").write_bytes(data.tobytes())
-            (tmp_path / "out.bin").write_bytes(np.asarray(result.outputs[0][0]).tobytes())
-            (tmp_path / "params.txt").write_text(_params(model, op))
-            files = [str(tmp_path / f) for f in ("blob.bin", "params.txt", "in.bin", "out.bin")]
-            run = subprocess.run([str(exe), *files, str(op)], capture_output=True, text=True)
-            assert run.returncode == 0, f"operator {op}: {run.stdout}{run.stderr}"
+    _check_groups(model, ops, exe, tmp_path)
