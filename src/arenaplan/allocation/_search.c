@@ -1,8 +1,15 @@
 /*
  * The exact search of arenaplan's solver: a depth-first search over canonical
  * packings at a fixed capacity. Everything about the problem (sections,
- * overlaps, the placement preorder) is prepared in Python (solver.py); this
- * file only searches. All sizes, offsets and capacities are bytes (int64).
+ * overlaps, the placement preorder) is prepared in Python (sweep.py, exact.py);
+ * this file only searches, plus the first-fit packing of the heuristics
+ * (first_fit, at the end). All sizes, offsets and capacities are bytes (int64).
+ *
+ * Memory is linear in the buffers and sections held: per depth of the search
+ * only the candidates it will actually try are kept (those below the lowest
+ * top any candidate reaches, see DOMINANCE), and the prefix/suffix maxima of
+ * the section totals live in one shared buffer, recomputed when a deeper node
+ * has overwritten them.
  *
  * Canonical packings. Buffers are placed one at a time, each at the lowest
  * offset its already-placed time-neighbours allow (its "floor"), and offsets
@@ -67,13 +74,12 @@ typedef struct {
   int64_t *log_val;
   int32_t *log_idx;
   int64_t log_top, log_cap;
-  Cand *cands;       /* candidate lists, one slice per depth (triangular) */
   int64_t *stamp_s;  /* per section: last stamp that visited it */
   int64_t stamp;
-  int64_t *maxes;    /* per depth: prefix max [0..S] then suffix max [0..S] of totals */
+  int64_t *maxes;    /* shared: prefix max [0..S] then suffix max [0..S] of totals */
+  int64_t maxes_gen; /* bumped whenever maxes is recomputed (by any node) */
   int32_t *touched;  /* sections whose floor rose in the current placement */
   int32_t *cuts;     /* per boundary t|t+1: unplaced buffers crossing it */
-  Cand *rose;        /* scratch: candidates whose floor rose since the parent */
   const int64_t *first, *last; /* each buffer's steps, inclusive */
   const char *heuristic;       /* preorder keys, one letter each (see preorder) */
   int64_t *key_total;          /* scratch: current largest section total per buffer */
@@ -244,8 +250,7 @@ typedef struct {
   int32_t slo, shi; /* sections [slo, shi) */
 } Range;
 
-static int search(Search *s, Range r, int64_t min_off, int32_t min_pre, int32_t depth,
-                  const Cand *parent, int32_t parent_k);
+static int search(Search *s, Range r, int64_t min_off, int32_t min_pre, int32_t depth);
 
 /* The preorder of a piece: like the one of the whole part (made in Python),
  * by the heuristic's keys, each largest first, ties by buffer index; "T" uses
@@ -294,8 +299,7 @@ static void preorder_piece(Search *s, int32_t *bufs, int32_t n) {
  * inside r is now crossed by no unplaced buffer, solve the pieces between such
  * cuts one after another (they share nothing, so no backtracking across them);
  * otherwise go on searching r. Cut counts are restored on the way out. */
-static int descend(Search *s, Range r, int32_t b, int64_t off, int32_t p, int32_t depth,
-                   const Cand *c, int32_t k) {
+static int descend(Search *s, Range r, int32_t b, int64_t off, int32_t p, int32_t depth) {
   int32_t lo = s->sec_lo[b], hi = s->sec_hi[b];
   int32_t n_cuts = 0;
   int split = (s->flags & F_SPLIT) != 0;
@@ -304,10 +308,12 @@ static int descend(Search *s, Range r, int32_t b, int64_t off, int32_t p, int32_
       if (--s->cuts[t] == 0 && t + 1 > r.slo && t + 1 < r.shi) n_cuts++;
   int code;
   if (n_cuts == 0) {
-    code = search(s, r, off, p, depth + 1, c, k);
+    code = search(s, r, off, p, depth + 1);
   } else {
+    int32_t unplaced = 0; /* the pieces hold only unplaced buffers */
+    for (int32_t i = 0; i < r.n; i++) unplaced += s->offset[r.bufs[i]] < 0;
     int32_t *points = malloc(((size_t)n_cuts + 2) * sizeof(int32_t));
-    int32_t *sub = malloc(((size_t)r.n + 1) * sizeof(int32_t));
+    int32_t *sub = malloc(((size_t)unplaced + 1) * sizeof(int32_t));
     if (!points || !sub) {
       code = -1;
     } else {
@@ -327,7 +333,7 @@ static int descend(Search *s, Range r, int32_t b, int64_t off, int32_t p, int32_
         if (n == 0) continue;
         if (s->heuristic[0]) preorder_piece(s, sub, n);
         Range piece = {sub, n, points[q], points[q + 1]};
-        code = search(s, piece, 0, -1, depth + 1, NULL, 0);
+        code = search(s, piece, 0, -1, depth + 1);
       }
     }
     free(points);
@@ -338,99 +344,332 @@ static int descend(Search *s, Range r, int32_t b, int64_t off, int32_t p, int32_
   return code;
 }
 
-/* The unplaced buffers of r as candidates, ordered by (floor, preorder) when
- * DYNAMIC_ORDER is on, else by preorder. From the parent's list when given:
- * floors only rise, so the entries whose floor is unchanged stay in order and
- * the few that rose are sorted apart and merged back in. Returns the count. */
-static int32_t candidates(Search *s, Range r, Cand *c, const Cand *parent, int32_t parent_k) {
-  int32_t k = 0;
-  if (parent == NULL || !(s->flags & F_DYNAMIC_ORDER)) {
-    for (int32_t p = 0; p < r.n; p++) {
-      int32_t b = r.bufs[p];
-      if (s->offset[b] >= 0) continue;
-      c[k].floor = s->floor_b[b];
-      c[k].pre = p;
-      k++;
-    }
-    if (s->flags & F_DYNAMIC_ORDER) qsort(c, (size_t)k, sizeof(Cand), cand_cmp);
-    return k;
-  }
-  Cand *rose = s->rose;
-  int32_t m = 0;
-  for (int32_t i = 0; i < parent_k; i++) {
-    int32_t b = r.bufs[parent[i].pre];
+/* The candidates a node tries, in the order it tries them: the unplaced
+ * buffers of r but those it would skip anyway, by CANONICAL (before
+ * (min_off, min_pre)) and DOMINANCE (floor at or above the lowest top any
+ * unplaced buffer of r reaches); sorted by (floor, preorder) when
+ * DYNAMIC_ORDER, else in preorder. *out is malloc'ed (NULL when none kept);
+ * *unplaced counts all unplaced buffers of r. Returns the count kept, -1 on
+ * memory failure. Rebuilt from r at every node (O(r.n)), so only the kept
+ * candidates of each depth are held: memory stays linear along a branch. */
+static int32_t candidates(Search *s, Range r, int64_t min_off, int32_t min_pre, Cand **out,
+                          int32_t *unplaced) {
+  int64_t min_top = INT64_MAX;
+  int32_t left = 0;
+  for (int32_t p = 0; p < r.n; p++) {
+    int32_t b = r.bufs[p];
     if (s->offset[b] >= 0) continue;
-    if (s->floor_b[b] == parent[i].floor) {
-      c[k++] = parent[i];
-    } else {
-      rose[m].floor = s->floor_b[b];
-      rose[m].pre = parent[i].pre;
-      m++;
-    }
+    left++;
+    int64_t top = s->floor_b[b] + s->size[b];
+    if (top < min_top) min_top = top;
   }
-  for (int32_t i = 1; i < m; i++) { /* insertion sort: m is small */
-    Cand x = rose[i];
-    int32_t j = i - 1;
-    while (j >= 0 && cand_cmp(&rose[j], &x) > 0) {
-      rose[j + 1] = rose[j];
-      j--;
-    }
-    rose[j + 1] = x;
+  *unplaced = left;
+  *out = NULL;
+  if (left == 0) return 0;
+  Cand *c = malloc((size_t)left * sizeof(Cand));
+  if (!c) return -1;
+  int32_t k = 0;
+  for (int32_t p = 0; p < r.n; p++) {
+    int32_t b = r.bufs[p];
+    if (s->offset[b] >= 0) continue;
+    int64_t off = s->floor_b[b];
+    if ((s->flags & F_CANONICAL) && (off < min_off || (off == min_off && p < min_pre))) continue;
+    if ((s->flags & F_DOMINANCE) && off >= min_top) continue;
+    c[k].floor = off;
+    c[k].pre = p;
+    k++;
   }
-  /* merge from the back: c[0..k) and rose[0..m) into c[0..k+m) */
-  int32_t i = k - 1, j = m - 1, out = k + m - 1;
-  while (j >= 0) {
-    if (i >= 0 && cand_cmp(&c[i], &rose[j]) > 0)
-      c[out--] = c[i--];
-    else
-      c[out--] = rose[j--];
-  }
-  return k + m;
+  if (s->flags & F_DYNAMIC_ORDER) qsort(c, (size_t)k, sizeof(Cand), cand_cmp);
+  *out = c;
+  return k;
 }
 
-static int search(Search *s, Range r, int64_t min_off, int32_t min_pre, int32_t depth,
-                  const Cand *parent, int32_t parent_k) {
-  s->nodes++;
-  int hit = limits_hit(s);
-  if (hit >= 0) return hit;
-  /* slice of depth d starts at sum_{i<d} (n - i) = d*n - d*(d-1)/2 */
-  Cand *c = s->cands + ((size_t)depth * (size_t)s->n - (size_t)depth * (size_t)(depth - 1) / 2);
-  int32_t k = candidates(s, r, c, parent, parent_k);
-  if (k == 0) return R_FOUND;
-  /* over r's sections: pre[i] = max total of sections slo..slo+i-1, suf[i] of slo+i.. */
+/* Prefix and suffix maxima of the section totals over r, into the shared
+ * buffer: pre[i] = max total of sections slo..slo+i-1, suf[i] of slo+i.. */
+static void compute_maxes(Search *s, Range r) {
   int32_t S = r.shi - r.slo;
-  int64_t *pre = s->maxes + (size_t)depth * 2 * ((size_t)s->n_sections + 1), *suf = pre + S + 1;
+  int64_t *pre = s->maxes, *suf = s->maxes + S + 1;
   const int64_t *tot = s->total_s + r.slo;
   pre[0] = 0;
   for (int32_t t = 0; t < S; t++) pre[t + 1] = pre[t] > tot[t] ? pre[t] : tot[t];
   suf[S] = 0;
   for (int32_t t = S - 1; t >= 0; t--) suf[t] = suf[t + 1] > tot[t] ? suf[t + 1] : tot[t];
-  int64_t min_top = INT64_MAX;
-  for (int32_t i = 0; i < k; i++) {
-    int64_t top = c[i].floor + s->size[r.bufs[c[i].pre]];
-    if (top < min_top) min_top = top;
-  }
+  s->maxes_gen++;
+}
+
+static int search(Search *s, Range r, int64_t min_off, int32_t min_pre, int32_t depth) {
+  s->nodes++;
+  int hit = limits_hit(s);
+  if (hit >= 0) return hit;
+  Cand *c;
+  int32_t unplaced;
+  int32_t k = candidates(s, r, min_off, min_pre, &c, &unplaced);
+  if (k < 0) return -1;
+  if (unplaced == 0) return R_FOUND;
+  int32_t S = r.shi - r.slo;
+  int64_t gen = -1; /* the maxes generation this node computed; stale when different */
+  int result = R_INFEASIBLE;
   for (int32_t i = 0; i < k; i++) {
     int64_t off = c[i].floor;
     int32_t p = c[i].pre, b = r.bufs[p];
-    if ((s->flags & F_CANONICAL) && (off < min_off || (off == min_off && p < min_pre))) continue;
-    if ((s->flags & F_DOMINANCE) && off >= min_top) continue;
     if (s->fixed[b] >= 0 && off != s->fixed[b]) continue;
     if (off + s->size[b] > s->capacity) continue;
-    if (!precheck(s, b, off, pre - r.slo, suf - r.slo)) continue;
+    if (s->flags & F_SECTIONS) {
+      if (gen != s->maxes_gen) {
+        compute_maxes(s, r);
+        gen = s->maxes_gen;
+      }
+      const int64_t *pre = s->maxes - r.slo, *suf = s->maxes + S + 1 - r.slo;
+      if (!precheck(s, b, off, pre, suf)) continue;
+    }
     int64_t mark = s->log_top;
     int hatless, fixed_fail;
-    if (place(s, b, off, &hatless, &fixed_fail)) return -1;
-    int code = R_INFEASIBLE;
-    if (!fixed_fail && touched_ok(s)) {
-      code = descend(s, r, b, off, p, depth, c, k);
+    if (place(s, b, off, &hatless, &fixed_fail)) {
+      result = -1;
+      break;
     }
+    int code = R_INFEASIBLE;
+    if (!fixed_fail && touched_ok(s)) code = descend(s, r, b, off, p, depth);
     unplace(s, b, mark);
     if (code == R_FOUND) s->best[b] = off;
-    if (code != R_INFEASIBLE) return code;
+    if (code != R_INFEASIBLE) {
+      result = code;
+      break;
+    }
     if (hatless && (s->flags & F_HATLESS)) break;
   }
-  return R_INFEASIBLE;
+  free(c);
+  return result;
+}
+
+/* ---- First-fit packing ---------------------------------------------------
+ *
+ * Each buffer in turn takes the lowest aligned offset where [off, off + size)
+ * meets no placed buffer live at one of its sections. Placed buffers are kept
+ * in a segment tree over the sections (node x covers sections [lo_x, hi_x);
+ * leaves are single sections):
+ *
+ *   own[x]    byte ranges of the buffers whose canonical cover includes x
+ *             (they are live over all of x)
+ *   below[x]  byte ranges of the buffers stored at x or under it
+ *
+ * both as sorted, disjoint, non-touching half-open ranges (touching ones are
+ * merged: no offset can sit between them). The buffers live at some section of
+ * a query [l, r) are exactly those in below[c] for the canonical nodes c of
+ * [l, r) and in own[a] for their ancestors a, which all lie on the paths from
+ * the leaves l and r - 1 to the root:
+ *
+ *            root                  own[] on the two paths (live across [l, r))
+ *          /      \
+ *        a          a'             below[] of the canonical nodes c
+ *       / \        / \
+ *      .   c      c   .            (everything stored under them is inside [l, r))
+ *         [l .... r)
+ *
+ * A query walks up from offset 0 through these ~4 log(sections) range lists;
+ * an insert adds one range to each. Cost per buffer: O(log^2) plus the gaps
+ * skipped below the answer; memory: O(log) ranges per buffer at most, far
+ * fewer where ranges merge. */
+
+typedef struct {
+  int64_t lo, hi; /* bytes [lo, hi) */
+} Span;
+
+typedef struct {
+  Span *v; /* sorted by lo, disjoint, not touching */
+  int32_t n, cap;
+} SpanSet;
+
+/* First index whose hi > x (n if none). */
+static int32_t spans_after(const SpanSet *set, int64_t x) {
+  int32_t lo = 0, hi = set->n;
+  while (lo < hi) {
+    int32_t mid = lo + (hi - lo) / 2;
+    if (set->v[mid].hi > x)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return lo;
+}
+
+/* Add [lo, hi) (lo < hi), merging with the ranges it meets or touches. */
+static int spans_add(SpanSet *set, int64_t lo, int64_t hi) {
+  int32_t i = 0, b = set->n;
+  { /* i: first range with hi >= lo */
+    int32_t a = 0;
+    while (a < b) {
+      int32_t mid = a + (b - a) / 2;
+      if (set->v[mid].hi >= lo)
+        b = mid;
+      else
+        a = mid + 1;
+    }
+    i = a;
+  }
+  int32_t j = i; /* j: first range with lo > hi */
+  while (j < set->n && set->v[j].lo <= hi) j++;
+  if (j > i) { /* merge ranges i..j-1 into one */
+    if (set->v[i].lo < lo) lo = set->v[i].lo;
+    if (set->v[j - 1].hi > hi) hi = set->v[j - 1].hi;
+    set->v[i].lo = lo;
+    set->v[i].hi = hi;
+    memmove(set->v + i + 1, set->v + j, (size_t)(set->n - j) * sizeof(Span));
+    set->n -= j - i - 1;
+    return 0;
+  }
+  if (set->n == set->cap) {
+    int32_t cap = set->cap ? set->cap * 2 : 4;
+    Span *v = realloc(set->v, (size_t)cap * sizeof(Span));
+    if (!v) return -1;
+    set->v = v;
+    set->cap = cap;
+  }
+  memmove(set->v + i + 1, set->v + i, (size_t)(set->n - i) * sizeof(Span));
+  set->v[i].lo = lo;
+  set->v[i].hi = hi;
+  set->n++;
+  return 0;
+}
+
+typedef struct {
+  int32_t leaves;    /* a power of two >= the number of sections */
+  SpanSet *own, *below; /* per node 1 .. 2 * leaves - 1 */
+  SpanSet **sets;    /* scratch: the lists a query reads */
+} Skyline;
+
+/* Is node x's range of sections inside [l, r)? */
+static int node_inside(const Skyline *k, int32_t x, int32_t l, int32_t r) {
+  int32_t depth = 0;
+  while ((x >> depth) > 1) depth++;
+  int32_t width = k->leaves >> depth;
+  int32_t start = (x - (1 << depth)) * width;
+  return start >= l && start + width <= r;
+}
+
+/* The canonical nodes of [l, r) into out (returns how many), and the nodes on
+ * the leaf-to-root paths of l and r - 1 that stick out of [l, r) into path. */
+static int32_t cover(const Skyline *k, int32_t l, int32_t r, int32_t *out, int32_t *path,
+                     int32_t *n_path) {
+  int32_t n = 0, m = 0;
+  for (int32_t a = l + k->leaves, b = r + k->leaves; a < b; a >>= 1, b >>= 1) {
+    if (a & 1) out[n++] = a++;
+    if (b & 1) out[n++] = --b;
+  }
+  int32_t x = l + k->leaves, y = r - 1 + k->leaves;
+  for (; x >= 1; x >>= 1, y >>= 1) {
+    if (!node_inside(k, x, l, r)) path[m++] = x;
+    if (y != x && !node_inside(k, y, l, r)) path[m++] = y;
+  }
+  *n_path = m;
+  return n;
+}
+
+/* Lowest aligned offset whose [off, off + size) meets no range of the sets. */
+static int64_t lowest_fit(SpanSet **sets, int32_t n_sets, int64_t size, int64_t align) {
+  int64_t off = 0;
+  if (size <= 0) return 0;
+  for (int moved = 1; moved;) {
+    moved = 0;
+    for (int32_t q = 0; q < n_sets; q++) {
+      const SpanSet *set = sets[q];
+      int32_t i = spans_after(set, off);
+      while (i < set->n && set->v[i].lo < off + size) {
+        off = align_up(set->v[i].hi, align);
+        moved = 1;
+        i = spans_after(set, off);
+      }
+    }
+  }
+  return off;
+}
+
+static int skyline_add(Skyline *k, const int32_t *canon, int32_t n_canon, const int32_t *path,
+                       int32_t n_path, int64_t lo, int64_t hi) {
+  for (int32_t q = 0; q < n_canon; q++)
+    if (spans_add(&k->own[canon[q]], lo, hi) || spans_add(&k->below[canon[q]], lo, hi)) return -1;
+  for (int32_t q = 0; q < n_path; q++)
+    if (spans_add(&k->below[path[q]], lo, hi)) return -1;
+  return 0;
+}
+
+enum { FF_DONE = 0, FF_CAPACITY = 2, FF_DEADLINE = 3, FF_INTERRUPT = 4, FF_MEMORY = -1 };
+
+/* Fixed buffers (fixed >= 0) first, at their offsets; then the others of
+ * `order` (indices; fixed ones skipped), each at its lowest fit. Stops with
+ * FF_CAPACITY when one would end above capacity (capacity < 0: none), with
+ * FF_DEADLINE past the deadline (checked every 1024 buffers). *placed counts
+ * the buffers of `order` placed. Empty buffers take offset 0 (or their fixed
+ * one) and block nothing. */
+static int first_fit(const int32_t *sec_lo, const int32_t *sec_hi, const int64_t *size,
+                     const int64_t *align, const int64_t *fixed, int32_t n, const int32_t *order,
+                     int32_t m, int32_t n_sections, int64_t capacity, double deadline,
+                     int64_t *offset, int32_t *placed) {
+  Skyline k;
+  int code = FF_DONE;
+  k.leaves = 1;
+  while (k.leaves < n_sections) k.leaves *= 2;
+  k.own = calloc(2 * (size_t)k.leaves, sizeof(SpanSet));
+  k.below = calloc(2 * (size_t)k.leaves, sizeof(SpanSet));
+  k.sets = malloc(8 * 64 * sizeof(SpanSet *));
+  int32_t canon[64], path[128];
+  *placed = 0;
+  if (!k.own || !k.below || !k.sets) {
+    code = FF_MEMORY;
+    goto out;
+  }
+  for (int32_t i = 0; i < n; i++) offset[i] = fixed[i] >= 0 ? fixed[i] : 0;
+  for (int32_t i = 0; i < n; i++) {
+    if (fixed[i] < 0 || size[i] <= 0) continue;
+    int32_t n_path, n_canon = cover(&k, sec_lo[i], sec_hi[i], canon, path, &n_path);
+    if (skyline_add(&k, canon, n_canon, path, n_path, fixed[i], fixed[i] + size[i])) {
+      code = FF_MEMORY;
+      goto out;
+    }
+  }
+  for (int32_t q = 0; q < m; q++) {
+    if ((q & 1023) == 1023) {
+      if (deadline > 0 && now_seconds() > deadline) {
+        code = FF_DEADLINE;
+        goto out;
+      }
+      if (PyErr_CheckSignals() != 0) {
+        code = FF_INTERRUPT;
+        goto out;
+      }
+    }
+    int32_t i = order[q];
+    if (fixed[i] >= 0) continue;
+    if (size[i] <= 0) {
+      offset[i] = 0;
+      (*placed)++;
+      continue;
+    }
+    int32_t n_path, n_canon = cover(&k, sec_lo[i], sec_hi[i], canon, path, &n_path);
+    int32_t n_sets = 0;
+    for (int32_t c = 0; c < n_canon; c++) k.sets[n_sets++] = &k.below[canon[c]];
+    for (int32_t c = 0; c < n_path; c++) k.sets[n_sets++] = &k.own[path[c]];
+    int64_t off = lowest_fit(k.sets, n_sets, size[i], align[i]);
+    if (capacity >= 0 && off + size[i] > capacity) {
+      code = FF_CAPACITY;
+      goto out;
+    }
+    offset[i] = off;
+    if (skyline_add(&k, canon, n_canon, path, n_path, off, off + size[i])) {
+      code = FF_MEMORY;
+      goto out;
+    }
+    (*placed)++;
+  }
+out:
+  if (k.own)
+    for (int32_t x = 0; x < 2 * k.leaves; x++) free(k.own[x].v);
+  if (k.below)
+    for (int32_t x = 0; x < 2 * k.leaves; x++) free(k.below[x].v);
+  free(k.own);
+  free(k.below);
+  free(k.sets);
+  return code;
 }
 
 /* ---- Python binding ------------------------------------------------------ */
@@ -526,15 +765,13 @@ static PyObject *py_search(PyObject *self, PyObject *args) {
   s.log_cap = 1024;
   s.log_val = malloc((size_t)s.log_cap * sizeof(int64_t));
   s.log_idx = malloc((size_t)s.log_cap * sizeof(int32_t));
-  s.cands = malloc((nn * (nn + 1) / 2 + 1) * sizeof(Cand));
   s.stamp_s = calloc((size_t)n_sections + 1, sizeof(int64_t));
-  s.maxes = malloc((nn + 1) * 2 * ((size_t)n_sections + 1) * sizeof(int64_t));
+  s.maxes = malloc(2 * ((size_t)n_sections + 1) * sizeof(int64_t));
   s.touched = malloc(((size_t)n_sections + 1) * sizeof(int32_t));
   s.cuts = calloc((size_t)n_sections + 1, sizeof(int32_t));
-  s.rose = malloc(nn * sizeof(Cand));
   s.key_total = malloc(nn * sizeof(int64_t));
   if (!s.offset || !s.floor_b || !s.best || !s.floor_s || !s.total_s || !s.log_val ||
-      !s.log_idx || !s.cands || !s.stamp_s || !s.maxes || !s.touched || !s.cuts || !s.rose || !s.key_total) {
+      !s.log_idx || !s.stamp_s || !s.maxes || !s.touched || !s.cuts || !s.key_total) {
     PyErr_NoMemory();
     goto done;
   }
@@ -546,7 +783,7 @@ static PyObject *py_search(PyObject *self, PyObject *args) {
   for (Py_ssize_t b = 0; b < n; b++)
     for (int32_t t = s.sec_lo[b]; t + 1 < s.sec_hi[b]; t++) s.cuts[t]++;
   Range all = {s.pre, s.n, 0, n_sections};
-  int code = search(&s, all, 0, -1, 0, NULL, 0);
+  int code = search(&s, all, 0, -1, 0);
   if (code == -1) {
     PyErr_NoMemory();
     goto done;
@@ -563,17 +800,83 @@ done:
   free(s.total_s);
   free(s.log_val);
   free(s.log_idx);
-  free(s.cands);
   free(s.stamp_s);
   free(s.maxes);
   free(s.touched);
   free(s.cuts);
-  free(s.rose);
   free(s.key_total);
   return result;
 }
 
+
+PyDoc_STRVAR(first_fit_doc,
+             "first_fit(sec_lo, sec_hi, size, align, fixed, order, n_sections, capacity, seconds)\n"
+             "-> (code, offsets bytes (int64), placed)\n\n"
+             "int32 arrays: sec_lo, sec_hi (sections [lo, hi) of each buffer), order; int64:\n"
+             "size, align, fixed (-1: free). code 0 done, 2 over capacity, 3 deadline.\n"
+             "capacity < 0: none; seconds <= 0: no deadline.");
+
+static PyObject *py_first_fit(PyObject *self, PyObject *args) {
+  (void)self;
+  PyObject *o[6];
+  int n_sections;
+  long long capacity;
+  double seconds;
+  if (!PyArg_ParseTuple(args, "OOOOOOiLd", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5],
+                        &n_sections, &capacity, &seconds))
+    return NULL;
+  Py_buffer v[6];
+  int got = 0;
+  PyObject *result = NULL;
+  int64_t *offset = NULL;
+  if (PyObject_GetBuffer(o[2], &v[0], PyBUF_C_CONTIGUOUS) < 0) return NULL;
+  got = 1;
+  Py_ssize_t n = v[0].len / 8;
+  const char *names[] = {"sec_lo", "sec_hi", "align", "fixed"};
+  PyObject *objs[] = {o[0], o[1], o[3], o[4]};
+  Py_ssize_t items[] = {4, 4, 8, 8};
+  for (int q = 0; q < 4; q++) {
+    if (get_buf(objs[q], &v[got], items[q], n, names[q]) < 0) goto done;
+    got++;
+  }
+  if (PyObject_GetBuffer(o[5], &v[5], PyBUF_C_CONTIGUOUS) < 0) goto done;
+  got = 6;
+  const int32_t *sec_lo = v[1].buf, *sec_hi = v[2].buf, *order = v[5].buf;
+  Py_ssize_t m = v[5].len / 4;
+  for (Py_ssize_t i = 0; i < n; i++)
+    if (sec_lo[i] < 0 || sec_hi[i] > n_sections || sec_lo[i] >= sec_hi[i]) {
+      PyErr_SetString(PyExc_ValueError, "section range out of bounds");
+      goto done;
+    }
+  for (Py_ssize_t q = 0; q < m; q++)
+    if (order[q] < 0 || order[q] >= n) {
+      PyErr_SetString(PyExc_ValueError, "order names a buffer out of range");
+      goto done;
+    }
+  offset = malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t));
+  if (!offset) {
+    PyErr_NoMemory();
+    goto done;
+  }
+  int32_t placed = 0;
+  double deadline = seconds > 0 ? now_seconds() + seconds : 0;
+  int code = first_fit(sec_lo, sec_hi, v[0].buf, v[3].buf, v[4].buf, (int32_t)n, order,
+                       (int32_t)m, n_sections, capacity, deadline, offset, &placed);
+  if (code == FF_MEMORY) {
+    PyErr_NoMemory();
+    goto done;
+  }
+  if (code == FF_INTERRUPT) goto done; /* KeyboardInterrupt is pending */
+  result = Py_BuildValue("(iy#i)", code, (const char *)offset,
+                         (Py_ssize_t)(n * (Py_ssize_t)sizeof(int64_t)), (int)placed);
+done:
+  for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
+  free(offset);
+  return result;
+}
+
 static PyMethodDef methods[] = {{"search", py_search, METH_VARARGS, search_doc},
+                                {"first_fit", py_first_fit, METH_VARARGS, first_fit_doc},
                                 {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_search",

@@ -13,9 +13,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from arenaplan.allocation import _search
+from arenaplan.allocation.bounds import fixed_overlap
+from arenaplan.allocation.deadline import Deadline
 from arenaplan.allocation.problem import Problem
-from arenaplan.allocation.sweep import Part, make_part, preorder, split_parts
+from arenaplan.allocation.sweep import Part, make_part, preorder, split_parts, table_entries
 from arenaplan.allocation.validate import check_solution
 
 FOUND, INFEASIBLE, NODE_LIMIT, DEADLINE, INTERRUPTED = range(5)
@@ -80,15 +84,8 @@ class _Clock:
     def expired(self) -> bool:
         return self.deadline is not None and time.monotonic() >= self.deadline
 
-
-def _overload(part: Part, capacity: int) -> str | None:
-    for t, load in enumerate(part.loads):
-        if load > capacity:
-            return (
-                f"{load} bytes are live at step {part.starts[t]}, "
-                f"more than the capacity of {capacity}"
-            )
-    return None
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
 
 
 def _fixed_conflict(problem: Problem, capacity: int) -> str | None:
@@ -101,17 +98,7 @@ def _fixed_conflict(problem: Problem, capacity: int) -> str | None:
                 f"buffer {b.id} is fixed at offset {b.offset} and ends at "
                 f"{b.offset + b.size}, above the capacity of {capacity}"
             )
-    fixed.sort(key=lambda b: (b.first, b.offset))
-    for k, a in enumerate(fixed):
-        for b in fixed[k + 1 :]:
-            if b.first > a.last:
-                break
-            if a.size and b.size and a.offset < b.offset + b.size and b.offset < a.offset + a.size:
-                return (
-                    f"fixed buffers {a.id} and {b.id} overlap at step {b.first} "
-                    f"(bytes {max(a.offset, b.offset)}..)"
-                )
-    return None
+    return fixed_overlap(problem)
 
 
 def _solve_part(
@@ -162,32 +149,84 @@ def _solve_part(
         limit *= 2
 
 
+# The search holds tables of time-neighbour pairs and (buffer, section) entries,
+# and recurses once per placed buffer: parts beyond these limits are not
+# searched (their answer is "unknown"), which keeps memory and stack bounded.
+MAX_TABLE_ENTRIES = 12_000_000  # int32 entries, ~48 MB of tables
+MAX_SEARCH_BUFFERS = 15_000  # C recursion depth (the 8 MB main-thread stack)
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A problem cut into independent parts, ready for the search at any capacity.
+
+    ``parts`` hold the tables of the parts small enough to search; ``too_large``
+    says why the others are not searched ("" when all are)."""
+
+    parts: tuple[Part, ...]
+    too_large: str = ""
+    loads: tuple[tuple[Part | None, int, int], ...] = ()  # (part, peak load, its step)
+
+
+def prepare(
+    problem: Problem, params: SearchParams = SearchParams(), deadline: Deadline | None = None
+) -> Prepared | None:
+    """The parts of ``problem`` (None when ``deadline`` passed while preparing)."""
+    members = [i for i, b in enumerate(problem.buffers) if b.size > 0]
+    groups = split_parts(problem, members) if params.split_parts else [members]
+    parts, too_large = [], []
+    for g in sorted((g for g in groups if g), key=len, reverse=True):
+        if deadline is not None and deadline.expired("preparation"):
+            return None
+        entries = table_entries(problem, g)
+        if len(g) > MAX_SEARCH_BUFFERS or entries > MAX_TABLE_ENTRIES:
+            too_large.append(f"a part of {len(g):,} buffers ({entries:,} table entries)")
+            continue
+        parts.append(make_part(problem, g))
+    why = ""
+    if too_large:
+        why = (
+            f"{too_large[0]} is beyond the exact search's limits ({MAX_SEARCH_BUFFERS:,} "
+            f"buffers, {MAX_TABLE_ENTRIES:,} entries)"
+        )
+    return Prepared(tuple(parts), why)
+
+
 def check_capacity(
     problem: Problem,
     capacity: int,
     params: SearchParams = SearchParams(),
     seconds: float | None = None,
     progress: Progress | None = None,
+    prepared: Prepared | None = None,
 ) -> Feasibility:
-    """Is there a packing of ``problem`` within ``capacity`` bytes?"""
+    """Is there a packing of ``problem`` within ``capacity`` bytes?
+
+    ``prepared``: the parts from ``prepare`` (made here when not given, within
+    ``seconds``)."""
     clock = _Clock(None if seconds is None else time.monotonic() + seconds)
     why = _fixed_conflict(problem, capacity)
     if why:
         return Feasibility("infeasible", capacity, reason=why)
+    why = _load_conflict(problem, capacity)
+    if why:
+        return Feasibility("infeasible", capacity, reason=why, seconds=clock.elapsed())
+    if prepared is None:
+        prepared = prepare(problem, params, Deadline(clock.deadline))
+        if prepared is None:
+            return Feasibility(
+                "unknown",
+                capacity,
+                reason="time limit reached while preparing the search",
+                seconds=clock.elapsed(),
+            )
+    if prepared.too_large:
+        return Feasibility("unknown", capacity, reason=prepared.too_large, seconds=clock.elapsed())
     bufs = problem.buffers
     offsets = [b.offset if b.offset is not None else 0 for b in bufs]
-    members = [i for i, b in enumerate(bufs) if b.size > 0]
-    groups = split_parts(problem, members) if params.split_parts else [members]
-    parts = [make_part(problem, g) for g in groups if g]
-    for part in parts:  # cheap proofs first
-        why = _overload(part, capacity)
-        if why:
-            return Feasibility(
-                "infeasible", capacity, reason=why, seconds=time.monotonic() - clock.started
-            )
-    for part in sorted(parts, key=lambda p: -len(p.buffers)):
+    for part in prepared.parts:
         code, found = _solve_part(part, capacity, params, clock, progress)
-        elapsed = time.monotonic() - clock.started
+        elapsed = clock.elapsed()
         if code == INFEASIBLE:
             return Feasibility(
                 "infeasible",
@@ -205,9 +244,26 @@ def check_capacity(
             offsets[i] = local[k]
     check_solution(Problem(bufs, capacity), offsets)  # never return an unchecked packing
     return Feasibility(
-        "feasible",
-        capacity,
-        tuple(offsets),
-        nodes=clock.nodes,
-        seconds=time.monotonic() - clock.started,
+        "feasible", capacity, tuple(offsets), nodes=clock.nodes, seconds=clock.elapsed()
+    )
+
+
+def _load_conflict(problem: Problem, capacity: int) -> str | None:
+    """More bytes live at one step than ``capacity``: the cheapest proof."""
+    bufs = [b for b in problem.buffers if b.size > 0]
+    if not bufs:
+        return None
+    first = np.fromiter((b.first for b in bufs), np.int64, len(bufs))
+    last = np.fromiter((b.last for b in bufs), np.int64, len(bufs))
+    size = np.fromiter((b.size for b in bufs), np.int64, len(bufs))
+    steps = np.concatenate((first, last + 1))
+    delta = np.concatenate((size, -size))
+    order = np.lexsort((delta, steps))
+    live = np.cumsum(delta[order])
+    worst = int(np.argmax(live))
+    if live[worst] <= capacity:
+        return None
+    return (
+        f"{int(live[worst])} bytes are live at step {int(steps[order][worst])}, "
+        f"more than the capacity of {capacity}"
     )

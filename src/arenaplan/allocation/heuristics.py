@@ -1,4 +1,8 @@
-"""Greedy heuristics: first-fit packing under several buffer orders, best kept."""
+"""Greedy heuristics: first-fit packing under several buffer orders, best kept.
+
+Every order is a sort of the problem's columns (numpy, O(n log n)); each order
+sorts by its keys, then by buffer index.
+"""
 
 from __future__ import annotations
 
@@ -6,48 +10,77 @@ from collections.abc import Callable
 
 import numpy as np
 
-from arenaplan.allocation.packing import pack
+from arenaplan.allocation.deadline import Deadline
+from arenaplan.allocation.packing import DONE, Columns, first_fit
 from arenaplan.allocation.problem import Problem
 
+ColumnOrder = Callable[[Columns], np.ndarray]
 Order = Callable[[Problem], list[int]]
+INT64_MAX = (1 << 63) - 1
 
 
-def _by(key: Callable[[int, Problem], tuple]) -> Order:
-    return lambda p: sorted(range(len(p.buffers)), key=lambda i: key(i, p))
+def conflict_weight(cols: Columns) -> np.ndarray:
+    """Sum of sizes (bytes) of the buffers each buffer overlaps in time, itself
+    included: the total, less those that end before it starts, less those that
+    start after it ends (sorted ends and starts with prefix sums)."""
+    by_last = np.argsort(cols.last, kind="stable")
+    by_first = np.argsort(cols.first, kind="stable")
+    ends, starts = cols.last[by_last], cols.first[by_first]
+    size_by_last = np.concatenate(([0], np.cumsum(cols.size[by_last])))
+    size_by_first = np.concatenate(([0], np.cumsum(cols.size[by_first])))
+    total = size_by_first[-1]
+    ended = size_by_last[np.searchsorted(ends, cols.first, side="left")]  # last < first
+    later = total - size_by_first[np.searchsorted(starts, cols.last, side="right")]  # first > last
+    return total - ended - later
 
 
-def _conflict_weight(p: Problem) -> list[int]:
-    """Sum of sizes of the buffers each buffer overlaps in time."""
-    first = np.array([b.first for b in p.buffers])
-    last = np.array([b.last for b in p.buffers])
-    size = np.array([b.size for b in p.buffers])
-    return [int(size[(first <= b.last) & (last >= b.first)].sum()) for b in p.buffers]
+def _area_order(cols: Columns) -> np.ndarray:
+    width = cols.last - cols.first + 1
+    if len(width) and int(cols.size.max()) * int(width.max()) > INT64_MAX:
+        area = [int(s) * int(w) for s, w in zip(cols.size, width, strict=True)]
+        return np.array(sorted(range(len(area)), key=lambda i: (-area[i], i)), dtype=np.int64)
+    return np.argsort(-cols.size * width, kind="stable")
 
 
-def _by_conflicts(p: Problem) -> list[int]:
-    w = _conflict_weight(p)
-    return sorted(range(len(p.buffers)), key=lambda i: (-w[i], -p.buffers[i].size, i))
-
-
-ORDERS: dict[str, Order] = {
-    "size": _by(lambda i, p: (-p.buffers[i].size, p.buffers[i].first, i)),
-    "start": _by(lambda i, p: (p.buffers[i].first, -p.buffers[i].size, i)),
-    "length": _by(lambda i, p: (p.buffers[i].first - p.buffers[i].last, -p.buffers[i].size, i)),
-    "area": _by(
-        lambda i, p: (-p.buffers[i].size * (p.buffers[i].last - p.buffers[i].first + 1), i)
-    ),
-    "conflicts": _by_conflicts,
+# np.lexsort sorts by the last key first; it is stable, so ties keep index order.
+COLUMN_ORDERS: dict[str, ColumnOrder] = {
+    "size": lambda c: np.lexsort((c.first, -c.size)),
+    "start": lambda c: np.lexsort((-c.size, c.first)),
+    "length": lambda c: np.lexsort((-c.size, c.first - c.last)),
+    "area": _area_order,
+    "conflicts": lambda c: np.lexsort((-c.size, -conflict_weight(c))),
 }
 
 
-def best_greedy(problem: Problem, capacity: int | None = None) -> tuple[str, list[int]] | None:
-    """The lowest packing over all orders, bottom-up; ties go to the earlier order."""
+def _on_problem(order: ColumnOrder) -> Order:
+    return lambda p: order(Columns.of(p)).tolist()
+
+
+ORDERS: dict[str, Order] = {name: _on_problem(o) for name, o in COLUMN_ORDERS.items()}
+
+
+def best_greedy(
+    problem: Problem,
+    capacity: int | None = None,
+    deadline: Deadline | None = None,
+    cols: Columns | None = None,
+) -> tuple[str, list[int]] | None:
+    """The lowest packing over all orders, bottom-up; ties go to the earlier order.
+
+    Orders are tried until ``deadline``: the best of those finished is returned
+    (None when none finished or none fits ``capacity``)."""
+    cols = cols if cols is not None else Columns.of(problem)
     best: tuple[int, str, list[int]] | None = None
-    for name, order in ORDERS.items():
-        offsets = pack(problem, order(problem), capacity)
-        if offsets is None:
+    for name, order in COLUMN_ORDERS.items():
+        phase = f"greedy:{name}"
+        if deadline is not None and deadline.expired(phase):
+            break
+        status, offsets = first_fit(cols, order(cols), capacity, deadline)
+        if status != DONE or offsets is None:
+            if deadline is not None and deadline.expired(phase):
+                break
             continue
-        height = max((o + b.size for o, b in zip(offsets, problem.buffers, strict=True)), default=0)
+        height = max((o + s for o, s in zip(offsets, cols.size.tolist(), strict=True)), default=0)
         if best is None or height < best[0]:
             best = (height, name, offsets)
     return None if best is None else (best[1], best[2])

@@ -11,16 +11,16 @@ returned with the best proven bound: the gap between them is honest.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from arenaplan.allocation.bounds import lower_bound
-from arenaplan.allocation.exact import Feasibility, SearchParams, check_capacity
+from arenaplan.allocation.bounds import check_fixed, lower_bound
+from arenaplan.allocation.deadline import Deadline
+from arenaplan.allocation.exact import Feasibility, SearchParams, check_capacity, prepare
 from arenaplan.allocation.heuristics import best_greedy
+from arenaplan.allocation.packing import Columns, stack
 from arenaplan.allocation.problem import Problem, Solution, height_of
 from arenaplan.allocation.validate import check_solution
-from arenaplan.errors import AllocationError
 
 Progress = Callable[[dict], None]
 FIRST_SLICE = 0.15  # share of the time left given to the try at the lower bound
@@ -37,6 +37,7 @@ class _State:
     hard: int = 0  # highest capacity where a try ran out of time (proves nothing)
     misses: int = 0  # tries below the best packing that ran out of time in a row
     tries: list[Feasibility] = field(default_factory=list)
+    note: str = ""  # why the exact search did not run, if it did not
 
 
 def _report(progress: Progress | None, state: _State, attempt: Feasibility) -> None:
@@ -82,24 +83,36 @@ def minimize(
     params: SearchParams | None = None,
     seconds: float | None = None,
     progress: Progress | None = None,
+    deadline: Deadline | None = None,
+    greedy: tuple[str, list[int]] | None = None,
 ) -> Solution:
-    """The lowest packing found in ``seconds`` (None: until proven optimal)."""
+    """The lowest packing found in ``seconds`` (None: until proven optimal).
+
+    ``deadline`` (shared with the caller's earlier phases) overrides ``seconds``;
+    ``greedy`` (order name, offsets) is a first packing the caller already has.
+    When it passes before any first-fit order finishes, the buffers are stacked
+    (``stack``): an answer, never a good one, and ``how`` says so."""
     params = params or SearchParams()
-    _check_fixed(problem)
-    deadline = None if seconds is None else time.monotonic() + seconds
-    greedy = best_greedy(problem)
-    if greedy is None:
-        raise AllocationError("the problem has no buffers to place")
-    how, offsets = greedy
-    state = _State(lower_bound(problem), height_of(problem, offsets), offsets, f"greedy:{how}")
+    deadline = deadline if deadline is not None else Deadline.after(seconds)
+    check_fixed(problem)
+    cols = Columns.of(problem)
+    state = _start(problem, cols, deadline, greedy)
+    prepared = None
     last: Feasibility | None = None
     while state.lo < state.ub:
-        left = None if deadline is None else deadline - time.monotonic()
+        left = deadline.left()
         if left is not None and left <= 0.01:
+            deadline.stop("search")
             break
+        if prepared is None:
+            prepared = prepare(problem, params, deadline)
+            if prepared is None or prepared.too_large:
+                state.note = "" if prepared is None else prepared.too_large
+                break
         cap, share = _next_try(state, last)
+        left = deadline.left()
         last = check_capacity(
-            problem, cap, params, None if left is None else left * share, progress
+            problem, cap, params, None if left is None else left * share, progress, prepared
         )
         state.tries.append(last)
         if last.status == "feasible" and last.offsets is not None:
@@ -113,20 +126,29 @@ def minimize(
             state.misses += 1
         _report(progress, state, last)
     check_solution(problem, state.offsets)
-    return Solution(tuple(state.offsets), state.ub, min(state.lo, state.ub), state.how)
+    how = state.how if not state.note else f"{state.how} ({state.note})"
+    return Solution(tuple(state.offsets), state.ub, min(state.lo, state.ub), how, deadline.ended_by)
 
 
-def _check_fixed(problem: Problem) -> None:
-    """Fixed buffers that overlap each other make every capacity infeasible."""
-    fixed = [b for b in problem.buffers if b.offset is not None and b.size > 0]
-    for k, a in enumerate(fixed):
-        for b in fixed[:k]:
-            if (
-                a.overlaps_in_time(b)
-                and a.offset < b.offset + b.size
-                and b.offset < a.offset + a.size
-            ):
-                raise AllocationError(f"fixed buffers {b.id} and {a.id} overlap: no packing exists")
+def _start(
+    problem: Problem, cols: Columns, deadline: Deadline, greedy: tuple[str, list[int]] | None
+) -> _State:
+    """The bounds and the best greedy packing, or a stacking if time ran out first."""
+    lo = lower_bound(problem)
+    if greedy is None and deadline.expired("preparation"):
+        return _stacked(problem, cols, lo)
+    if greedy is None:
+        greedy = best_greedy(problem, None, deadline, cols)
+    if greedy is None:
+        return _stacked(problem, cols, lo)
+    how, offsets = greedy
+    return _State(lo, height_of(problem, offsets), offsets, f"greedy:{how}")
+
+
+def _stacked(problem: Problem, cols: Columns, lo: int) -> _State:
+    offsets = stack(cols)
+    how = "stacked: the time limit passed before any first-fit order finished"
+    return _State(lo, height_of(problem, offsets), offsets, how)
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,71 +2,104 @@
 
 Each buffer, in turn, takes the lowest aligned offset where it overlaps no
 placed buffer that is live at the same time. Fixed-offset buffers are placed
-before all others.
+before all others. The placed buffers are kept in a segment tree over time
+sections whose nodes hold sorted byte ranges (``first_fit`` in ``_search.c``):
+a buffer costs O(log^2 sections) plus the gaps skipped below its offset, not a
+scan of everything placed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
+from arenaplan.allocation import _search
+from arenaplan.allocation.deadline import Deadline
 from arenaplan.allocation.problem import Problem
+
+DONE, OVER_CAPACITY, DEADLINE = 0, 2, 3
 
 
 def align_up(x: int, a: int) -> int:
     return -(-x // a) * a
 
 
-class Skyline:
-    """Placed buffers as parallel arrays: steps ``[first, last]``, bytes ``[lo, hi)``."""
+@dataclass(frozen=True, slots=True)
+class Columns:
+    """A problem as arrays, built once and shared by every order.
 
-    def __init__(self, n: int) -> None:
-        self.first = np.empty(n, dtype=np.int64)
-        self.last = np.empty(n, dtype=np.int64)
-        self.lo = np.empty(n, dtype=np.int64)
-        self.hi = np.empty(n, dtype=np.int64)
-        self.count = 0
+    Steps are compressed to *sections* (runs of steps where no buffer starts or
+    ends); buffer i is live over sections ``[sec_lo[i], sec_hi[i])``. Sizes,
+    alignments and fixed offsets (-1: free) are bytes.
+    """
 
-    def add(self, first: int, last: int, lo: int, size: int) -> None:
-        k = self.count
-        self.first[k], self.last[k], self.lo[k], self.hi[k] = first, last, lo, lo + size
-        self.count = k + 1
+    first: np.ndarray  # int64, inclusive first step
+    last: np.ndarray  # int64, inclusive last step
+    size: np.ndarray  # int64 bytes
+    align: np.ndarray  # int64 bytes
+    fixed: np.ndarray  # int64 bytes, -1 when free
+    sec_lo: np.ndarray  # int32
+    sec_hi: np.ndarray  # int32, exclusive
+    n_sections: int
 
-    def busy(self, first: int, last: int) -> tuple[np.ndarray, np.ndarray]:
-        """Byte ranges ``[lo, hi)`` of placed buffers live during ``[first, last]``."""
-        k = self.count
-        mask = (self.first[:k] <= last) & (self.last[:k] >= first) & (self.hi[:k] > self.lo[:k])
-        return self.lo[:k][mask], self.hi[:k][mask]
+    @classmethod
+    def of(cls, problem: Problem) -> Columns:
+        bufs = problem.buffers
+        n = len(bufs)
+        first = np.fromiter((b.first for b in bufs), np.int64, n)
+        last = np.fromiter((b.last for b in bufs), np.int64, n)
+        size = np.fromiter((b.size for b in bufs), np.int64, n)
+        align = np.fromiter((b.alignment for b in bufs), np.int64, n)
+        fixed = np.fromiter((-1 if b.offset is None else b.offset for b in bufs), np.int64, n)
+        bounds = np.unique(np.concatenate((first, last + 1)))
+        sec_lo = np.searchsorted(bounds, first).astype(np.int32)
+        sec_hi = np.searchsorted(bounds, last + 1).astype(np.int32)
+        return cls(first, last, size, align, fixed, sec_lo, sec_hi, max(len(bounds) - 1, 0))
 
 
-def lowest_fit(lo: np.ndarray, hi: np.ndarray, size: int, align: int) -> int:
-    """Lowest aligned offset whose ``[off, off + size)`` avoids every ``[lo, hi)``."""
-    cand = 0
-    for k in np.argsort(lo, kind="stable"):
-        if lo[k] - cand >= size:
-            break
-        cand = max(cand, align_up(int(hi[k]), align))
-    return cand
+def first_fit(
+    cols: Columns,
+    order: Sequence[int] | np.ndarray,
+    capacity: int | None = None,
+    deadline: Deadline | None = None,
+) -> tuple[int, list[int] | None]:
+    """(status, offsets): ``DONE`` with the offsets of every buffer (those not in
+    ``order`` and not fixed stay at 0), ``OVER_CAPACITY`` or ``DEADLINE`` with None."""
+    order = np.ascontiguousarray(order, dtype=np.int32)
+    seconds = 0.0  # the C code reads <= 0 as "no deadline"
+    if deadline is not None and deadline.at is not None:
+        seconds = max(deadline.left() or 0.0, 1e-6)
+    code, raw, _ = _search.first_fit(
+        cols.sec_lo,
+        cols.sec_hi,
+        cols.size,
+        cols.align,
+        cols.fixed,
+        order,
+        cols.n_sections,
+        -1 if capacity is None else capacity,
+        seconds,
+    )
+    if code != DONE:
+        return code, None
+    return DONE, np.frombuffer(raw, dtype=np.int64).tolist()
 
 
 def pack(problem: Problem, order: Sequence[int], capacity: int | None = None) -> list[int] | None:
     """Place buffers in ``order`` (fixed ones first); None if ``capacity`` is exceeded."""
-    bufs = problem.buffers
-    sky = Skyline(len(bufs))
-    offsets: list[int] = [0] * len(bufs)
-    fixed = [i for i, b in enumerate(bufs) if b.offset is not None]
-    free = [i for i in order if bufs[i].offset is None]
-    for i in fixed:
-        b = bufs[i]
-        offsets[i] = b.offset  # type: ignore[assignment]
-        sky.add(b.first, b.last, offsets[i], b.size)
-    for i in free:
-        b = bufs[i]
-        lo, hi = sky.busy(b.first, b.last)
-        off = lowest_fit(lo, hi, b.size, b.alignment)
-        if capacity is not None and off + b.size > capacity:
-            return None
-        offsets[i] = off
-        sky.add(b.first, b.last, off, b.size)
+    _, offsets = first_fit(Columns.of(problem), order, capacity)
+    return offsets
+
+
+def stack(cols: Columns) -> list[int]:
+    """The packing that always completes at once: free buffers stacked one above
+    another (aligned), above the highest fixed one. Valid, never tight."""
+    top = int((cols.fixed + cols.size)[cols.fixed >= 0].max(initial=0))
+    offsets = cols.fixed.tolist()
+    for i in np.flatnonzero(cols.fixed < 0).tolist():
+        top = align_up(top, int(cols.align[i]))
+        offsets[i] = top
+        top += int(cols.size[i])
     return offsets

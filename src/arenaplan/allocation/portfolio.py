@@ -1,44 +1,74 @@
 """The default allocator: greedy orders first, the exact solver when they stop short.
 
-1. Lower bound LB = max(peak live bytes, top of any fixed buffer).
+1. Lower bound LB = max(peak live bytes, top of any fixed buffer); two fixed
+   buffers that overlap are refused at once.
 2. First-fit under every order of ``heuristics.ORDERS``; keep the lowest.
-3. If that is above LB, run the exact solver (``minimize``) for at most
-   ``seconds``: it returns a packing no higher, and the best proven bound.
-A solution whose height equals its proven bound is optimal.
+3. If that is above LB, run the exact solver (``minimize``) on what is left of
+   the time: it returns a packing no higher, and the best proven bound.
+All phases share one deadline, ``seconds`` after ``solve`` starts; the
+solution's ``stopped`` names the phase it cut short. If it passes before any
+first-fit order finishes, the buffers are stacked (valid, not tight) and the
+allocator's name says so. A solution whose height equals its proven bound is
+optimal.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from arenaplan.allocation.bounds import lower_bound
+from arenaplan.allocation.bounds import check_fixed, lower_bound
+from arenaplan.allocation.deadline import Deadline
 from arenaplan.allocation.heuristics import best_greedy
 from arenaplan.allocation.minimize import minimize
+from arenaplan.allocation.packing import Columns, stack
 from arenaplan.allocation.problem import Problem, Solution, height_of
 from arenaplan.errors import AllocationError
 
 
 @dataclass(frozen=True, slots=True)
 class Portfolio:
-    """Greedy portfolio, then the exact solver within ``seconds`` if above the bound."""
+    """Greedy portfolio, then the exact solver, all within ``seconds`` (None: no limit)."""
 
     name: str = "portfolio"
     use_exact: bool = True
-    seconds: float = 2.0
+    seconds: float | None = 2.0
 
     def solve(self, problem: Problem) -> Solution:
+        deadline = Deadline.after(self.seconds)
+        check_fixed(problem)
+        cols = Columns.of(problem)
         lb = lower_bound(problem)
-        greedy = best_greedy(problem, problem.capacity)
+        greedy = None
+        if not deadline.expired("preparation"):
+            greedy = best_greedy(problem, problem.capacity, deadline, cols)
         if greedy is None:
-            raise AllocationError(
-                f"no packing found within the capacity of {problem.capacity} bytes "
-                f"(lower bound {lb} bytes)"
-            )
+            return self._fallback(problem, cols, lb, deadline)
         how, offsets = greedy
         height = height_of(problem, offsets)
         if height <= lb or not self.use_exact or problem.capacity is not None:
-            return Solution(tuple(offsets), height, lb, f"{self.name}:{how}")
-        exact = minimize(problem, seconds=self.seconds)
+            return Solution(tuple(offsets), height, lb, f"{self.name}:{how}", deadline.ended_by)
+        exact = minimize(problem, deadline=deadline, greedy=greedy)
         if exact.height < height:
-            return Solution(exact.offsets, exact.height, exact.lower_bound, f"{self.name}:exact")
-        return Solution(tuple(offsets), height, exact.lower_bound, f"{self.name}:{how}")
+            return Solution(
+                exact.offsets, exact.height, exact.lower_bound, f"{self.name}:exact", exact.stopped
+            )
+        return Solution(
+            tuple(offsets), height, exact.lower_bound, f"{self.name}:{how}", exact.stopped
+        )
+
+    def _fallback(self, problem: Problem, cols: Columns, lb: int, deadline: Deadline) -> Solution:
+        """No first-fit order finished: within the capacity there is none, or the
+        time ran out first (then stack the buffers, if that fits)."""
+        cap = problem.capacity
+        if not deadline.ended_by:
+            raise AllocationError(
+                f"no packing found within the capacity of {cap} bytes (lower bound {lb} bytes)"
+            )
+        offsets = stack(cols)
+        height = height_of(problem, offsets)
+        if cap is not None and height > cap:
+            raise AllocationError(
+                f"the time limit passed ({deadline.ended_by}) before any packing within "
+                f"the capacity of {cap} bytes was found (lower bound {lb} bytes)"
+            )
+        return Solution(tuple(offsets), height, lb, f"{self.name}:stacked", deadline.ended_by)

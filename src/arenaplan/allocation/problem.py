@@ -53,13 +53,16 @@ class Solution:
     """One offset (bytes) per buffer, in problem order; ``height`` = max(offset + size).
 
     ``lower_bound`` is the best proven bound on the height known to the allocator;
-    ``optimal`` means height == a proven bound.
+    ``optimal`` means height == a proven bound. ``stopped`` names the phase the
+    time limit cut short ("reading", "preparation", "greedy:<order>", "search"),
+    "" when the allocator finished its work.
     """
 
     offsets: tuple[int, ...]
     height: int
     lower_bound: int
     allocator: str
+    stopped: str = ""
 
     @property
     def optimal(self) -> bool:

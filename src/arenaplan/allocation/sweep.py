@@ -9,8 +9,9 @@ that can be packed independently (the height is the largest of theirs).
 from __future__ import annotations
 
 from array import array
-from bisect import bisect_left
 from dataclasses import dataclass
+
+import numpy as np
 
 from arenaplan.allocation.problem import Buffer, Problem
 
@@ -65,46 +66,86 @@ def split_parts(problem: Problem, members: list[int]) -> list[list[int]]:
     return [sorted(p) for p in parts]
 
 
+def table_entries(problem: Problem, members: list[int]) -> int:
+    """Entries of the tables ``make_part`` would build for ``members``: ordered
+    time-neighbour pairs plus (buffer, section) memberships. O(n log n), so a
+    part too large for the search is turned away before anything is built."""
+    if not members:
+        return 0
+    first = np.array([problem.buffers[i].first for i in members], dtype=np.int64)
+    last = np.array([problem.buffers[i].last for i in members], dtype=np.int64)
+    ends, starts = np.sort(last), np.sort(first)
+    # neighbours of k: all, less those ending before it starts or starting after it ends
+    before = np.searchsorted(ends, first, side="left")
+    after = len(members) - np.searchsorted(starts, last, side="right")
+    pairs = int((len(members) - before - after - 1).sum())
+    bounds = np.unique(np.concatenate((first, last + 1)))
+    spans = np.searchsorted(bounds, last + 1) - np.searchsorted(bounds, first)
+    return pairs + int(spans.sum())
+
+
+def _ranges(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(owner, value) for every integer of every ``[lo[k], hi[k])``, owner-major."""
+    span = hi - lo
+    owner = np.repeat(np.arange(len(lo), dtype=np.int64), span)
+    start_of = np.repeat(np.cumsum(span) - span, span)
+    return owner, np.repeat(lo, span) + (np.arange(int(span.sum()), dtype=np.int64) - start_of)
+
+
+def _csr(groups: np.ndarray, items: np.ndarray, n_groups: int) -> tuple[array, array]:
+    """CSR lists of ``items`` by ``groups`` (both sorted by group, then item)."""
+    start = np.zeros(n_groups + 1, dtype=np.int64)
+    np.cumsum(np.bincount(groups, minlength=n_groups), out=start[1:])
+    return array("i", start.astype(np.int32).tobytes()), array(
+        "i", items.astype(np.int32).tobytes()
+    )
+
+
 def make_part(problem: Problem, members: list[int]) -> Part:
+    """The tables of the C search for ``members`` (numpy; cost and memory are
+    linear in ``table_entries``)."""
     bufs = [problem.buffers[i] for i in members]
-    bounds = _boundaries(bufs)
+    m = len(bufs)
+    first = np.array([b.first for b in bufs], dtype=np.int64)
+    last = np.array([b.last for b in bufs], dtype=np.int64)
+    size = np.array([b.size for b in bufs], dtype=np.int64)
+    bounds = np.unique(np.concatenate((first, last + 1)))
     n_sec = len(bounds) - 1
-    lo = [bisect_left(bounds, b.first) for b in bufs]
-    hi = [bisect_left(bounds, b.last + 1) for b in bufs]
-    loads = [0] * n_sec
-    in_section: list[list[int]] = [[] for _ in range(n_sec)]
-    for k, b in enumerate(bufs):
-        for t in range(lo[k], hi[k]):
-            loads[t] += b.size
-            in_section[t].append(k)
-    neighbours: list[set[int]] = [set() for _ in bufs]
-    for members_t in in_section:
-        for k in members_t:
-            neighbours[k].update(members_t)
-    ov_start, ov = array("i", [0]), array("i")
-    for k in range(len(bufs)):
-        ov.extend(sorted(neighbours[k] - {k}))
-        ov_start.append(len(ov))
-    sb_start, sb = array("i", [0]), array("i")
-    for members_t in in_section:
-        sb.extend(members_t)
-        sb_start.append(len(sb))
+    lo = np.searchsorted(bounds, first).astype(np.int64)
+    hi = np.searchsorted(bounds, last + 1).astype(np.int64)
+    delta = np.zeros(n_sec + 1, dtype=np.int64)
+    np.add.at(delta, lo, size)
+    np.add.at(delta, hi, -size)
+    loads = np.cumsum(delta[:-1])
+    owner, section = _ranges(lo, hi)  # every (buffer, section) where it is live
+    by_section = np.lexsort((owner, section))
+    sb_start, sb = _csr(section[by_section], owner[by_section], n_sec)
+    # time-neighbours: j with lo[j] < hi[k] and hi[j] > lo[k], j != k, ascending
+    by_lo = np.argsort(lo, kind="stable")
+    lo_sorted = lo[by_lo]
+    ov_start, chunks = array("i", [0]), []
+    for k in range(m):
+        cand = by_lo[: np.searchsorted(lo_sorted, hi[k], side="left")]
+        near = np.sort(cand[(hi[cand] > lo[k]) & (cand != k)])
+        chunks.append(near.astype(np.int32))
+        ov_start.append(ov_start[-1] + len(near))
+    ov = array("i", np.concatenate(chunks).tobytes() if chunks else b"")
     return Part(
         buffers=tuple(members),
-        size=array("q", [b.size for b in bufs]),
+        size=array("q", size.tobytes()),
         align=array("q", [b.alignment for b in bufs]),
         fixed=array("q", [-1 if b.offset is None else b.offset for b in bufs]),
-        sec_lo=array("i", lo),
-        sec_hi=array("i", hi),
+        sec_lo=array("i", lo.astype(np.int32).tobytes()),
+        sec_hi=array("i", hi.astype(np.int32).tobytes()),
         ov_start=ov_start,
         ov=ov,
         sb_start=sb_start,
         sb=sb,
-        loads=tuple(loads),
-        starts=tuple(bounds[:-1]),
-        steps=tuple((b.first, b.last) for b in bufs),
-        first=array("q", [b.first for b in bufs]),
-        last=array("q", [b.last for b in bufs]),
+        loads=tuple(loads.tolist()),
+        starts=tuple(bounds[:-1].tolist()),
+        steps=tuple(zip(first.tolist(), last.tolist(), strict=True)),
+        first=array("q", first.tobytes()),
+        last=array("q", last.tobytes()),
     )
 
 
