@@ -466,10 +466,15 @@ static int search(Search *s, Range r, int64_t min_off, int32_t min_pre, int32_t 
  *      .   c      c   .            (everything stored under them is inside [l, r))
  *         [l .... r)
  *
- * A query walks up from offset 0 through these ~4 log(sections) range lists;
- * an insert adds one range to each. Cost per buffer: O(log^2) plus the gaps
- * skipped below the answer; memory: O(log) ranges per buffer at most, far
- * fewer where ranges merge. */
+ * Read one by one, the own[] lists of ~log(sections) ancestors interleave
+ * (a stack of long buffers spread over many levels), and a query would step
+ * through every one of them. So the upper levels (depth <= 15) also keep
+ * cover[x], the union of own[] of x and its ancestors, merged, rebuilt lazily
+ * when an own[] on its path changed; a query reads below[c], cover[] of c's
+ * ancestor at that depth and own[] of the few levels between. An insert adds
+ * one range to each list on the paths. Cost per buffer: O(log^2) plus the
+ * gaps skipped below the answer and the cover[] rebuilt; memory: O(log)
+ * ranges per buffer at most, far fewer where ranges merge. */
 
 typedef struct {
   int64_t lo, hi; /* bytes [lo, hi) */
@@ -533,10 +538,63 @@ static int spans_add(SpanSet *set, int64_t lo, int64_t hi) {
 }
 
 typedef struct {
-  int32_t leaves;    /* a power of two >= the number of sections */
-  SpanSet *own, *below; /* per node 1 .. 2 * leaves - 1 */
-  SpanSet **sets;    /* scratch: the lists a query reads */
+  int32_t leaves;        /* a power of two >= the number of sections */
+  SpanSet *own, *below;  /* per node 1 .. 2 * leaves - 1 */
+  /* cover[x]: own[] of x and of all its ancestors, merged; kept for the nodes
+   * of depth <= cached_depth only, rebuilt when stale: cover[x] is current
+   * when built[x] > mod[y] for every y on the path from the root to x */
+  int32_t cached_depth;
+  SpanSet *cover;
+  int64_t *built, *mod, clock;
+  int64_t *seen_own, *seen_cover; /* the query that last took each list */
+  SpanSet **sets;                 /* scratch: the lists a query reads */
 } Skyline;
+
+static int node_depth(int32_t x) {
+  int d = 0;
+  while ((x >> d) > 1) d++;
+  return d;
+}
+
+/* out = a | b, merged (touching ranges joined). */
+static int spans_union(SpanSet *out, const SpanSet *a, const SpanSet *b) {
+  int32_t need = a->n + b->n;
+  if (need > out->cap) {
+    Span *v = realloc(out->v, (size_t)(need ? need : 1) * sizeof(Span));
+    if (!v) return -1;
+    out->v = v;
+    out->cap = need ? need : 1;
+  }
+  int32_t i = 0, j = 0, n = 0;
+  while (i < a->n || j < b->n) {
+    Span next = (j >= b->n || (i < a->n && a->v[i].lo <= b->v[j].lo)) ? a->v[i++] : b->v[j++];
+    if (n > 0 && out->v[n - 1].hi >= next.lo) {
+      if (next.hi > out->v[n - 1].hi) out->v[n - 1].hi = next.hi;
+    } else {
+      out->v[n++] = next;
+    }
+  }
+  out->n = n;
+  return 0;
+}
+
+/* cover[x] made current (x of depth <= cached_depth), top-down from the root. */
+static SpanSet *cover_of(Skyline *k, int32_t x) {
+  int32_t path[40];
+  int32_t m = 0;
+  for (int32_t y = x; y >= 1; y >>= 1) path[m++] = y;
+  int64_t newest = 0; /* the latest change of own[] on the path so far */
+  static const SpanSet empty = {NULL, 0, 0};
+  for (int32_t q = m - 1; q >= 0; q--) {
+    int32_t y = path[q];
+    if (k->mod[y] > newest) newest = k->mod[y];
+    if (k->built[y] > newest) continue;
+    const SpanSet *above = y > 1 ? &k->cover[y >> 1] : &empty;
+    if (spans_union(&k->cover[y], above, &k->own[y])) return NULL;
+    k->built[y] = ++k->clock;
+  }
+  return &k->cover[x];
+}
 
 /* Is node x's range of sections inside [l, r)? */
 static int node_inside(const Skyline *k, int32_t x, int32_t l, int32_t r) {
@@ -565,9 +623,14 @@ static int32_t cover(const Skyline *k, int32_t l, int32_t r, int32_t *out, int32
   return n;
 }
 
-/* Lowest aligned offset whose [off, off + size) meets no range of the sets. */
-static int64_t lowest_fit(SpanSet **sets, int32_t n_sets, int64_t size, int64_t align) {
-  int64_t off = 0;
+/* Lowest aligned offset whose [off, off + size) meets no range of the sets,
+ * found in at most max_probes steps up (each passes one range; < 0: no cap).
+ * Past the cap: just above the highest range of the sets (still valid). Every
+ * step passes a distinct range end, so with max_probes >= the number of
+ * placed buffers the answer is always the lowest fit. */
+static int64_t lowest_fit(SpanSet **sets, int32_t n_sets, int64_t size, int64_t align,
+                          int64_t max_probes) {
+  int64_t off = 0, probes = 0;
   if (size <= 0) return 0;
   for (int moved = 1; moved;) {
     moved = 0;
@@ -575,6 +638,7 @@ static int64_t lowest_fit(SpanSet **sets, int32_t n_sets, int64_t size, int64_t 
       const SpanSet *set = sets[q];
       int32_t i = spans_after(set, off);
       while (i < set->n && set->v[i].lo < off + size) {
+        if (max_probes >= 0 && probes++ >= max_probes) goto on_top;
         off = align_up(set->v[i].hi, align);
         moved = 1;
         i = spans_after(set, off);
@@ -582,15 +646,48 @@ static int64_t lowest_fit(SpanSet **sets, int32_t n_sets, int64_t size, int64_t 
     }
   }
   return off;
+on_top:
+  for (int32_t q = 0; q < n_sets; q++)
+    if (sets[q]->n && sets[q]->v[sets[q]->n - 1].hi > off) off = sets[q]->v[sets[q]->n - 1].hi;
+  return align_up(off, align);
 }
 
 static int skyline_add(Skyline *k, const int32_t *canon, int32_t n_canon, const int32_t *path,
                        int32_t n_path, int64_t lo, int64_t hi) {
-  for (int32_t q = 0; q < n_canon; q++)
+  for (int32_t q = 0; q < n_canon; q++) {
     if (spans_add(&k->own[canon[q]], lo, hi) || spans_add(&k->below[canon[q]], lo, hi)) return -1;
+    k->mod[canon[q]] = ++k->clock;
+  }
   for (int32_t q = 0; q < n_path; q++)
     if (spans_add(&k->below[path[q]], lo, hi)) return -1;
   return 0;
+}
+
+/* The lists a query over the canonical nodes reads: below[c] of each (what
+ * lives inside c) and what covers c from above: cover[] of its ancestor at
+ * the cached depth (or of c itself) plus own[] of the nodes between. Each
+ * list once. Returns the count, -1 on memory failure. */
+static int32_t query_sets(Skyline *k, const int32_t *canon, int32_t n_canon) {
+  int32_t n = 0;
+  int64_t query = ++k->clock; /* stamps the lists taken, so each is read once */
+  for (int32_t c = 0; c < n_canon; c++) {
+    int32_t x = canon[c], up = x;
+    k->sets[n++] = &k->below[x];
+    for (int d = node_depth(x); d > k->cached_depth;) {
+      up >>= 1;
+      d--;
+      if (d > k->cached_depth && k->own[up].n && k->seen_own[up] != query) {
+        k->seen_own[up] = query;
+        k->sets[n++] = &k->own[up];
+      }
+    }
+    if (k->seen_cover[up] == query) continue;
+    k->seen_cover[up] = query;
+    SpanSet *cov = cover_of(k, up);
+    if (!cov) return -1;
+    if (cov->n) k->sets[n++] = cov;
+  }
+  return n;
 }
 
 enum { FF_DONE = 0, FF_CAPACITY = 2, FF_DEADLINE = 3, FF_INTERRUPT = 4, FF_MEMORY = -1 };
@@ -604,17 +701,27 @@ enum { FF_DONE = 0, FF_CAPACITY = 2, FF_DEADLINE = 3, FF_INTERRUPT = 4, FF_MEMOR
 static int first_fit(const int32_t *sec_lo, const int32_t *sec_hi, const int64_t *size,
                      const int64_t *align, const int64_t *fixed, int32_t n, const int32_t *order,
                      int32_t m, int32_t n_sections, int64_t capacity, double deadline,
-                     int64_t *offset, int32_t *placed) {
+                     int64_t max_probes, int64_t *offset, int32_t *placed) {
   Skyline k;
+  memset(&k, 0, sizeof k);
   int code = FF_DONE;
   k.leaves = 1;
   while (k.leaves < n_sections) k.leaves *= 2;
   k.own = calloc(2 * (size_t)k.leaves, sizeof(SpanSet));
   k.below = calloc(2 * (size_t)k.leaves, sizeof(SpanSet));
-  k.sets = malloc(8 * 64 * sizeof(SpanSet *));
+  k.cached_depth = node_depth(k.leaves) < 15 ? node_depth(k.leaves) : 15;
+  size_t n_cached = (size_t)2 << k.cached_depth; /* nodes 1 .. 2^(depth+1) - 1 */
+  k.cover = calloc(n_cached, sizeof(SpanSet));
+  k.built = calloc(n_cached, sizeof(int64_t));
+  k.mod = calloc(2 * (size_t)k.leaves, sizeof(int64_t));
+  k.seen_own = calloc(2 * (size_t)k.leaves, sizeof(int64_t));
+  k.seen_cover = calloc(n_cached, sizeof(int64_t));
+  k.clock = 0;
+  k.sets = malloc(64 * 40 * sizeof(SpanSet *)); /* <= 62 canonical nodes x (2 + depth) */
   int32_t canon[64], path[128];
   *placed = 0;
-  if (!k.own || !k.below || !k.sets) {
+  if (!k.own || !k.below || !k.cover || !k.built || !k.mod || !k.seen_own || !k.seen_cover ||
+      !k.sets) {
     code = FF_MEMORY;
     goto out;
   }
@@ -646,10 +753,12 @@ static int first_fit(const int32_t *sec_lo, const int32_t *sec_hi, const int64_t
       continue;
     }
     int32_t n_path, n_canon = cover(&k, sec_lo[i], sec_hi[i], canon, path, &n_path);
-    int32_t n_sets = 0;
-    for (int32_t c = 0; c < n_canon; c++) k.sets[n_sets++] = &k.below[canon[c]];
-    for (int32_t c = 0; c < n_path; c++) k.sets[n_sets++] = &k.own[path[c]];
-    int64_t off = lowest_fit(k.sets, n_sets, size[i], align[i]);
+    int32_t n_sets = query_sets(&k, canon, n_canon);
+    if (n_sets < 0) {
+      code = FF_MEMORY;
+      goto out;
+    }
+    int64_t off = lowest_fit(k.sets, n_sets, size[i], align[i], max_probes);
     if (capacity >= 0 && off + size[i] > capacity) {
       code = FF_CAPACITY;
       goto out;
@@ -666,8 +775,15 @@ out:
     for (int32_t x = 0; x < 2 * k.leaves; x++) free(k.own[x].v);
   if (k.below)
     for (int32_t x = 0; x < 2 * k.leaves; x++) free(k.below[x].v);
+  if (k.cover)
+    for (size_t x = 0; x < ((size_t)2 << k.cached_depth); x++) free(k.cover[x].v);
   free(k.own);
   free(k.below);
+  free(k.cover);
+  free(k.built);
+  free(k.mod);
+  free(k.seen_own);
+  free(k.seen_cover);
   free(k.sets);
   return code;
 }
@@ -810,20 +926,22 @@ done:
 
 
 PyDoc_STRVAR(first_fit_doc,
-             "first_fit(sec_lo, sec_hi, size, align, fixed, order, n_sections, capacity, seconds)\n"
+             "first_fit(sec_lo, sec_hi, size, align, fixed, order, n_sections, capacity, seconds,\n"
+             "          max_probes)\n"
              "-> (code, offsets bytes (int64), placed)\n\n"
              "int32 arrays: sec_lo, sec_hi (sections [lo, hi) of each buffer), order; int64:\n"
              "size, align, fixed (-1: free). code 0 done, 2 over capacity, 3 deadline.\n"
-             "capacity < 0: none; seconds <= 0: no deadline.");
+             "capacity < 0: none; seconds <= 0: no deadline; max_probes < 0: no cap (past\n"
+             "it, a buffer goes above the ranges live with it).");
 
 static PyObject *py_first_fit(PyObject *self, PyObject *args) {
   (void)self;
   PyObject *o[6];
   int n_sections;
-  long long capacity;
+  long long capacity, max_probes;
   double seconds;
-  if (!PyArg_ParseTuple(args, "OOOOOOiLd", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5],
-                        &n_sections, &capacity, &seconds))
+  if (!PyArg_ParseTuple(args, "OOOOOOiLdL", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5],
+                        &n_sections, &capacity, &seconds, &max_probes))
     return NULL;
   Py_buffer v[6];
   int got = 0;
@@ -861,7 +979,7 @@ static PyObject *py_first_fit(PyObject *self, PyObject *args) {
   int32_t placed = 0;
   double deadline = seconds > 0 ? now_seconds() + seconds : 0;
   int code = first_fit(sec_lo, sec_hi, v[0].buf, v[3].buf, v[4].buf, (int32_t)n, order,
-                       (int32_t)m, n_sections, capacity, deadline, offset, &placed);
+                       (int32_t)m, n_sections, capacity, deadline, max_probes, offset, &placed);
   if (code == FF_MEMORY) {
     PyErr_NoMemory();
     goto done;

@@ -21,6 +21,12 @@ class Deadline:
     at: float | None
     ended_by: str = ""
     started: float = field(default_factory=time.monotonic)
+    reserve: float = 0.0  # seconds kept back at the end for validation and output
+
+    def keep_back(self, n_buffers: int) -> None:
+        """Keep time for what follows the work: validating and writing the
+        answer (or the fallback packing), ~8 us a buffer."""
+        self.reserve = max(self.reserve, n_buffers * 8e-6)
 
     @classmethod
     def after(cls, seconds: float | None) -> Deadline:
@@ -28,11 +34,11 @@ class Deadline:
 
     def left(self) -> float | None:
         """Seconds left (never below zero), or None without a limit."""
-        return None if self.at is None else max(self.at - time.monotonic(), 0.0)
+        return None if self.at is None else max(self.at - self.reserve - time.monotonic(), 0.0)
 
     def expired(self, phase: str) -> bool:
         """Has the time run out? The first phase to see it is recorded."""
-        if self.at is None or time.monotonic() < self.at:
+        if self.at is None or time.monotonic() < self.at - self.reserve:
             return False
         if not self.ended_by:
             self.ended_by = phase

@@ -13,6 +13,7 @@ import io
 from collections.abc import Sequence
 from pathlib import Path
 
+from arenaplan.allocation.deadline import Deadline
 from arenaplan.allocation.problem import Buffer, Problem
 from arenaplan.errors import AllocationError
 from arenaplan.inputs import read_text_input
@@ -24,8 +25,8 @@ OPTIONAL = ("alignment", "offset")
 LIMIT = 1 << 62
 
 
-def _int(row: dict[str, str], key: str, line: int) -> int:
-    text = (row.get(key) or "").strip()
+def _int(text: str, key: str, line: int) -> int:
+    text = text.strip()
     try:
         value = int(text)
     except ValueError:
@@ -35,21 +36,24 @@ def _int(row: dict[str, str], key: str, line: int) -> int:
     return value
 
 
-def _buffer(row: dict[str, str], line: int) -> Buffer:
-    ident = (row.get("id") or "").strip()
+def _buffer(row: list[str], cols: dict[str, int], line: int) -> Buffer:
+    """One row; ``cols`` maps each column present to its index in the row."""
+    ident = row[cols["id"]].strip()
     if not ident:
         raise AllocationError(f"row {line}: empty id")
-    lower, upper, size = (_int(row, k, line) for k in ("lower", "upper", "size"))
+    lower, upper, size = (_int(row[cols[k]], k, line) for k in ("lower", "upper", "size"))
     if upper <= lower:
         raise AllocationError(f"row {line} ({ident}): upper {upper} must be above lower {lower}")
     if size < 0:
         raise AllocationError(f"row {line} ({ident}): negative size {size}")
-    alignment = _int(row, "alignment", line) if (row.get("alignment") or "").strip() else 1
+    align_text = row[cols["alignment"]].strip() if "alignment" in cols else ""
+    alignment = _int(align_text, "alignment", line) if align_text else 1
     if alignment < 1 or alignment & (alignment - 1):
         raise AllocationError(
             f"row {line} ({ident}): alignment {alignment} must be a power of two (1, 2, 4, ...)"
         )
-    offset = _int(row, "offset", line) if (row.get("offset") or "").strip() else None
+    offset_text = row[cols["offset"]].strip() if "offset" in cols else ""
+    offset = _int(offset_text, "offset", line) if offset_text else None
     if offset is not None and offset < 0:
         raise AllocationError(f"row {line} ({ident}): fixed offset {offset} is negative")
     if offset is not None and offset % alignment:
@@ -60,17 +64,22 @@ def _buffer(row: dict[str, str], line: int) -> Buffer:
     return Buffer(ident, lower, upper - 1, size, alignment, offset)
 
 
-def parse_problem(text: str, capacity: int | None = None) -> Problem:
-    """Parse CSV text; every error names its row (the header is row 1)."""
+def parse_problem(
+    text: str, capacity: int | None = None, deadline: Deadline | None = None
+) -> Problem:
+    """Parse CSV text; every error names its row (the header is row 1).
+
+    Reading cannot stop half-way (the problem must be whole): past ``deadline``
+    it goes on, and records "reading" as the phase the time limit ended."""
     try:
-        return _parse(text.removeprefix("\ufeff"), capacity)
+        return _parse(text.removeprefix("\ufeff"), capacity, deadline)
     except csv.Error as exc:
         raise AllocationError(f"not a readable CSV file: {exc}") from None
 
 
-def _parse(text: str, capacity: int | None) -> Problem:
-    reader = csv.DictReader(io.StringIO(text))
-    header = [h.strip() for h in (reader.fieldnames or [])]
+def _parse(text: str, capacity: int | None, deadline: Deadline | None) -> Problem:
+    reader = csv.reader(io.StringIO(text))
+    header = [h.strip() for h in next(reader, [])]
     missing = [c for c in REQUIRED if c not in header]
     if missing:
         raise AllocationError(
@@ -79,17 +88,28 @@ def _parse(text: str, capacity: int | None) -> Problem:
     unknown = [c for c in header if c not in REQUIRED + OPTIONAL]
     if unknown:
         raise AllocationError(f"row 1: unknown column(s) {', '.join(unknown)}")
-    reader.fieldnames = header
+    cols = {name: k for k, name in enumerate(header)}
+    width = len(header)
     buffers = []
     seen: set[str] = set()
-    for line, row in enumerate(reader, start=2):
-        if None in row:
+    line = 1  # records, as numbered in messages: the header is row 1, blank lines skipped
+    for row in reader:
+        if not row:
+            continue
+        line += 1
+        if len(row) > width:
             raise AllocationError(f"row {line}: more fields than columns")
-        b = _buffer(row, line)
+        if len(row) < width:
+            row = row + [""] * (width - len(row))
+        b = _buffer(row, cols, line)
         if b.id in seen:
             raise AllocationError(f"row {line}: duplicate id {b.id!r}")
         seen.add(b.id)
         buffers.append(b)
+        if deadline is not None and line % 65536 == 0:
+            deadline.expired("reading")
+    if deadline is not None:
+        deadline.expired("reading")
     _check_total(buffers)
     return Problem(tuple(buffers), capacity)
 
@@ -104,10 +124,12 @@ def _check_total(buffers: list[Buffer]) -> None:
         )
 
 
-def read_problem(path: Path, capacity: int | None = None) -> Problem:
+def read_problem(
+    path: Path, capacity: int | None = None, deadline: Deadline | None = None
+) -> Problem:
     text = read_text_input(path, "CSV", AllocationError)
     try:
-        return parse_problem(text, capacity)
+        return parse_problem(text, capacity, deadline)
     except AllocationError as exc:
         raise AllocationError(f"{path}: {exc}") from None
 

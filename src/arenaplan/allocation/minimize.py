@@ -18,7 +18,7 @@ from arenaplan.allocation.bounds import check_fixed, lower_bound
 from arenaplan.allocation.deadline import Deadline
 from arenaplan.allocation.exact import Feasibility, SearchParams, check_capacity, prepare
 from arenaplan.allocation.heuristics import best_greedy
-from arenaplan.allocation.packing import Columns, stack
+from arenaplan.allocation.packing import Columns, skyline
 from arenaplan.allocation.problem import Problem, Solution, height_of
 from arenaplan.allocation.validate import check_solution
 
@@ -90,10 +90,12 @@ def minimize(
 
     ``deadline`` (shared with the caller's earlier phases) overrides ``seconds``;
     ``greedy`` (order name, offsets) is a first packing the caller already has.
-    When it passes before any first-fit order finishes, the buffers are stacked
-    (``stack``): an answer, never a good one, and ``how`` says so."""
+    When it passes before any first-fit order finishes, the fallback is the
+    ``skyline`` packing (no gap search): an answer, rarely a good one, and
+    ``how`` says so."""
     params = params or SearchParams()
     deadline = deadline if deadline is not None else Deadline.after(seconds)
+    deadline.keep_back(len(problem.buffers))
     check_fixed(problem)
     cols = Columns.of(problem)
     state = _start(problem, cols, deadline, greedy)
@@ -133,21 +135,21 @@ def minimize(
 def _start(
     problem: Problem, cols: Columns, deadline: Deadline, greedy: tuple[str, list[int]] | None
 ) -> _State:
-    """The bounds and the best greedy packing, or a stacking if time ran out first."""
+    """The bounds and the best greedy packing, or the skyline packing if time ran out first."""
     lo = lower_bound(problem)
     if greedy is None and deadline.expired("preparation"):
-        return _stacked(problem, cols, lo)
+        return _fallback(problem, cols, lo)
     if greedy is None:
         greedy = best_greedy(problem, None, deadline, cols)
     if greedy is None:
-        return _stacked(problem, cols, lo)
+        return _fallback(problem, cols, lo)
     how, offsets = greedy
     return _State(lo, height_of(problem, offsets), offsets, f"greedy:{how}")
 
 
-def _stacked(problem: Problem, cols: Columns, lo: int) -> _State:
-    offsets = stack(cols)
-    how = "stacked: the time limit passed before any first-fit order finished"
+def _fallback(problem: Problem, cols: Columns, lo: int) -> _State:
+    offsets = skyline(cols)
+    how = "skyline: the time limit passed before any first-fit order finished"
     return _State(lo, height_of(problem, offsets), offsets, how)
 
 

@@ -20,6 +20,11 @@ from arenaplan.allocation.deadline import Deadline
 from arenaplan.allocation.problem import Problem
 
 DONE, OVER_CAPACITY, DEADLINE = 0, 2, 3
+# Steps up through too-small gaps allowed per buffer before it goes on top of
+# the ranges live with it. Each step passes a distinct placed buffer, so with
+# at most PROBES buffers this is exact first-fit; beyond, it bounds the cost on
+# problems with thousands of live buffers and gaps (dense, log-uniform sizes).
+PROBES = 4096
 
 
 def align_up(x: int, a: int) -> int:
@@ -64,9 +69,12 @@ def first_fit(
     order: Sequence[int] | np.ndarray,
     capacity: int | None = None,
     deadline: Deadline | None = None,
+    probes: int = PROBES,
 ) -> tuple[int, list[int] | None]:
     """(status, offsets): ``DONE`` with the offsets of every buffer (those not in
-    ``order`` and not fixed stay at 0), ``OVER_CAPACITY`` or ``DEADLINE`` with None."""
+    ``order`` and not fixed stay at 0), ``OVER_CAPACITY`` or ``DEADLINE`` with None.
+
+    ``probes``: gaps tried per buffer before it goes on top (< 0: no limit)."""
     order = np.ascontiguousarray(order, dtype=np.int32)
     seconds = 0.0  # the C code reads <= 0 as "no deadline"
     if deadline is not None and deadline.at is not None:
@@ -81,6 +89,7 @@ def first_fit(
         cols.n_sections,
         -1 if capacity is None else capacity,
         seconds,
+        probes,
     )
     if code != DONE:
         return code, None
@@ -93,13 +102,10 @@ def pack(problem: Problem, order: Sequence[int], capacity: int | None = None) ->
     return offsets
 
 
-def stack(cols: Columns) -> list[int]:
-    """The packing that always completes at once: free buffers stacked one above
-    another (aligned), above the highest fixed one. Valid, never tight."""
-    top = int((cols.fixed + cols.size)[cols.fixed >= 0].max(initial=0))
-    offsets = cols.fixed.tolist()
-    for i in np.flatnonzero(cols.fixed < 0).tolist():
-        top = align_up(top, int(cols.align[i]))
-        offsets[i] = top
-        top += int(cols.size[i])
+def skyline(cols: Columns) -> list[int]:
+    """The fallback packing: by first step, each buffer right above the ones live
+    with it (no gap search), O(log^2 sections) a buffer; valid, rarely tight."""
+    order = np.lexsort((-cols.size, cols.first))
+    _, offsets = first_fit(cols, order, probes=0)
+    assert offsets is not None  # no capacity, no deadline: always completes
     return offsets

@@ -7,8 +7,9 @@
    the time: it returns a packing no higher, and the best proven bound.
 All phases share one deadline, ``seconds`` after ``solve`` starts; the
 solution's ``stopped`` names the phase it cut short. If it passes before any
-first-fit order finishes, the buffers are stacked (valid, not tight) and the
-allocator's name says so. A solution whose height equals its proven bound is
+first-fit order finishes, the fallback is the ``skyline`` packing (each buffer
+right above those live with it: valid, not tight) and the allocator's name
+says so. A solution whose height equals its proven bound is
 optimal.
 """
 
@@ -20,7 +21,7 @@ from arenaplan.allocation.bounds import check_fixed, lower_bound
 from arenaplan.allocation.deadline import Deadline
 from arenaplan.allocation.heuristics import best_greedy
 from arenaplan.allocation.minimize import minimize
-from arenaplan.allocation.packing import Columns, stack
+from arenaplan.allocation.packing import Columns, skyline
 from arenaplan.allocation.problem import Problem, Solution, height_of
 from arenaplan.errors import AllocationError
 
@@ -35,6 +36,7 @@ class Portfolio:
 
     def solve(self, problem: Problem) -> Solution:
         deadline = Deadline.after(self.seconds)
+        deadline.keep_back(len(problem.buffers))
         check_fixed(problem)
         cols = Columns.of(problem)
         lb = lower_bound(problem)
@@ -58,17 +60,17 @@ class Portfolio:
 
     def _fallback(self, problem: Problem, cols: Columns, lb: int, deadline: Deadline) -> Solution:
         """No first-fit order finished: within the capacity there is none, or the
-        time ran out first (then stack the buffers, if that fits)."""
+        time ran out first (then the skyline packing, if it fits)."""
         cap = problem.capacity
         if not deadline.ended_by:
             raise AllocationError(
                 f"no packing found within the capacity of {cap} bytes (lower bound {lb} bytes)"
             )
-        offsets = stack(cols)
+        offsets = skyline(cols)
         height = height_of(problem, offsets)
         if cap is not None and height > cap:
             raise AllocationError(
                 f"the time limit passed ({deadline.ended_by}) before any packing within "
                 f"the capacity of {cap} bytes was found (lower bound {lb} bytes)"
             )
-        return Solution(tuple(offsets), height, lb, f"{self.name}:stacked", deadline.ended_by)
+        return Solution(tuple(offsets), height, lb, f"{self.name}:skyline", deadline.ended_by)

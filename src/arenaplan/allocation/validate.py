@@ -6,6 +6,8 @@ buffers alone and names each violation (which buffers, which step, which bytes).
 
 from __future__ import annotations
 
+import bisect
+import heapq
 from collections.abc import Collection, Sequence
 
 import numpy as np
@@ -68,6 +70,51 @@ def _overlaps(
     but for the ``shared`` pairs."""
     if len(placed) < 2:
         return []
+    if not shared and _disjoint(problem, offsets, placed):
+        return []
+    return _all_overlaps(problem, offsets, placed, shared)
+
+
+def _disjoint(problem: Problem, offsets: Sequence[int | None], placed: list[int]) -> bool:
+    """True when no two placed buffers overlap, by a sweep over steps in O(n log n).
+
+    The buffers live at the current step are kept as their first bytes, sorted
+    (distinct while they are disjoint), with their ends beside; a newcomer can
+    only meet its two neighbours there.
+    """
+    bufs = problem.buffers
+    rects = sorted(
+        (bufs[i].first, offsets[i], offsets[i] + bufs[i].size, bufs[i].last)
+        for i in placed
+        if bufs[i].size > 0
+    )
+    starts: list[int] = []  # first bytes of the live buffers, sorted
+    end_of: dict[int, int] = {}  # first byte -> end (half-open) of a live buffer
+    leaving: list[tuple[int, int]] = []  # heap of (last step, first byte)
+    for first, lo, hi, last in rects:
+        while leaving and leaving[0][0] < first:
+            gone = heapq.heappop(leaving)[1]
+            del starts[bisect.bisect_left(starts, gone)]
+            del end_of[gone]
+        k = bisect.bisect_left(starts, lo)
+        if k < len(starts) and starts[k] < hi:  # the next one starts inside (or at lo)
+            return False
+        if k > 0 and end_of[starts[k - 1]] > lo:  # the previous one ends above lo
+            return False
+        starts.insert(k, lo)
+        end_of[lo] = hi
+        heapq.heappush(leaving, (last, lo))
+    return True
+
+
+def _all_overlaps(
+    problem: Problem,
+    offsets: Sequence[int | None],
+    placed: list[int],
+    shared: Collection[frozenset[int]],
+) -> list[str]:
+    """Every overlapping pair (up to ``MAX_REPORTED``), by comparing each buffer
+    with all others: O(n^2), run only when something is wrong or shared."""
     bufs = problem.buffers
     first = np.array([bufs[i].first for i in placed], dtype=np.int64)
     last = np.array([bufs[i].last for i in placed], dtype=np.int64)

@@ -3,20 +3,29 @@
 Without ``--capacity``: minimise the height (best packing and proven bound at the
 time limit). With it: is there a packing within N bytes? Exit status 0 with a
 packing, 1 when proven infeasible, 3 when the time ran out first.
+
+One deadline covers every phase (reading, preparation, each greedy order, the
+search); the answer names the phase it cut short. Two fixed buffers that
+overlap are refused at once, in both modes.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import time
 from pathlib import Path
 
 from rich.console import Console
 
-from arenaplan.allocation.exact import SearchParams, check_capacity
+from arenaplan.allocation.bounds import check_fixed
+from arenaplan.allocation.deadline import Deadline
+from arenaplan.allocation.exact import Feasibility, SearchParams, check_capacity
+from arenaplan.allocation.heuristics import best_greedy
 from arenaplan.allocation.minimalloc_csv import format_solution, read_problem
 from arenaplan.allocation.minimize import minimize
+from arenaplan.allocation.problem import Problem, Solution
 from arenaplan.errors import UsageError
 from arenaplan.export.files import Outputs
 from arenaplan.units import SIZE_HELP, seconds_arg, size_arg
@@ -59,6 +68,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         help=f"comma-separated search heuristics to switch off: {', '.join(SWITCHES)}",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress or summary")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print a JSON summary (height, bound, how, the phase the time limit ended)",
+    )
     p.set_defaults(run=run)
 
 
@@ -96,48 +110,106 @@ class _Progress:
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
+    deadline = Deadline.after(args.time_limit)
     outputs = Outputs((args.problem,))
     outputs.claim(args.output, "-o")
     params = _params(args.disable)
-    problem = read_problem(args.problem)
+    problem = read_problem(args.problem, deadline=deadline)
+    deadline.keep_back(len(problem.buffers) * (2 if args.output else 1))
+    check_fixed(problem)
     progress = _Progress(console, args.quiet)
     if progress.status is not None:
         progress.status.start()
     try:
         if args.capacity is not None:
-            return _decide(args, console, problem, params, progress, outputs)
-        solution = minimize(problem, params, args.time_limit, progress)
+            return _decide(args, console, problem, params, progress, outputs, deadline)
+        solution = minimize(problem, params, progress=progress, deadline=deadline)
     finally:
         if progress.status is not None:
             progress.status.stop()
     if args.output is not None:
         outputs.add(args.output, format_solution(problem, solution.offsets).encode())
         outputs.write_all()
+    seconds = time.monotonic() - deadline.started
+    if args.json:
+        print(json.dumps(_summary(problem, solution, seconds)))
     if not args.quiet:
-        verdict = (
-            "proven optimal"
-            if solution.optimal
-            else f"gap {(solution.height - solution.lower_bound) / solution.lower_bound:.2%} "
-            "to the proven bound"
-        )
-        console.print(
-            f"height {solution.height:,} (bound {solution.lower_bound:,}, {verdict}); "
-            f"{len(problem.buffers)} buffers in {time.monotonic() - progress.started:.2f} s"
-        )
+        console.print(_verdict(problem, solution, seconds))
     return 0
 
 
+def _summary(problem: Problem, solution: Solution, seconds: float) -> dict:
+    return {
+        "buffers": len(problem.buffers),
+        "height": solution.height,
+        "lower_bound": solution.lower_bound,
+        "optimal": solution.optimal,
+        "gap": (solution.height - solution.lower_bound) / max(solution.lower_bound, 1),
+        "how": solution.allocator,
+        "stopped": solution.stopped,
+        "seconds": round(seconds, 3),
+    }
+
+
+def _verdict(problem: Problem, solution: Solution, seconds: float) -> str:
+    if solution.optimal:
+        verdict = "proven optimal"
+    else:
+        gap = (solution.height - solution.lower_bound) / max(solution.lower_bound, 1)
+        verdict = f"gap {gap:.2%} to the proven bound"
+    ended = f"; the time limit ended {solution.stopped}" if solution.stopped else ""
+    return (
+        f"height {solution.height:,} (bound {solution.lower_bound:,}, {verdict}; "
+        f"{solution.allocator}{ended}); {len(problem.buffers)} buffers in {seconds:.2f} s"
+    )
+
+
 def _decide(
-    args, console: Console, problem, params: SearchParams, progress: _Progress, outputs: Outputs
+    args,
+    console: Console,
+    problem: Problem,
+    params: SearchParams,
+    progress: _Progress,
+    outputs: Outputs,
+    deadline: Deadline,
 ) -> int:
-    answer = check_capacity(problem, args.capacity, params, args.time_limit, progress)
+    """First-fit orders first (cheap), then the exact search, on one deadline."""
+    greedy = (
+        None if deadline.expired("preparation") else best_greedy(problem, args.capacity, deadline)
+    )
+    if greedy is not None:
+        answer = Feasibility(
+            "feasible", args.capacity, tuple(greedy[1]), reason=f"greedy:{greedy[0]}"
+        )
+    else:
+        left = deadline.left()
+        answer = check_capacity(problem, args.capacity, params, left, progress)
+        if answer.status == "unknown" and answer.reason == "time limit reached":
+            deadline.stop("search")
+        elif answer.status == "unknown":
+            deadline.expired("preparation")
+    seconds = time.monotonic() - deadline.started
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "buffers": len(problem.buffers),
+                    "capacity": args.capacity,
+                    "status": answer.status,
+                    "reason": answer.reason,
+                    "stopped": deadline.ended_by,
+                    "seconds": round(seconds, 3),
+                }
+            )
+        )
     if answer.status == "feasible" and answer.offsets is not None:
         if args.output is not None:
             outputs.add(args.output, format_solution(problem, answer.offsets).encode())
             outputs.write_all()
         if not args.quiet:
-            console.print(f"feasible at {args.capacity:,} ({answer.seconds:.2f} s)")
+            console.print(f"feasible at {args.capacity:,} ({seconds:.2f} s)")
         return 0
     if not args.quiet:
-        console.print(f"{answer.status} at {args.capacity:,}: {answer.reason}")
+        ended = f" (the time limit ended {deadline.ended_by})" if deadline.ended_by else ""
+        console.print(f"{answer.status} at {args.capacity:,}: {answer.reason}{ended}")
     return EXIT_INFEASIBLE if answer.status == "infeasible" else EXIT_UNKNOWN
