@@ -468,7 +468,7 @@ static int search(Search *s, Range r, int64_t min_off, int32_t min_pre, int32_t 
  *
  * Read one by one, the own[] lists of ~log(sections) ancestors interleave
  * (a stack of long buffers spread over many levels), and a query would step
- * through every one of them. So the upper levels (depth <= 15) also keep
+ * through every one of them. So the upper levels (depth <= 12) also keep
  * cover[x], the union of own[] of x and its ancestors, merged, rebuilt lazily
  * when an own[] on its path changed; a query reads below[c], cover[] of c's
  * ancestor at that depth and own[] of the few levels between. An insert adds
@@ -709,7 +709,7 @@ static int first_fit(const int32_t *sec_lo, const int32_t *sec_hi, const int64_t
   while (k.leaves < n_sections) k.leaves *= 2;
   k.own = calloc(2 * (size_t)k.leaves, sizeof(SpanSet));
   k.below = calloc(2 * (size_t)k.leaves, sizeof(SpanSet));
-  k.cached_depth = node_depth(k.leaves) < 15 ? node_depth(k.leaves) : 15;
+  k.cached_depth = node_depth(k.leaves) < 12 ? node_depth(k.leaves) : 12;
   size_t n_cached = (size_t)2 << k.cached_depth; /* nodes 1 .. 2^(depth+1) - 1 */
   k.cover = calloc(n_cached, sizeof(SpanSet));
   k.built = calloc(n_cached, sizeof(int64_t));

@@ -26,6 +26,7 @@ from arenaplan.allocation.heuristics import best_greedy
 from arenaplan.allocation.minimalloc_csv import format_solution, read_problem
 from arenaplan.allocation.minimize import minimize
 from arenaplan.allocation.problem import Problem, Solution
+from arenaplan.allocation.validate import check_solution
 from arenaplan.errors import UsageError
 from arenaplan.export.files import Outputs
 from arenaplan.units import SIZE_HELP, seconds_arg, size_arg
@@ -164,6 +165,17 @@ def _verdict(problem: Problem, solution: Solution, seconds: float) -> str:
     )
 
 
+def _decision(problem: Problem, answer: Feasibility, deadline: Deadline, seconds: float) -> dict:
+    return {
+        "buffers": len(problem.buffers),
+        "capacity": answer.capacity,
+        "status": answer.status,
+        "reason": answer.reason,
+        "stopped": deadline.ended_by,
+        "seconds": round(seconds, 3),
+    }
+
+
 def _decide(
     args,
     console: Console,
@@ -178,6 +190,7 @@ def _decide(
         None if deadline.expired("preparation") else best_greedy(problem, args.capacity, deadline)
     )
     if greedy is not None:
+        check_solution(Problem(problem.buffers, args.capacity), greedy[1])
         answer = Feasibility(
             "feasible", args.capacity, tuple(greedy[1]), reason=f"greedy:{greedy[0]}"
         )
@@ -190,18 +203,7 @@ def _decide(
             deadline.expired("preparation")
     seconds = time.monotonic() - deadline.started
     if args.json:
-        print(
-            json.dumps(
-                {
-                    "buffers": len(problem.buffers),
-                    "capacity": args.capacity,
-                    "status": answer.status,
-                    "reason": answer.reason,
-                    "stopped": deadline.ended_by,
-                    "seconds": round(seconds, 3),
-                }
-            )
-        )
+        print(json.dumps(_decision(problem, answer, deadline, seconds)))
     if answer.status == "feasible" and answer.offsets is not None:
         if args.output is not None:
             outputs.add(args.output, format_solution(problem, answer.offsets).encode())
