@@ -189,10 +189,12 @@ def test_overlapping_fixed_buffers_are_refused_in_every_mode(tmp_path, capsys) -
         off = "" if b.offset is None else b.offset
         rows.append(f"{b.id},{b.first},{b.last + 1},{b.size},{b.alignment},{off}")
     path.write_text("\n".join(rows) + "\n")
-    for extra in ([], ["--capacity", "100000"]):
-        assert main(["solve", str(path), "--time-limit", "20", *extra]) == 2
-        err = capsys.readouterr().err
-        assert "pinned_a and pinned_b overlap" in err and len(err.strip().splitlines()) == 1
+    assert main(["solve", str(path), "--time-limit", "20"]) == 2  # an input error
+    err = capsys.readouterr().err
+    assert "pinned_a and pinned_b overlap" in err and len(err.strip().splitlines()) == 1
+    assert main(["solve", str(path), "--capacity", "100000", "--time-limit", "20"]) == 1
+    out = capsys.readouterr().out  # a decision: proven infeasible, the pair named
+    assert "infeasible" in out and "pinned_a and pinned_b overlap" in out
 
 
 def _random_problem(n: int, seed: int = 1) -> Problem:

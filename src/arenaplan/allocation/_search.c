@@ -468,7 +468,7 @@ static int search(Search *s, Range r, int64_t min_off, int32_t min_pre, int32_t 
  *
  * Read one by one, the own[] lists of ~log(sections) ancestors interleave
  * (a stack of long buffers spread over many levels), and a query would step
- * through every one of them. So the upper levels (depth <= 12) also keep
+ * through every one of them. So the upper levels (depth <= 8) also keep
  * cover[x], the union of own[] of x and its ancestors, merged, rebuilt lazily
  * when an own[] on its path changed; a query reads below[c], cover[] of c's
  * ancestor at that depth and own[] of the few levels between. An insert adds
@@ -665,23 +665,25 @@ static int skyline_add(Skyline *k, const int32_t *canon, int32_t n_canon, const 
 
 /* The lists a query over the canonical nodes reads: below[c] of each (what
  * lives inside c) and what covers c from above: cover[] of its ancestor at
- * the cached depth (or of c itself) plus own[] of the nodes between. Each
- * list once. Returns the count, -1 on memory failure. */
-static int32_t query_sets(Skyline *k, const int32_t *canon, int32_t n_canon) {
+ * the cached depth (or of c itself) plus own[] of the nodes between; without
+ * use_cover, own[] of every ancestor instead. Each list once. Returns the
+ * count, -1 on memory failure. */
+static int32_t query_sets(Skyline *k, const int32_t *canon, int32_t n_canon, int use_cover) {
   int32_t n = 0;
   int64_t query = ++k->clock; /* stamps the lists taken, so each is read once */
+  int floor_depth = use_cover ? k->cached_depth : 0; /* own[] read down to here */
   for (int32_t c = 0; c < n_canon; c++) {
     int32_t x = canon[c], up = x;
     k->sets[n++] = &k->below[x];
-    for (int d = node_depth(x); d > k->cached_depth;) {
+    for (int d = node_depth(x); d > floor_depth;) {
       up >>= 1;
       d--;
-      if (d > k->cached_depth && k->own[up].n && k->seen_own[up] != query) {
+      if ((d > floor_depth || !use_cover) && k->own[up].n && k->seen_own[up] != query) {
         k->seen_own[up] = query;
         k->sets[n++] = &k->own[up];
       }
     }
-    if (k->seen_cover[up] == query) continue;
+    if (!use_cover || k->seen_cover[up] == query) continue;
     k->seen_cover[up] = query;
     SpanSet *cov = cover_of(k, up);
     if (!cov) return -1;
@@ -709,7 +711,7 @@ static int first_fit(const int32_t *sec_lo, const int32_t *sec_hi, const int64_t
   while (k.leaves < n_sections) k.leaves *= 2;
   k.own = calloc(2 * (size_t)k.leaves, sizeof(SpanSet));
   k.below = calloc(2 * (size_t)k.leaves, sizeof(SpanSet));
-  k.cached_depth = node_depth(k.leaves) < 12 ? node_depth(k.leaves) : 12;
+  k.cached_depth = node_depth(k.leaves) < 8 ? node_depth(k.leaves) : 8;
   size_t n_cached = (size_t)2 << k.cached_depth; /* nodes 1 .. 2^(depth+1) - 1 */
   k.cover = calloc(n_cached, sizeof(SpanSet));
   k.built = calloc(n_cached, sizeof(int64_t));
@@ -753,7 +755,8 @@ static int first_fit(const int32_t *sec_lo, const int32_t *sec_hi, const int64_t
       continue;
     }
     int32_t n_path, n_canon = cover(&k, sec_lo[i], sec_hi[i], canon, path, &n_path);
-    int32_t n_sets = query_sets(&k, canon, n_canon);
+    /* without gap search (max_probes 0) only the tops matter: no cover[] */
+    int32_t n_sets = query_sets(&k, canon, n_canon, max_probes != 0);
     if (n_sets < 0) {
       code = FF_MEMORY;
       goto out;

@@ -88,7 +88,7 @@ class _Clock:
         return time.monotonic() - self.started
 
 
-def _fixed_conflict(problem: Problem, capacity: int) -> str | None:
+def fixed_conflict(problem: Problem, capacity: int) -> str | None:
     """Why the fixed buffers alone rule ``capacity`` out: one ends above it (empty
     buffers too: an offset is a promise), or two overlap in time and bytes."""
     fixed = [b for b in problem.buffers if b.offset is not None]
@@ -205,7 +205,7 @@ def check_capacity(
     ``prepared``: the parts from ``prepare`` (made here when not given, within
     ``seconds``)."""
     clock = _Clock(None if seconds is None else time.monotonic() + seconds)
-    why = _fixed_conflict(problem, capacity)
+    why = fixed_conflict(problem, capacity)
     if why:
         return Feasibility("infeasible", capacity, reason=why)
     why = _load_conflict(problem, capacity)

@@ -21,7 +21,7 @@ from rich.console import Console
 
 from arenaplan.allocation.bounds import check_fixed
 from arenaplan.allocation.deadline import Deadline
-from arenaplan.allocation.exact import Feasibility, SearchParams, check_capacity
+from arenaplan.allocation.exact import Feasibility, SearchParams, check_capacity, fixed_conflict
 from arenaplan.allocation.heuristics import best_greedy
 from arenaplan.allocation.minimalloc_csv import format_solution, read_problem
 from arenaplan.allocation.minimize import minimize
@@ -117,7 +117,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
     params = _params(args.disable)
     problem = read_problem(args.problem, deadline=deadline)
     deadline.keep_back(len(problem.buffers) * (2 if args.output else 1))
-    check_fixed(problem)
+    if args.capacity is None:
+        check_fixed(problem)  # with --capacity: "infeasible", with the two named
     progress = _Progress(console, args.quiet)
     if progress.status is not None:
         progress.status.start()
@@ -185,11 +186,15 @@ def _decide(
     outputs: Outputs,
     deadline: Deadline,
 ) -> int:
-    """First-fit orders first (cheap), then the exact search, on one deadline."""
-    greedy = (
-        None if deadline.expired("preparation") else best_greedy(problem, args.capacity, deadline)
-    )
-    if greedy is not None:
+    """Fixed buffers first (infeasible at once if they overlap or stick out), then
+    first-fit orders (cheap), then the exact search, on one deadline."""
+    why = fixed_conflict(problem, args.capacity)
+    greedy = None
+    if not why and not deadline.expired("preparation"):
+        greedy = best_greedy(problem, args.capacity, deadline)
+    if why:
+        answer = Feasibility("infeasible", args.capacity, reason=why)
+    elif greedy is not None:
         check_solution(Problem(problem.buffers, args.capacity), greedy[1])
         answer = Feasibility(
             "feasible", args.capacity, tuple(greedy[1]), reason=f"greedy:{greedy[0]}"
