@@ -6,7 +6,6 @@ buffers alone and names each violation (which buffers, which step, which bytes).
 
 from __future__ import annotations
 
-import bisect
 import heapq
 from collections.abc import Collection, Sequence
 
@@ -79,29 +78,32 @@ def _disjoint(problem: Problem, offsets: Sequence[int | None], placed: list[int]
     """True when no two placed buffers overlap, by a sweep over steps in O(n log n).
 
     The buffers live at the current step are kept as their first bytes, sorted
-    (distinct while they are disjoint), with their ends beside; a newcomer can
-    only meet its two neighbours there.
+    (distinct while they are disjoint; a ``SortedList``: O(log n) inserts and
+    removals with hundreds of thousands live), with their ends beside; a newcomer
+    can only meet its two neighbours there.
     """
+    from sortedcontainers import SortedList
+
     bufs = problem.buffers
     rects = sorted(
         (bufs[i].first, offsets[i], offsets[i] + bufs[i].size, bufs[i].last)
         for i in placed
         if bufs[i].size > 0
     )
-    starts: list[int] = []  # first bytes of the live buffers, sorted
+    starts = SortedList()  # first bytes of the live buffers
     end_of: dict[int, int] = {}  # first byte -> end (half-open) of a live buffer
     leaving: list[tuple[int, int]] = []  # heap of (last step, first byte)
     for first, lo, hi, last in rects:
         while leaving and leaving[0][0] < first:
             gone = heapq.heappop(leaving)[1]
-            del starts[bisect.bisect_left(starts, gone)]
+            starts.remove(gone)
             del end_of[gone]
-        k = bisect.bisect_left(starts, lo)
+        k = starts.bisect_left(lo)
         if k < len(starts) and starts[k] < hi:  # the next one starts inside (or at lo)
             return False
         if k > 0 and end_of[starts[k - 1]] > lo:  # the previous one ends above lo
             return False
-        starts.insert(k, lo)
+        starts.add(lo)
         end_of[lo] = hi
         heapq.heappush(leaving, (last, lo))
     return True
