@@ -76,6 +76,15 @@ def test_a_row_per_task(zoo: list[Path]) -> None:
     assert run_task(room)["status"] == "ok"
 
 
+def test_weights_that_cannot_be_read_in_place_are_copied(zoo: list[Path]) -> None:
+    none, whole = (
+        run_task(t)
+        for t in make_tasks([zoo[0]], ["xcore_ai"], [1 << 20], weights=["none", "whole"])
+    )
+    assert none["status"] == "ok" and none["latency"] == whole["latency"]
+    assert none["memories"] == whole["memories"]
+
+
 def test_a_corrupt_model_is_a_failed_row(tmp_path: Path) -> None:
     bad = tmp_path / "bad.tflite"
     bad.write_bytes(b"TFL3" + bytes(40))

@@ -28,8 +28,10 @@ NONE = "none"  # no passes, or no weights policy (weights where they lie)
 class Task:
     """``model``: path to a .tflite; ``model_hash``: SHA-256 of its bytes; ``target``:
     a built-in name or a target TOML path; ``sram``: bytes of the target's fastest
-    memory; ``passes``: comma-separated pass names or "none"; ``weights``: a
-    ``--weights`` policy or "none"; ``time_limit``: seconds for the exact solver."""
+    memory; ``passes``: pass names joined by "+", or "none"; ``weights``: a
+    ``--weights`` policy, or "none": weights where they lie, or copied whole before
+    their operator where the target cannot read them in place (xcore.ai's flash);
+    ``time_limit``: seconds for the exact solver."""
 
     model: str
     model_hash: str
@@ -130,11 +132,18 @@ def _plan(task: Task) -> dict[str, Any]:
         time_limit=task.time_limit, aliases=aliases, clobber_inputs=clobber, kernels=target.kernels
     )
     caps = {target.fastest().name: task.sram}
-    if task.weights != NONE:
-        found = _with_weights(rewritten, target, task.weights, caps, options)
+    weights = task.weights
+    if weights == NONE and _weights_memory(target).read != "in-place":
+        weights = "whole"  # they cannot be read where they lie
+    if weights != NONE:
+        found = _with_weights(rewritten, target, weights, caps, options)
     else:
         found = _without_weights(rewritten, target, caps, options)
     return found | {"extra_macs": _extra_macs(model, rewritten)}
+
+
+def _weights_memory(target):
+    return [m for m in target.memories if "weights" in m.holds][-1]
 
 
 def _target(name: str):
