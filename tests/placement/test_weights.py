@@ -138,7 +138,7 @@ def test_policy_costs_follow_the_formulas() -> None:
     conv = costs.ops[0]
     t_d = costs._in_dest(conv)
     whole = costs.choice(conv, Policy("whole"))
-    assert whole.seconds == pytest.approx(t_d + conv.bytes / 10e6 + 100 / 100e6)
+    assert whole.seconds == pytest.approx(t_d + conv.bytes / 10e6 + 2 * 100 / 100e6)  # 2 tensors
     assert (whole.ram, whole.first) == (-(-conv.bytes // 16) * 16, conv.op)
     groups = costs.choice(conv, Policy("groups", 16))
     assert groups.seconds == pytest.approx(t_d + conv.bytes / 10e6 + 3 * 100 / 100e6)
@@ -154,6 +154,18 @@ def test_policy_costs_follow_the_formulas() -> None:
     g = c / 2
     assert double.seconds == pytest.approx(t_fc + max(0, g - t_prev) + max(0, g - t_fc / 2))
     assert double.ram == 2 * (-(-16 * 1444 // 16) * 16)
+
+
+def test_time_model_copies_what_cannot_be_read_in_place() -> None:
+    """Weights in a memory that is not mapped are charged as a blocking copy of each
+    tensor before its operator, then read from RAM: the ``whole`` policy's time."""
+    m = read_model_bytes(chain())
+    costs = WeightCosts(m, target("copy", "blocking", 10e6, 100))
+    for w in costs.ops:
+        whole = costs.choice(w, Policy("whole"))
+        assert costs.base[w.op] == pytest.approx(whole.seconds)
+    mapped = WeightCosts(m, target("in-place", "blocking", 10e6, 100))
+    assert mapped.base != costs.base  # read in place: latency stalls instead of copies
 
 
 def test_in_place_refused_where_weights_are_not_mapped() -> None:

@@ -35,6 +35,11 @@ Placements map tensors to memories; the persistent arena's memory is given
 apart; kernel scratch lives in the head, by default in the fastest memory, or
 where the placement maps the key :data:`SCRATCH`.
 
+A memory that cannot be read in place (``Memory.read == "copy"``, xcore.ai's
+flash) is not read by operators: each tensor an operator reads from it is first
+copied into the fastest memory (``copy_cycles``: its bytes at the memory's copy
+rate plus its copy latency, once per operator, blocking), and the reads go there.
+
 Targets whose memory traffic overlaps compute (an NPU's DMA) keep the roofline
 of ``analysis.cost`` (``Target.time_model == "roofline"``).
 """
@@ -180,14 +185,34 @@ def per_memory(
     scratch lives where ``where[SCRATCH]`` says (default: the fastest memory),
     flatbuffer bytes with the weights."""
     out: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    scratch = where.get(SCRATCH, target.fastest().name)
+    fast = target.fastest().name
+    scratch = where.get(SCRATCH, fast)
     others = {PERSISTENT: persistent, SCRATCH: scratch, MODEL: _weights(target)}
     for key, a in op.accesses.items():
         name = others[key] if isinstance(key, str) else where[key]
+        if target.memory(name).read == "copy":
+            name = fast  # not memory-mapped: read from its copy (``copy_cycles``)
         n, b = reaching(a, target.memory(name))
         out[name][0] += n
         out[name][1] += b
     return {m: (n, b) for m, (n, b) in out.items()}
+
+
+def copy_cycles(op: OpAccesses, where: Mapping[AccessKey, str], target: Target) -> dict[str, float]:
+    """Cycles, per memory that cannot be read in place (``Memory.read == "copy"``),
+    to copy each tensor the operator reads from it into RAM first: once per
+    operator, blocking (a weights policy that stages them says otherwise:
+    ``placement.weights``)."""
+    out: dict[str, float] = defaultdict(float)
+    for key, a in op.accesses.items():
+        if isinstance(key, str):
+            continue
+        m = target.memory(where[key])
+        if m.read == "copy":
+            out[m.name] += (
+                m.copy_seconds(a.footprint or a.bytes, 1, target.clock_hz) * target.clock_hz
+            )
+    return dict(out)
 
 
 def _weights(target: Target) -> str:
@@ -241,7 +266,9 @@ def op_cycles(
         name: stall_cycles(target, name, count, nbytes)
         for name, (count, nbytes) in sorted(per_memory(op, where, persistent, target).items())
     }
-    return OpCycles(op, compute, memory)
+    for name, cycles in copy_cycles(op, where, target).items():
+        memory[name] = memory.get(name, 0.0) + cycles
+    return OpCycles(op, compute, dict(sorted(memory.items())))
 
 
 def model_cycles(

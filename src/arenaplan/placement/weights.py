@@ -20,8 +20,8 @@ Seconds of an operator under a policy (t_S, t_D: its time by the time model of
 transfers, ``Memory.copy_seconds``; N groups; t_prev: the operator ahead):
 
   in-place  t_S
-  whole     t_D + c(B, 1)                      blocking copy
-            t_D + max(0, c(B, 1) - t_prev)     DMA prefetch
+  whole     t_D + c(B, k)                      blocking copy (k: its weight tensors,
+            t_D + max(0, c(B, k) - t_prev)     DMA prefetch   one copy each)
   groups    t_D + c(B, N)
   double    t_D + max(0, c/N - t_prev) + (N - 1) * max(0, c/N - t_D/N)   DMA, c = c(B, N)
 
@@ -135,7 +135,7 @@ class WeightCosts:
         clock = self.target.clock_hz
         dma = self.source.copy == "dma"
         if p.kind == "whole":
-            c = self.source.copy_seconds(w.bytes, 1, clock)
+            c = self.source.copy_seconds(w.bytes, len(w.tensors), clock)  # a copy per tensor
             fetch = max(0.0, c - t_prev) if dma else c
             first = w.op - 1 if dma and w.op > 0 else w.op
             return OpChoice(w, p, _align(w.bytes), first, t_d + fetch, t_s, fetch)
