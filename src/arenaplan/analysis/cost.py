@@ -96,7 +96,7 @@ def operator_work(model: Model) -> list[OpWork]:
 def default_memory(model: Model, target: Target) -> dict[TensorKey, str]:
     """Everything in the fastest memory that may hold it: constants in the first memory
     holding weights that is listed last (flash), the rest in the first for activations."""
-    weights = [m.name for m in target.memories if "weights" in m.holds][-1]
+    weights = target.weights_memory().name
     acts = target.fastest().name
     return {
         (sg.index, t.index): weights if t.is_constant else acts

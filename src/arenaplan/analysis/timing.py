@@ -187,7 +187,7 @@ def per_memory(
     out: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     fast = target.fastest().name
     scratch = where.get(SCRATCH, fast)
-    others = {PERSISTENT: persistent, SCRATCH: scratch, MODEL: _weights(target)}
+    others = {PERSISTENT: persistent, SCRATCH: scratch, MODEL: target.weights_memory().name}
     for key, a in op.accesses.items():
         name = others[key] if isinstance(key, str) else where[key]
         if target.memory(name).read == "copy":
@@ -213,11 +213,6 @@ def copy_cycles(op: OpAccesses, where: Mapping[AccessKey, str], target: Target) 
                 m.copy_seconds(a.footprint or a.bytes, 1, target.clock_hz) * target.clock_hz
             )
     return dict(out)
-
-
-def _weights(target: Target) -> str:
-    """Where the flatbuffer lives: the last memory that may hold weights (flash)."""
-    return [m.name for m in target.memories if "weights" in m.holds][-1]
 
 
 def stall_cycles(target: Target, name: str, count: int, nbytes: int) -> float:

@@ -133,17 +133,13 @@ def _plan(task: Task) -> dict[str, Any]:
     )
     caps = {target.fastest().name: task.sram}
     weights = task.weights
-    if weights == NONE and _weights_memory(target).read != "in-place":
+    if weights == NONE and target.weights_memory().read != "in-place":
         weights = "whole"  # they cannot be read where they lie
     if weights != NONE:
         found = _with_weights(rewritten, target, weights, caps, options)
     else:
         found = _without_weights(rewritten, target, caps, options)
     return found | {"extra_macs": _extra_macs(model, rewritten)}
-
-
-def _weights_memory(target):
-    return [m for m in target.memories if "weights" in m.holds][-1]
 
 
 def _target(name: str):

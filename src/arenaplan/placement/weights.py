@@ -108,7 +108,7 @@ class WeightCosts:
 
     def __init__(self, model: Model, target: Target, where: dict[TensorKey, str] | None = None):
         self.target = target
-        self.source: Memory = [m for m in target.memories if "weights" in m.holds][-1]
+        self.source: Memory = target.weights_memory()
         self.dest: Memory = target.fastest()
         self.timer = Timer(model, target)
         self.where = where if where is not None else default_memory(model, target)

@@ -82,6 +82,11 @@ class Target:
         for activations."""
         return next(m for m in self.memories if holds in m.holds)
 
+    def weights_memory(self) -> Memory:
+        """Where the model's constants (the flatbuffer) live: the last memory that may
+        hold weights (flash)."""
+        return [m for m in self.memories if "weights" in m.holds][-1]
+
     def rate(self, kind: str, opcode: str = "") -> float:
         """Work per cycle of an operator: its opcode's rate, else its kind's, else
         the default (1.0 if the target gives none)."""
