@@ -23,10 +23,11 @@ persistent arena (op data), so they never move. Units: bytes, elements.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from arenaplan.analysis.sizes import tensor_bytes
-from arenaplan.ir.model import Model
+from arenaplan.ir.model import Model, Operator, Tensor
 
 # operators that read weights: opcode -> the input slots holding them (other
 # constant inputs, such as shapes, are parameters read once in Prepare)
@@ -76,6 +77,16 @@ def block_part(nbytes: int) -> int:
     return -(-nbytes // 4) * 4
 
 
+def weight_inputs(tensors: Sequence[Tensor], op: Operator) -> tuple[int, ...]:
+    """The constant inputs of ``op`` in its weight slots, each once, in input order."""
+    slots = WEIGHT_SLOTS.get(op.opcode, ())
+    return tuple(
+        dict.fromkeys(
+            i for k, i in enumerate(op.inputs) if k in slots and i >= 0 and tensors[i].is_constant
+        )
+    )
+
+
 def operator_weights(model: Model, min_bytes: int = 1) -> list[OpWeights]:
     """Every operator of subgraph 0 that reads at least ``min_bytes`` of weights,
     in execution order."""
@@ -83,14 +94,7 @@ def operator_weights(model: Model, min_bytes: int = 1) -> list[OpWeights]:
     sizes = tensor_bytes(model)[0]
     found = []
     for op in sg.operators:
-        slots = WEIGHT_SLOTS.get(op.opcode, ())
-        consts = tuple(
-            dict.fromkeys(
-                i
-                for k, i in enumerate(op.inputs)
-                if k in slots and i >= 0 and sg.tensors[i].is_constant
-            )
-        )
+        consts = weight_inputs(sg.tensors, op)
         total = sum(sizes[i] for i in consts)
         if not consts or total < min_bytes:
             continue

@@ -16,10 +16,11 @@ operator): the copy is then alive over both. Only weight inputs are staged
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from arenaplan.analysis.staging import WEIGHT_SLOTS
+from arenaplan.analysis.staging import WEIGHT_SLOTS, weight_inputs
 from arenaplan.ir.model import Model, Operator
 from arenaplan.passes.base import PassResult
 from arenaplan.passes.edit import SubgraphEdit, new_options
@@ -37,75 +38,64 @@ class Stage:
 
     def run(self, model: Model) -> PassResult:
         ops = model.subgraphs[0].operators
-        chosen = {o for o in self.ops if o < len(ops) and WEIGHT_SLOTS.get(ops[o].opcode)}
+        chosen = _chosen(model, self)
         if not chosen:
             return PassResult(model, False, "no operator staged", {"staged_operators": 0})
         edit = SubgraphEdit(model, 0)
         rewired: dict[int, Operator] = {}
-        for op in ops:
-            nxt = op.index + 1
-            if nxt in chosen and nxt in self.early:
-                rewired[nxt] = _staged(edit, ops[nxt])
-            if op.index in chosen and op.index not in rewired:
-                rewired[op.index] = _staged(edit, op)
-            edit.add_op(rewired.get(op.index, op))
+        for o, copies in _order(len(ops), chosen, set(self.early)):
+            if copies:
+                rewired[o] = _staged(edit, ops[o])
+            else:
+                edit.add_op(rewired.get(o, ops[o]))
         n = len(chosen)
         note = f"{n} operator{'s' if n != 1 else ''} read weights copied into the arena"
         return PassResult(edit.finish(), True, note, {"staged_operators": n})
 
 
+def _chosen(model: Model, stage: Stage) -> set[int]:
+    ops = model.subgraphs[0].operators
+    return {o for o in stage.ops if o < len(ops) and WEIGHT_SLOTS.get(ops[o].opcode)}
+
+
+def _order(n_ops: int, chosen: set[int], early: set[int]) -> Iterator[tuple[int, bool]]:
+    """The rewritten order: (o, True) where operator o's copies go, (o, False) where
+    o itself goes. Copies go just before their operator, or before the operator
+    ahead of it when ``early``."""
+    done: set[int] = set()
+    for o in range(n_ops):
+        if o + 1 in chosen and o + 1 in early:
+            done.add(o + 1)
+            yield o + 1, True
+        if o in chosen and o not in done:
+            yield o, True
+        yield o, False
+
+
 def _staged(edit: SubgraphEdit, op: Operator) -> Operator:
     """Add a RESHAPE copy for each weight input of ``op``; ``op`` reading the copies."""
-    inputs = list(op.inputs)
-    done: dict[int, int] = {}
+    copy_of: dict[int, int] = {}
+    for i in weight_inputs(edit.tensors, op):
+        src = edit.tensors[i]
+        copy_of[i] = edit.add_tensor(src, f"{src.name}/staged", src.shape)  # same quantisation
+        reshape = Operator(
+            0, "RESHAPE", False, (i,), (copy_of[i],), options=new_options("ReshapeOptions")
+        )
+        edit.add_op(reshape)
     slots = WEIGHT_SLOTS.get(op.opcode, ())
-    for k, i in enumerate(op.inputs):
-        if k not in slots or i < 0 or not edit.tensors[i].is_constant:
-            continue
-        if i not in done:
-            src = edit.tensors[i]
-            copy = edit.add_tensor(src, f"{src.name}/staged", src.shape)
-            edit.tensors[copy] = replace(edit.tensors[copy], quantization=src.quantization)
-            edit.add_op(
-                Operator(
-                    0,
-                    "RESHAPE",
-                    False,
-                    (i,),
-                    (copy,),
-                    options=new_options("ReshapeOptions"),
-                )
-            )
-            done[i] = copy
-        inputs[k] = done[i]
-    return replace(op, inputs=tuple(inputs))
+    inputs = tuple(copy_of.get(i, i) if k in slots else i for k, i in enumerate(op.inputs))
+    return replace(op, inputs=inputs)
 
 
 def staged_index(model: Model, stage: Stage) -> list[int]:
     """Where each operator of ``model`` (subgraph 0) lands after ``stage``: the
     copies inserted ahead of it shift it by one per distinct weight tensor."""
-    ops = model.subgraphs[0].operators
-    chosen = {o for o in stage.ops if o < len(ops) and WEIGHT_SLOTS.get(ops[o].opcode)}
-
-    def copies(o: int) -> int:
-        slots = WEIGHT_SLOTS.get(ops[o].opcode, ())
-        sg = model.subgraphs[0]
-        return len(
-            {
-                i
-                for k, i in enumerate(ops[o].inputs)
-                if k in slots and i >= 0 and sg.tensors[i].is_constant
-            }
-        )
-
-    where, at, done = [], 0, set()
-    for op in ops:
-        nxt = op.index + 1
-        if nxt in chosen and nxt in stage.early:
-            at += copies(nxt)
-            done.add(nxt)
-        if op.index in chosen and op.index not in done:
-            at += copies(op.index)
-        where.append(at)
-        at += 1
+    sg = model.subgraphs[0]
+    where, at = [], 0
+    for o, copies in _order(len(sg.operators), _chosen(model, stage), set(stage.early)):
+        if copies:
+            at += len(weight_inputs(sg.tensors, sg.operators[o]))
+        else:
+            where.append(at)
+            at += 1
     return where
