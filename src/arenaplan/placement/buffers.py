@@ -8,6 +8,7 @@ handle, and has bytes.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from arenaplan.allocation.packing import align_up
@@ -19,7 +20,7 @@ from arenaplan.analysis.sizes import tensor_bytes
 from arenaplan.errors import UnsupportedModelError
 from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Model
-from arenaplan.placement.plan import TFLM_ALIGNMENT
+from arenaplan.placement.plan import TFLM_ALIGNMENT, StagingRequest
 
 INT32_MAX = 2**31 - 1  # TFLM's planner takes sizes and offsets as int (32 bits on MCUs)
 
@@ -91,6 +92,22 @@ def arena_items(model: Model, pointer_size: int = 8, kernels: str = REFERENCE) -
             )
         )
     return ArenaItems(tensors, requests, tuple(buffers), sizes, lt)
+
+
+def staging_buffers(lt: Lifetimes, requests: Sequence[StagingRequest]) -> tuple[Buffer, ...]:
+    """The buffers of weight staging requests: alive from operator ``first`` to ``op``
+    (subgraph 0), sizes rounded up to TFLM's alignment like every head buffer."""
+    ops = lt.operators[0]
+    return tuple(
+        Buffer(
+            f"staging for operator {r.op}",
+            ops[r.first][0],
+            ops[r.op][1],
+            align_up(r.bytes, TFLM_ALIGNMENT),
+            TFLM_ALIGNMENT,
+        )
+        for r in requests
+    )
 
 
 def _check_size(model: Model, s: int, t: int, nbytes: int) -> None:

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from arenaplan.allocation.bounds import live_bytes_bound
-from arenaplan.allocation.packing import align_up, pack
+from arenaplan.allocation.packing import pack
 from arenaplan.allocation.problem import Buffer, Problem, Solution
 from arenaplan.allocation.registry import get_allocator
 from arenaplan.allocation.tflm_greedy import TflmGreedy, tflm_order
@@ -34,7 +34,7 @@ from arenaplan.analysis.aliases import alias_candidates
 from arenaplan.errors import AllocationError
 from arenaplan.ir.model import Model
 from arenaplan.placement.alias_classes import AliasLayout, alias_layout
-from arenaplan.placement.buffers import ArenaItems, arena_items
+from arenaplan.placement.buffers import ArenaItems, arena_items, staging_buffers
 from arenaplan.placement.plan import (
     TFLM_ALIGNMENT,
     Plan,
@@ -114,17 +114,7 @@ def _with_staging(
     """Place weight staging buffers around TFLM's tensors and scratch (fixed where
     TFLM will put them: it does not know of these buffers), lowest top of a few
     first-fit orders; the head grows to hold them."""
-    ops = items.lifetimes.operators[0]
-    bufs = [
-        Buffer(
-            f"staging for operator {r.op}",
-            ops[r.first][0],
-            ops[r.op][1],
-            align_up(r.bytes, TFLM_ALIGNMENT),
-            TFLM_ALIGNMENT,
-        )
-        for r in requests
-    ]
+    bufs = staging_buffers(items.lifetimes, requests)
     fixed = [_fixed(b, o) for b, o in zip(items.buffers, runs.offsets, strict=True)]
     problem = Problem((*fixed, *bufs))
     n = len(fixed)

@@ -33,14 +33,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from arenaplan.analysis.cost import TensorKey, default_memory
+from arenaplan.allocation.packing import align_up
+from arenaplan.analysis.cost import default_memory
 from arenaplan.analysis.staging import DEFAULT_GROUP, OpWeights, operator_weights
 from arenaplan.analysis.timing import Timer
 from arenaplan.errors import UsageError
 from arenaplan.ir.model import Model
+from arenaplan.placement.plan import TFLM_ALIGNMENT
 from arenaplan.targets.model import Memory, Target
-
-ALIGN = 16  # bytes: staging buffers are arena buffers, 16-aligned like TFLM's
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,22 +98,19 @@ class OpChoice:
         return self.weights.op
 
 
-def _align(n: int) -> int:
-    return -(-n // ALIGN) * ALIGN
-
-
 class WeightCosts:
     """Times and RAM of every policy of every operator reading weights, for one
     target (weights in its last weights memory, staged into its fastest)."""
 
-    def __init__(self, model: Model, target: Target, where: dict[TensorKey, str] | None = None):
+    def __init__(self, model: Model, target: Target) -> None:
         self.target = target
         self.source: Memory = target.weights_memory()
         self.dest: Memory = target.fastest()
         self.timer = Timer(model, target)
-        self.where = where if where is not None else default_memory(model, target)
+        self.where = default_memory(model, target)
         self.ops = operator_weights(model)
         self.base = [t.seconds for t in self.timer.times(self.where)]  # weights in S
+        self._choices: dict[tuple[int, Policy], OpChoice] = {}
 
     def allowed(self, w: OpWeights) -> list[Policy]:
         """The policies open to ``w``'s operator, in-place first if S is mapped."""
@@ -126,7 +123,14 @@ class WeightCosts:
         return found
 
     def choice(self, w: OpWeights, p: Policy) -> OpChoice:
-        """``w``'s operator under policy ``p`` (any group size)."""
+        """``w``'s operator under policy ``p`` (any group size), worked out once (the
+        search for RAM asks again for the same ones)."""
+        key = (w.op, p)
+        if key not in self._choices:
+            self._choices[key] = self._choice(w, p)
+        return self._choices[key]
+
+    def _choice(self, w: OpWeights, p: Policy) -> OpChoice:
         t_s = self.base[w.op]
         if p.kind == "in-place":
             return OpChoice(w, p, 0, w.op, t_s, t_s)
@@ -138,10 +142,10 @@ class WeightCosts:
             c = self.source.copy_seconds(w.bytes, len(w.tensors), clock)  # a copy per tensor
             fetch = max(0.0, c - t_prev) if dma else c
             first = w.op - 1 if dma and w.op > 0 else w.op
-            return OpChoice(w, p, _align(w.bytes), first, t_d + fetch, t_s, fetch)
+            return OpChoice(w, p, align_up(w.bytes, TFLM_ALIGNMENT), first, t_d + fetch, t_s, fetch)
         n = w.groups(p.group)
         c = self.source.copy_seconds(w.bytes, n, clock)
-        ram = _align(w.group_bytes(p.group))
+        ram = align_up(w.group_bytes(p.group), TFLM_ALIGNMENT)
         if not (p.double and dma):
             return OpChoice(w, p, ram * (2 if p.double else 1), w.op, t_d + c, t_s, c)
         g = c / n

@@ -17,14 +17,14 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from arenaplan.allocation.problem import Buffer
+from arenaplan.allocation.packing import align_up
 from arenaplan.analysis.lifetimes import compute_lifetimes
 from arenaplan.errors import AllocationError
 from arenaplan.ir.model import Model
 from arenaplan.passes.pipeline import run_passes
 from arenaplan.passes.stage import Stage, staged_index
-from arenaplan.placement.buffers import arena_items
-from arenaplan.placement.plan import Plan, PlanOptions, StagingRequest
+from arenaplan.placement.buffers import arena_items, staging_buffers
+from arenaplan.placement.plan import TFLM_ALIGNMENT, Plan, PlanOptions, StagingRequest
 from arenaplan.placement.planner import layout_plan, plan_model
 from arenaplan.placement.tiers import TierPlacement, laid_out_offsets, place_tiers
 from arenaplan.placement.validate import check_plan
@@ -71,12 +71,6 @@ def staged_requests(
     return staged, requests
 
 
-def realise(model: Model, choices: Sequence[OpChoice], options: PlanOptions) -> tuple[Model, Plan]:
-    """The model with its whole-operator copies, and its plan with the group buffers."""
-    staged, requests = staged_requests(model, choices)
-    return staged, plan_model(staged, replace(options, staging=requests))
-
-
 def plan_weights(
     model: Model,
     target: Target,
@@ -95,20 +89,24 @@ def plan_weights(
     live = _activation_live(model, options)
     fast = target.fastest()
     capacity = None if capacities is None else capacities.get(fast.name, fast.capacity)
+    spreads = len([m for m in target.memories if "activations" in m.holds]) > 1
     tiers = None
     while True:
-        staged, plan = realise(model, choices, options)
+        staged, requests = staged_requests(model, choices)
+        plan = plan_model(staged, replace(options, staging=requests))
         if capacity is None or plan.arena <= capacity:
             break
-        try:
-            if request is not None:
-                raise AllocationError(f"--weights {request.label} does not fit {fast.name}")
-            choices = _give_up_ram(costs, choices, live, capacity, plan.arena)
-        except AllocationError:
-            if len([m for m in target.memories if "activations" in m.holds]) < 2:
-                raise
-            staged, plan, tiers = _spread(model, choices, target, capacities or {}, options)
-            break
+        if request is None:  # auto: give up RAM where it costs the least time
+            try:
+                choices = _give_up_ram(costs, choices, live, capacity, plan.arena)
+                continue
+            except AllocationError:
+                if not spreads:
+                    raise
+        elif not spreads:
+            raise AllocationError(f"--weights {request.label} does not fit {fast.name}")
+        plan, tiers = _spread(staged, requests, target, capacities or {}, options)
+        break
     rest = sum(costs.base) - sum(c.in_place_seconds for c in choices)
     policy = IN_PLACE if costs.source.read == "in-place" else WHOLE
     baseline = tuple(costs.choice(c.weights, policy).seconds for c in choices)
@@ -130,20 +128,16 @@ def plan_weights(
 
 
 def _spread(
-    model: Model,
-    choices: Sequence[OpChoice],
+    staged: Model,
+    requests: tuple[StagingRequest, ...],
     target: Target,
     capacities: Mapping[str, int],
     options: PlanOptions,
-) -> tuple[Model, Plan, TierPlacement]:
-    """Activations over the target's memories, the weight buffers pinned in the
-    fastest; the plan laid out in one head (the fastest memory's region first)."""
-    staged, requests = staged_requests(model, choices)
-    ops = compute_lifetimes(staged).operators[0]
-    pinned = tuple(
-        Buffer(f"staging {r.op}", ops[r.first][0], ops[r.op][1], -(-r.bytes // 16) * 16, 16)
-        for r in requests
-    )
+) -> tuple[Plan, TierPlacement]:
+    """Activations of ``staged`` over the target's memories, the weight buffers
+    pinned in the fastest; the plan laid out in one head (the fastest memory's
+    region first)."""
+    pinned = staging_buffers(compute_lifetimes(staged), requests)
     sg = staged.subgraphs[0]
     fast = target.fastest().name
     where = {
@@ -155,14 +149,14 @@ def _spread(
     tiers = place_tiers(staged, target, capacities, "arenaplan", pinned, where)
     offsets = laid_out_offsets(tiers, target)
     plan = layout_plan(staged, offsets, "tiers", replace(options, staging=requests))
-    room = -(-tiers.heights[fast] // 16) * 16
+    room = align_up(tiers.heights[fast], TFLM_ALIGNMENT)
     if any(s.offset + s.size > room for s in plan.staging):  # first-fit went past it
         moved = tuple(
             replace(s, offset=o) for s, o in zip(plan.staging, tiers.pinned_offsets, strict=True)
         )
         plan = replace(plan, staging=moved, arena=max(plan.arena, room))
         check_plan(staged, plan)
-    return staged, plan, tiers
+    return plan, tiers
 
 
 def _activation_live(model: Model, options: PlanOptions) -> np.ndarray:
