@@ -45,9 +45,10 @@ from arenaplan.commands.weights import (
     add_weights_option,
     check_proof,
     check_weights_args,
+    fetch_schedule,
     print_weights,
     prove_copies,
-    weight_files,
+    staged_blob,
     weights_json,
     weights_plan,
 )
@@ -61,6 +62,7 @@ from arenaplan.export.planner_cpp import planner_source
 from arenaplan.export.report import html_report
 from arenaplan.export.summary import arena_line, print_rewrite, print_summary
 from arenaplan.export.tflite_writer import write_model
+from arenaplan.export.weights_blob import WeightsBlob
 from arenaplan.ir.model import Model
 from arenaplan.placement import Plan, PlanOptions, plan_model
 from arenaplan.placement.tiers import TierPlacement, place_tiers
@@ -309,10 +311,8 @@ def _plan(
         return _plan_weights(args, data, original, target, caps, base, profile)
     proof = None
     if pass_names(args):
-        objective = "head" if args.persistent_memory else "arena"
-        rw = rewrite(original, args, profile, objective)
-        options = replace(base, aliases=rw.aliases, clobber_inputs=rw.clobber_inputs)
-        plan, tiers, arena = _fit(args, rw.model, options, target, caps)
+        rw = rewrite(original, args, profile, _objective(args))
+        plan, tiers, arena = _fit(args, rw.model, _with_aliases(base, rw), target, caps)
         if not rw.changed and not plan.aliases:  # the plan of the model as given
             planned = planned_model_bytes(data, original, plan)
             return _Planned(original, plan, tiers, arena, planned, rw, None)
@@ -346,7 +346,7 @@ def _plan_weights(
     passes if any; the model's copies and rewrites proven in TFLM. A rewrite that is
     not proven falls back (said on stderr) to the weights of the model as given."""
     if pass_names(args):
-        rw = rewrite(original, args, profile, "head" if args.persistent_memory else "arena")
+        rw = rewrite(original, args, profile, _objective(args))
         done = _weights_of(args, data, original, rw.model, target, caps, _with_aliases(options, rw))
         if done.proof is not None and done.proof.proven:
             return replace(done, rewrite=rw)
@@ -362,6 +362,11 @@ def _plan_weights(
     done = _weights_of(args, data, original, original, target, caps, options)
     check_proof(done.proof)
     return done
+
+
+def _objective(args: argparse.Namespace) -> str:
+    """What bands minimise: the head alone when the tail lives elsewhere."""
+    return "head" if args.persistent_memory else "arena"
 
 
 def _with_aliases(options: PlanOptions, rw: Rewrite) -> PlanOptions:
@@ -385,19 +390,18 @@ def _weights_of(
     return _Planned(wp.model, wp.plan, wp.tiers, arena, planned, None, proof, weights=wp)
 
 
-def _extra_json(p: _Planned) -> dict[str, object]:
+def _extra_json(p: _Planned, blob: WeightsBlob | None) -> dict[str, object]:
+    """The JSON's ``passes``, ``proof`` and, with --weights, ``weights`` (whose own
+    ``proof`` is that of the model with its copies)."""
     records = p.rewrite.records if p.rewrite else ()
-    if p.weights is not None:
-        extra = _extra_json(replace(p, weights=None, rewrite=p.rewrite, proof=None))
-        return extra | {"weights": weights_json(p.weights, p.proof)}
-    return {
-        "passes": [
-            {"name": r.name, "options": r.options, "changed": r.changed, "note": r.note}
-            | {"stats": r.stats}
-            for r in records
-        ],
-        "proof": p.proof.as_dict() if p.proof else None,
-    }
+    passes = [
+        {"name": r.name, "options": r.options, "changed": r.changed, "note": r.note}
+        | {"stats": r.stats}
+        for r in records
+    ]
+    if p.weights is not None and blob is not None:
+        return {"passes": passes, "proof": None, "weights": weights_json(p.weights, p.proof, blob)}
+    return {"passes": passes, "proof": p.proof.as_dict() if p.proof else None}
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
@@ -421,8 +425,10 @@ def run(args: argparse.Namespace, console: Console) -> int:
     persistent = _persistent(model, plan, target, caps, tiers, profile)
     if args.output is not None:
         outputs.add(args.output, planned)
+    wanted = args.json or args.weights_blob or args.schedule
+    blob = staged_blob(done.weights) if done.weights is not None and wanted else None
     if args.json is not None:
-        text = plan_to_json(model, plan, name, where, refusals, _extra_json(done))
+        text = plan_to_json(model, plan, name, where, refusals, _extra_json(done, blob))
         outputs.add(args.json, text.encode())
     if args.picture is not None:
         outputs.add(args.picture, _picture(args, plan, name, regions, target, persistent, refusals))
@@ -432,12 +438,11 @@ def run(args: argparse.Namespace, console: Console) -> int:
     if args.planner_cpp is not None and target is not None:
         placement = tiers or place_tiers(model, target, caps)
         outputs.add(args.planner_cpp, planner_source(model, placement, target, name).encode())
-    if done.weights is not None and (args.weights_blob or args.schedule):
-        blob, schedule = weight_files(done.weights, name)
+    if done.weights is not None and blob is not None:
         if args.weights_blob is not None:
-            outputs.add(args.weights_blob, blob)
+            outputs.add(args.weights_blob, blob.data)
         if args.schedule is not None:
-            outputs.add(args.schedule, schedule.encode())
+            outputs.add(args.schedule, fetch_schedule(done.weights, blob, name).encode())
     if args.report is not None:
         report = html_report(
             model,

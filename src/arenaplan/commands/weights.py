@@ -14,7 +14,7 @@ from arenaplan.export.fetch_schedule import fetch_header, group_fetches
 from arenaplan.export.weights_blob import WeightsBlob, weights_blob
 from arenaplan.ir.model import Model
 from arenaplan.placement import Plan, PlanOptions
-from arenaplan.placement.weights import parse_weights
+from arenaplan.placement.weights import Policy, parse_weights
 from arenaplan.placement.weights_plan import WeightsPlan, plan_weights
 from arenaplan.targets import Target
 from arenaplan.verify.prove import Proof, prove
@@ -88,22 +88,29 @@ def check_proof(proof: Proof | None) -> None:
     raise UsageError(f"the model with its weight copies is not proven in TFLM: {proof.reason}")
 
 
-def weight_files(wp: WeightsPlan, source: str) -> tuple[bytes, str]:
-    """The blob of the group-staged operators and the C schedule of their fetches."""
-    blob = _blob(wp)
+def staged_blob(wp: WeightsPlan) -> WeightsBlob:
+    """The blob of the group-staged operators, in staging-buffer order."""
+    return weights_blob(wp.model, [(s.op, _policy(s.policy).group) for s in wp.plan.staging])
+
+
+def _policy(label: str) -> Policy:
+    """The group policy a staging buffer records (its label, ``Policy.label``)."""
+    policy = parse_weights(label)
+    assert policy is not None  # staging buffers are only made for group policies
+    return policy
+
+
+def fetch_schedule(wp: WeightsPlan, blob: WeightsBlob, source: str) -> str:
+    """The C schedule of the fetches of the group-staged operators from ``blob``."""
     fetches = []
     for s in wp.plan.staging:
-        double = s.policy.endswith(",double")
+        double = _policy(s.policy).double
         stride = s.size // 2 if double else s.size
         fetches += group_fetches(blob.of(s.op), 0, s.offset, stride, double)
-    return blob.data, fetch_header(fetches, blob, [wp.dest], source)
+    return fetch_header(fetches, blob, [wp.dest], source)
 
 
-def _group(policy: str) -> int:
-    return int(policy.split(",")[0].partition(":")[2])
-
-
-def weights_json(wp: WeightsPlan, proof: Proof | None) -> dict[str, object]:
+def weights_json(wp: WeightsPlan, proof: Proof | None, blob: WeightsBlob) -> dict[str, object]:
     return {
         "source": wp.source,
         "staged_into": wp.dest,
@@ -135,14 +142,9 @@ def weights_json(wp: WeightsPlan, proof: Proof | None) -> dict[str, object]:
             {"operator": b.op, "group": b.group, "first_channel": b.first}
             | {"channels": b.channels, "offset": b.offset, "bytes": b.size}
             | {"parts": [{"offset": o, "bytes": n} for o, n in b.parts]}
-            for b in _blob(wp).blocks
+            for b in blob.blocks
         ],
     }
-
-
-def _blob(wp: WeightsPlan) -> WeightsBlob:
-    """The blob of the group-staged operators, in staging-buffer order."""
-    return weights_blob(wp.model, [(s.op, _group(s.policy)) for s in wp.plan.staging])
 
 
 def print_weights(console: Console, wp: WeightsPlan, proof: Proof | None) -> None:
