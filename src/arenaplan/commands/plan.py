@@ -348,17 +348,15 @@ def _plan_weights(
     if pass_names(args):
         rw = rewrite(original, args, profile, _objective(args))
         done = _weights_of(args, data, original, rw.model, target, caps, _with_aliases(options, rw))
-        if done.proof is not None and done.proof.proven:
+        proven = done.proof is None or done.proof.proven
+        if proven or not (rw.changed or done.plan.aliases):  # nothing of the rewrite's to doubt
+            check_proof(done.proof)  # the copies alone: as without --passes
             return replace(done, rewrite=rw)
-        why = done.proof.reason if done.proof else "no copy to prove"
-        if rw.changed or done.plan.aliases:
-            print(
-                f"arenaplan: the rewrite is not proven in TFLM ({why}); "
-                "planned the weights of the model as it is",
-                file=sys.stderr,
-            )
-        else:
-            return replace(done, rewrite=rw)
+        print(
+            f"arenaplan: the rewrite is not proven in TFLM ({done.proof.reason}); "
+            "planned the weights of the model as it is",
+            file=sys.stderr,
+        )
     done = _weights_of(args, data, original, original, target, caps, options)
     check_proof(done.proof)
     return done
