@@ -216,17 +216,14 @@ def memcpy_traffic(nbytes: int, dst_align: int, src_align: int, build: Build = H
 # ---------------------------------------------------------------- the operator context
 
 
-class _Ctx:
-    """One operator being modelled: its tensors and the traffic found so far."""
+class OperatorCounts:
+    """One operator being counted: its operands and the traffic found so far, per
+    key (the kernel models of TFLM's kernels here and of xcore's build on it)."""
 
-    def __init__(self, model: Model, sg: Subgraph, op: Operator, build: Build, sizes) -> None:
-        self.model, self.sg, self.op, self.build = model, sg, op, build
-        self.sizes = sizes
+    def __init__(self, model: Model, sg: Subgraph, op: Operator) -> None:
+        self.model, self.sg, self.op = model, sg, op
         self.acc: dict[Key, Traffic] = {}
-        self.vars: dict[str, int] = {}
-        self.kernel = op.opcode
 
-    # tensors
     def i(self, k: int) -> Tensor | None:
         return self.sg.operand(self.op, k)
 
@@ -235,6 +232,25 @@ class _Ctx:
 
     def key(self, t: Tensor) -> Key:
         return (self.sg.index, t.index)
+
+    def add(self, key: Key, t: Traffic) -> None:
+        if t.loads or t.stores:
+            self.acc[key] = self.acc[key] + t if key in self.acc else t
+
+    @property
+    def op_data(self) -> Key:
+        return ("persistent", "op_data", self.sg.index, self.op.index)
+
+
+class _Ctx(OperatorCounts):
+    """One TFLM kernel being modelled: its build, the tensors' sizes, the path taken."""
+
+    def __init__(self, model: Model, sg: Subgraph, op: Operator, build: Build, sizes) -> None:
+        super().__init__(model, sg, op)
+        self.build = build
+        self.sizes = sizes
+        self.vars: dict[str, int] = {}
+        self.kernel = op.opcode
 
     def nbytes(self, t: Tensor) -> int:
         return self.sizes[self.sg.index][t.index]
@@ -246,10 +262,6 @@ class _Ctx:
         return self.op.options.get(name, default)
 
     # traffic
-    def add(self, key: Key, t: Traffic) -> None:
-        if t.loads or t.stores:
-            self.acc[key] = self.acc[key] + t if key in self.acc else t
-
     def load(self, t: Tensor | Key | None, n: int, width: int | None = None) -> None:
         if t is None:
             return
@@ -271,10 +283,6 @@ class _Ctx:
         t_load, t_store = memcpy_traffic(n, _align(dst_off), _align(src_off), self.build)
         self.add(self.key(src) if isinstance(src, Tensor) else src, t_load)
         self.add(self.key(dst) if isinstance(dst, Tensor) else dst, t_store)
-
-    @property
-    def op_data(self) -> Key:
-        return ("persistent", "op_data", self.sg.index, self.op.index)
 
     def scratch(self, k: int) -> Key:
         return ("scratch", self.sg.index, self.op.index, k)

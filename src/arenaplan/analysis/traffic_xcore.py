@@ -62,9 +62,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from arenaplan.analysis.traffic import Key, Traffic, traffic_details
+from arenaplan.analysis.traffic import Key, OperatorCounts, Traffic, traffic_details
 from arenaplan.ir.dtypes import DType
-from arenaplan.ir.model import Model, Operator, Subgraph, Tensor
+from arenaplan.ir.model import Model, Operator, Subgraph
 
 VECTOR = 32  # bytes of one VPU vector register
 TABLE = 256  # bytes of XC_lookup's int8 table
@@ -73,26 +73,12 @@ GROUP = 16  # output channels (or elements) per VPU group
 _LOOKUP = ("LOGISTIC", "TANH", "RELU", "RELU6", "ELU", "HARD_SWISH", "LEAKY_RELU")
 
 
-class _Op:
-    """One operator being counted: its tensors and the accesses found so far."""
+class _Op(OperatorCounts):
+    """One operator being counted, and the extents of the blocks it reads."""
 
     def __init__(self, model: Model, sg: Subgraph, op: Operator) -> None:
-        self.model, self.sg, self.op = model, sg, op
-        self.acc: dict[Key, Traffic] = {}
+        super().__init__(model, sg, op)
         self.extents: dict[Key, int] = {}  # bytes of each scratch / op-data block read
-
-    def i(self, k: int) -> Tensor | None:
-        return self.sg.operand(self.op, k)
-
-    def o(self, k: int = 0) -> Tensor | None:
-        return self.sg.operand(self.op, k, output=True)
-
-    def key(self, t: Tensor) -> Key:
-        return (self.sg.index, t.index)
-
-    @property
-    def op_data(self) -> Key:
-        return ("persistent", "op_data", self.sg.index, self.op.index)
 
     @property
     def scratch(self) -> Key:
@@ -102,10 +88,6 @@ class _Op:
     def table(self) -> Key:
         """XC_lookup's table: a head buffer like scratch (see the module doc)."""
         return ("scratch", self.sg.index, self.op.index, 1)
-
-    def add(self, key: Key, t: Traffic) -> None:
-        if t.loads or t.stores:
-            self.acc[key] = self.acc[key] + t if key in self.acc else t
 
     def extent(self, key: Key, nbytes: int) -> None:
         """The block ``key`` is ``nbytes`` long."""

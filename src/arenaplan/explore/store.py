@@ -12,7 +12,6 @@ the report reads them whole.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -72,11 +71,3 @@ class Store:
         """Every row, ordered by key (a stable order whatever the finishing order)."""
         cur = self.db.execute(f"SELECT {', '.join(_NAMES)} FROM results ORDER BY key")
         return [dict(zip(_NAMES, r, strict=True)) for r in cur]
-
-
-def add_all(store: Store, rows: Iterable[dict[str, Any]]) -> int:
-    n = 0
-    for row in rows:
-        store.add(row)
-        n += 1
-    return n
