@@ -7,9 +7,11 @@ counts, shapes from a TCN + LSTM audio network, not tuned to the timings), with
 lib_nn's accesses (``analysis.traffic_xcore``): stage 1 fits one compute rate per
 opcode to the all-in-SRAM run (calibrate --per-opcode, exact: one row per tag);
 stage 2 fits LPDDR's extra latency per access to the all-in-LPDDR run with those
-rates fixed (weighted least squares as in ``analysis.calibration``; bandwidth fixed
-at the target's). LPDDR is behind the target's cache (size assumed, 32-byte
-lines), so an access is a line filled. Then per kind: measured and predicted
+rates fixed (bounded weighted least squares as in ``analysis.calibration``;
+bandwidth fixed at the target's). LPDDR is behind the target's cache (size
+assumed, 32-byte lines): a load is a line filled, a store passes the cache
+(write-through, its own latency; the fit with stores filling lines is printed
+too). Then per kind: measured and predicted
 LPDDR/SRAM ratio; the whole model with the report's ld_flash time (26.6 ms,
 measured, the same in every run) added as a constant; persistent-only and
 activations-only in LPDDR (kernel scratch, in the arena, with the activations);
@@ -29,6 +31,7 @@ from arenaplan.analysis.profile_log import ProfileLog
 from arenaplan.analysis.timing import (
     SCRATCH,
     OpAccesses,
+    Reach,
     Timer,
     operator_accesses,
     per_memory,
@@ -82,36 +85,50 @@ def per_tag_log(ops: list[OpAccesses], run: int) -> ProfileLog:
     return ProfileLog((), ticks, sum(ticks.values()), TICKS_PER_MS, "per-tag")
 
 
-def lpddr_latency(ops: list[OpAccesses], target: Target, model: Model) -> float:
-    """Extra cycles per LPDDR access fitted to the all-in-LPDDR run, rates fixed."""
+def lpddr_latencies(ops: list[OpAccesses], target: Target, model: Model) -> tuple[float, float]:
+    """Extra cycles per LPDDR line read and per store (write-through), fitted to the
+    all-in-LPDDR run with the rates fixed (bounded least squares, both >= 0)."""
+    from scipy.optimize import lsq_linear
+
     where, rows, ys, weights = everything_in(model, "lpddr"), [], [], []
     sram = Timer(model, target).times(everything_in(model, "sram"))
     for tag, ms in per_tag_log(ops, 1).per_tag.items():
         group = [i for i, o in enumerate(ops) if o.opcode == tag and o.subgraph == 0]
-        n = transfer = 0.0
+        reads = writes = transfer = 0.0
         for i in group:
-            count, nbytes = per_memory(ops[i], where, "lpddr", target).get("lpddr", (0, 0))
-            n += count
-            transfer += transfer_cycles(target, "lpddr", nbytes)
+            reach = per_memory(ops[i], where, "lpddr", target).get("lpddr", Reach(0, 0, 0))
+            reads, writes = reads + reach.reads, writes + reach.writes
+            transfer += transfer_cycles(target, "lpddr", reach.bytes)
         compute = sum(sram[i].seconds for i in group) * target.clock_hz
         measured = ms / TICKS_PER_MS * 1e-3 * target.clock_hz
-        rows.append(n)
+        rows.append((reads, writes))
         ys.append(measured - compute - transfer)
         weights.append(1 / np.sqrt(measured))
     a, y, w = np.array(rows), np.array(ys), np.array(weights)
-    return max(float(np.sum(w * w * a * y) / np.sum(w * w * a * a)), 0.0)
+    scale = np.maximum(a.max(axis=0), 1e-12)
+    fit = lsq_linear(a * w[:, None] / scale, y * w, bounds=(0, np.inf)).x / scale
+    return float(fit[0]), float(fit[1])
+
+
+def report_build(model: Model, start: Target | None = None) -> tuple[Target, list[OpAccesses]]:
+    """``start`` (default: the built-in xcore_ai) with xcore's traffic and one compute
+    rate per opcode fitted to the all-in-SRAM run (the report's build: its thread
+    count is not stated); memories as ``start`` has them."""
+    start = replace(start or load_builtin("xcore_ai"), traffic="xcore")
+    ops = operator_accesses(model, "xcore")
+    run = Run("sram", per_tag_log(ops, 0), everything_in(model, "sram"), "sram")
+    return calibrate(ops, [run], start, TICKS_PER_MS * 1e3, per_opcode=True).target, ops
 
 
 def calibrated(model: Model, start: Target | None = None) -> tuple[Target, list[OpAccesses]]:
-    start = start or load_builtin("xcore_ai")
-    ops = operator_accesses(model, "xcore")
-    run = Run("sram", per_tag_log(ops, 0), everything_in(model, "sram"), "sram")
-    rates = calibrate(ops, [run], start, TICKS_PER_MS * 1e3, per_opcode=True).target
-    rates = replace(rates, traffic="xcore")
-    extra = lpddr_latency(ops, rates, model)
+    """The report's build (``report_build``) with LPDDR's latencies fitted to the
+    all-in-LPDDR run."""
+    rates, ops = report_build(model, start)
+    read, store = lpddr_latencies(ops, rates, model)
     fast = rates.memory("sram").latency
     mems = tuple(
-        replace(m, latency=fast + extra) if m.name == "lpddr" else m for m in rates.memories
+        replace(m, latency=fast + read, write_latency=fast + store) if m.name == "lpddr" else m
+        for m in rates.memories
     )
     return replace(rates, memories=mems), ops
 
@@ -168,14 +185,32 @@ def with_cache(target: Target, cache_bytes: int) -> Target:
     return replace(target, memories=mems)
 
 
+def with_writes(target: Target, policy: str) -> Target:
+    mems = tuple(
+        replace(m, cache_writes=policy) if m.name == "lpddr" else m for m in target.memories
+    )
+    return replace(target, memories=mems)
+
+
+def write_policies(model: Model) -> None:
+    """The fit with stores filling lines like loads (write-back) against the target's."""
+    for policy in ("back", "through"):
+        target, _ = calibrated(model, with_writes(load_builtin("xcore_ai"), policy))
+        errors = " ".join(f"{k} {e:+.0%}" for k, e in ratio_errors(model, target).items())
+        print(f"  stores {policy:7}: {errors}")
+
+
 def cache_sweep(model: Model) -> None:
     """The fit for other sizes of the LPDDR cache (the built-in size is assumed)."""
-    print("LPDDR cache size sweep (refitted each time): bytes, latency, ratio error per kind")
+    print("LPDDR cache size sweep (refitted each time): bytes, latencies, ratio error per kind")
     for size in (0, 128, 256, 1024, 2048, 8192, 16384):
         target, _ = calibrated(model, with_cache(load_builtin("xcore_ai"), size))
-        lat = target.memory("lpddr").latency - target.memory("sram").latency
+        m, fast = target.memory("lpddr"), target.memory("sram").latency
         errors = " ".join(f"{k} {e:+.0%}" for k, e in ratio_errors(model, target).items())
-        print(f"  {size:6d} B: {lat:6.1f} cycles/line; {errors}")
+        print(
+            f"  {size:6d} B: {m.latency - fast:6.1f} cycles/line, "
+            f"{m.write_latency - fast:5.1f}/store; {errors}"
+        )
 
 
 def main() -> int:
@@ -183,10 +218,15 @@ def main() -> int:
     target, _ = calibrated(model)
     cache = target.memory("lpddr")
     print(f"LPDDR cache {cache.cache_bytes} B, lines of {cache.line_bytes} B (assumed, see target)")
-    lat = target.memory("lpddr").latency - target.memory("sram").latency
+    lpddr, fast = target.memory("lpddr"), target.memory("sram").latency
     rates = {k: round(float(v), 4) for k, v in target.macs_per_cycle.items() if k.isupper()}
-    print(f"fitted: LPDDR extra latency {lat:.1f} cycles/access; rates {rates}")
+    print(
+        f"fitted: LPDDR extra latency {lpddr.latency - fast:.1f} cycles per line read, "
+        f"{lpddr.write_latency - fast:.1f} per store (write-through); rates {rates}"
+    )
     report(model, target)
+    print("LPDDR cache write policy (refitted each time): ratio error per kind")
+    write_policies(model)
     cache_sweep(model)
     vww = Path(__file__).resolve().parents[2] / "shared/models/mlcommons-tiny__vww_96_int8.tflite"
     if not vww.exists():

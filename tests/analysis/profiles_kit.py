@@ -17,6 +17,7 @@ def true_target():
         replace(m, latency={"sram": 1.5, "lpddr": 23.0}.get(m.name, m.latency))
         for m in base.memories
     )
+    mems = tuple(replace(m, write_latency=9.0) if m.name == "lpddr" else m for m in mems)
     return replace(base, macs_per_cycle=rates | {"default": 0.3}, memories=mems)
 
 

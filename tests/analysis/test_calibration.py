@@ -19,7 +19,8 @@ from arenaplan.targets import load_builtin as load_target
 @pytest.mark.parametrize("fmt", ["log", "csv"])
 def test_known_parameters_are_recovered_within_2_percent(fmt: str) -> None:
     model = read_model(model_path(VWW))
-    ops, truth = operator_accesses(model), true_target()
+    truth = true_target()
+    ops = operator_accesses(model, truth.traffic)
     runs = []
     for memory in ("sram", "lpddr"):
         where = placement(model, memory)
@@ -40,7 +41,8 @@ def _extra(target) -> float:
 
 def test_per_tag_totals_fit_every_kind_within_2_percent() -> None:
     model = read_model(model_path(VWW))
-    ops, truth = operator_accesses(model), true_target()
+    truth = true_target()
+    ops = operator_accesses(model, truth.traffic)
     runs = []
     for memory in ("sram", "lpddr"):
         where = placement(model, memory)

@@ -19,7 +19,8 @@ from arenaplan.targets import load_target
 
 def _write_logs(tmp_path: Path) -> list[str]:
     model = read_model(model_path(VWW))
-    ops, truth = operator_accesses(model), true_target()
+    truth = true_target()
+    ops = operator_accesses(model, truth.traffic)
     runs = []
     for memory in ("sram", "lpddr"):
         where = placement(model, memory)
@@ -38,6 +39,8 @@ def test_calibrate_writes_a_target_that_plans(tmp_path: Path, capsys) -> None:
     fitted, truth = load_target(out), true_target()
     extra = [t.memory("lpddr").latency - t.memory("sram").latency for t in (fitted, truth)]
     assert extra[0] == pytest.approx(extra[1], rel=0.02)
+    stores = [t.memory("lpddr").write_latency - t.memory("sram").latency for t in (fitted, truth)]
+    assert stores[0] == pytest.approx(stores[1], rel=0.02)  # write-through: per store
     assert fitted.rate("conv") == pytest.approx(truth.rate("conv"), rel=0.02)
     planned = tmp_path / "p.tflite"
     argv = ["plan", str(model_path(VWW)), "-o", str(planned), "--target-file", str(out), "-q"]

@@ -7,6 +7,8 @@ holds each tensor and the persistent arena). Under the time model of
     x = [cycles per unit of work of each operator kind (or, with ``per_opcode``,
          of each opcode: ADD and MUL are both "elementwise" but need not cost alike)]
       + [latency of each memory beyond the fastest's, cycles per access]
+      + [store latency of each memory behind a write-through cache beyond the
+         fastest's latency, cycles per store]
 
 (transfer time, bytes / bandwidth, is taken from the target and subtracted; the
 fastest memory's own costs are part of the compute rates), so
@@ -31,7 +33,9 @@ from arenaplan.analysis.cost import TensorKey
 from arenaplan.analysis.profile_log import ProfileLog
 from arenaplan.analysis.timing import OpAccesses, per_memory, transfer_cycles
 from arenaplan.errors import UsageError
-from arenaplan.targets.model import Target
+from arenaplan.targets.model import Memory, Target
+
+WRITES = ":writes"  # unknown of a memory's store latency (a write-through cache)
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,11 +155,13 @@ def _row(
     fastest = target.fastest().name
     for op in group:
         work[label(op)] += op.work
-        for name, (count, nbytes) in per_memory(op, r.where, r.persistent, target).items():
+        for name, reach in per_memory(op, r.where, r.persistent, target).items():
             if name == fastest:
                 continue
-            accesses[name] += count
-            transfer += transfer_cycles(target, name, nbytes)
+            accesses[name] += reach.reads
+            if reach.writes:
+                accesses[name + WRITES] += reach.writes
+            transfer += transfer_cycles(target, name, reach.bytes)
     return _Row(r.name, label(group[0]), dict(work), dict(accesses), transfer, measured)
 
 
@@ -188,10 +194,17 @@ def _with(
         rates[kind] = 1.0 / c if c > 0 else float("inf")
     fast = target.fastest().latency
     extra = dict(zip(memories, (float(v) for v in latency), strict=True))
-    mems = tuple(
-        replace(m, latency=fast + extra[m.name]) if m.name in extra else m for m in target.memories
-    )
+    mems = tuple(_latencies(m, fast, extra) for m in target.memories)
     return replace(target, macs_per_cycle=rates, memories=mems)
+
+
+def _latencies(m: Memory, fast: float, extra: Mapping[str, float]) -> Memory:
+    """``m`` with the fitted latencies (cycles beyond the fastest memory's) it has."""
+    if m.name in extra:
+        m = replace(m, latency=fast + extra[m.name])
+    if m.name + WRITES in extra:
+        m = replace(m, write_latency=fast + extra[m.name + WRITES])
+    return m
 
 
 def _errors(

@@ -25,11 +25,20 @@ has no formula for, one pass over each tensor). A memory behind a cache
 (``cache_bytes`` > 0, lines of ``line_bytes``) is reached once per line: a
 block whose footprint fits the cache once per line of the footprint, a larger
 one once per line of the bytes moved (each key is judged alone: interference
-between keys is not modelled). Footprints, in bytes: a tensor's size; for kernel
+between keys is not modelled); a block read at random places (a lookup table)
+once per line its reads are expected to touch, ``L * (1 - (1 - 1/L)^n)`` for
+``n`` reads over ``L`` lines. Footprints, in bytes: a tensor's size, or the
+extent the traffic model gives (a kernel that reads past the end); for kernel
 scratch and persistent data, the extent the traffic model gives for the key
 (the bytes of the block the kernel reads, e.g. xcore's ``nn_add_params_t``,
 TFLM's scratch request); a key without one is taken as never reused (once per
-line of the bytes moved).
+line of the bytes moved). Stores count as loads do (a write-back cache fills a
+line for them), except where the memory's cache is write-through
+(``cache_writes = "through"``): each store then reaches the memory on its own and
+costs ``write_latency`` cycles (``Memory.store_latency``) instead of ``latency``:
+
+    stall(o, m) = reads(o, m) * (latency(m) - latency(F))
+                + writes(o, m) * (store_latency(m) - latency(F)) + transfer
 
 Placements map tensors to memories; the persistent arena's memory is given
 apart; kernel scratch lives in the head, by default in the fastest memory, or
@@ -49,6 +58,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from arenaplan.analysis.cost import OpTime, TensorKey, default_memory, op_time, operator_work
 from arenaplan.analysis.scratch import scratch_requests
@@ -68,13 +78,15 @@ AccessKey = TensorKey | str  # a tensor, or PERSISTENT, SCRATCH, MODEL
 @dataclass(frozen=True, slots=True)
 class Access:
     """Loads and stores of one operator to one tensor or block (counts and bytes);
-    ``footprint``: the bytes a cache must hold to reuse it (0: unknown)."""
+    ``footprint``: the bytes a cache must hold to reuse it (0: unknown);
+    ``scattered``: loads fall at random places of the footprint (a lookup table)."""
 
     loads: int
     stores: int
     load_bytes: int
     store_bytes: int
     footprint: int = 0
+    scattered: bool = False
 
     @property
     def count(self) -> int:
@@ -105,18 +117,13 @@ def operator_accesses(model: Model, traffic_of: str = "tflm") -> list[OpAccesses
     ``traffic_of="xcore"`` of xcore.ai's lib_nn kernels (``analysis.traffic_xcore``)."""
     sizes = tensor_bytes(model)
     if traffic_of == "xcore":
-        traffic, extents = xcore_counts(model)
+        xc = xcore_counts(model)
+        found = {k: _from_traffic(v.traffic, sizes, v.extents, v.scattered) for k, v in xc.items()}
     else:
-        traffic, extents = operator_traffic(model), scratch_extents(model, sizes)
+        extents = scratch_extents(model, sizes)
+        found = {k: _from_traffic(t, sizes, extents) for k, t in operator_traffic(model).items()}
     return [
-        OpAccesses(
-            w.subgraph,
-            w.op,
-            w.opcode,
-            w.kind,
-            w.macs,
-            _from_traffic(traffic[(w.subgraph, w.op)], sizes, extents),
-        )
+        OpAccesses(w.subgraph, w.op, w.opcode, w.kind, w.macs, found[(w.subgraph, w.op)])
         for w in operator_work(model)
     ]
 
@@ -134,16 +141,22 @@ def scratch_extents(model: Model, sizes) -> dict[tuple, int]:
 
 
 def _from_traffic(
-    found: Mapping[tuple, Traffic], sizes, extents: Mapping[tuple, int]
+    found: Mapping[tuple, Traffic],
+    sizes,
+    extents: Mapping[tuple, int],
+    scattered: frozenset = frozenset(),
 ) -> dict[AccessKey, Access]:
     """Accesses per timing key. Several traffic keys may share a timing key (all of
-    an op's persistent blocks are ``PERSISTENT``): their footprints add up."""
+    an op's persistent blocks are ``PERSISTENT``): their footprints add up, and the
+    whole is scattered only if every part is."""
     acc: dict[AccessKey, Access] = {}
     for key, t in found.items():
         k, footprint = _access_key(key, sizes, extents)
         a = acc.get(k)
         if a is None:
-            acc[k] = Access(t.loads, t.stores, t.load_bytes, t.store_bytes, footprint)
+            acc[k] = Access(
+                t.loads, t.stores, t.load_bytes, t.store_bytes, footprint, key in scattered
+            )
             continue
         known = a.footprint and footprint  # an unknown part leaves the whole unknown
         acc[k] = Access(
@@ -152,39 +165,70 @@ def _from_traffic(
             a.load_bytes + t.load_bytes,
             a.store_bytes + t.store_bytes,
             a.footprint + footprint if known else 0,
+            a.scattered and key in scattered,
         )
     return acc
 
 
 def _access_key(key: tuple, sizes, extents: Mapping[tuple, int]) -> tuple[AccessKey, int]:
     """The timing key of a traffic key, and the bytes a cache must hold to reuse it:
-    a tensor's size, the traffic model's extent of a scratch or persistent block;
-    for a block of unknown extent, the bytes it moves (never reused)."""
+    a tensor's size (or the extent the traffic model gives, when a kernel reads past
+    its end), the traffic model's extent of a scratch or persistent block; for a
+    block of unknown extent, the bytes it moves (never reused)."""
     if len(key) == 2 and all(isinstance(k, int) for k in key):
-        return (key[0], key[1]), sizes[key[0]][key[1]]
+        return (key[0], key[1]), max(sizes[key[0]][key[1]], extents.get(key, 0))
     if key and key[0] in ("persistent", "scratch"):
         return (PERSISTENT if key[0] == "persistent" else SCRATCH), extents.get(key, 0)
     return MODEL, 0
 
 
-def reaching(a: Access, m: Memory) -> tuple[int, int]:
-    """(accesses, bytes) that reach memory ``m`` (through its cache, if it has one):
-    lines of the footprint when it fits the cache (0: unknown, never reused), else
-    lines of the bytes moved."""
+class Reach(NamedTuple):
+    """What an operator's accesses cost in one memory, after its cache: ``reads``
+    (accesses at the memory's latency: line fills behind a cache), ``writes``
+    (stores that pass a write-through cache, at its store latency), ``bytes``
+    moved to or from the memory."""
+
+    reads: float
+    writes: float
+    bytes: float
+
+    def __add__(self, other: tuple) -> Reach:  # type: ignore[override]
+        return Reach(*(a + b for a, b in zip(self, other, strict=True)))
+
+
+def reaching(a: Access, m: Memory) -> Reach:
+    """What ``a`` costs in memory ``m`` (see :class:`Reach`): every access without a
+    cache; behind one, lines of the footprint when it fits the cache (0: unknown,
+    never reused), else lines of the bytes moved; lines expected to be touched for
+    scattered reads. Stores pass a write-through cache one by one."""
     if m.cache_bytes <= 0:
-        return a.count, a.bytes
-    reused = a.footprint if 0 < a.footprint <= m.cache_bytes else a.bytes
-    lines = -(-min(reused, a.bytes) // m.line_bytes)
-    return lines, lines * m.line_bytes
+        through = m.cache_writes == "through"
+        return Reach(a.loads + (0 if through else a.stores), a.stores if through else 0, a.bytes)
+    if m.cache_writes == "through":
+        loads = Access(a.loads, 0, a.load_bytes, 0, a.footprint, a.scattered)
+        lines = _lines(loads, m) if a.loads else 0
+        return Reach(lines, a.stores, lines * m.line_bytes + a.store_bytes)
+    lines = _lines(a, m)
+    return Reach(lines, 0, lines * m.line_bytes)
+
+
+def _lines(a: Access, m: Memory) -> float:
+    """Lines of ``m``'s cache that ``a`` fills (see :func:`reaching`)."""
+    fits = 0 < a.footprint <= m.cache_bytes
+    if a.scattered and fits:
+        span = -(-a.footprint // m.line_bytes)  # lines the block covers
+        return span * (1 - (1 - 1 / span) ** a.count)
+    reused = a.footprint if fits else a.bytes
+    return -(-min(reused, a.bytes) // m.line_bytes)
 
 
 def per_memory(
     op: OpAccesses, where: Mapping[AccessKey, str], persistent: str, target: Target
-) -> dict[str, tuple[int, int]]:
-    """(accesses, bytes) the operator makes to each memory, after its cache. Kernel
+) -> dict[str, Reach]:
+    """What the operator's accesses cost in each memory, after its cache. Kernel
     scratch lives where ``where[SCRATCH]`` says (default: the fastest memory),
     flatbuffer bytes with the weights."""
-    out: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    out: dict[str, Reach] = defaultdict(lambda: Reach(0, 0, 0))
     fast = target.fastest().name
     scratch = where.get(SCRATCH, fast)
     others = {PERSISTENT: persistent, SCRATCH: scratch, MODEL: target.weights_memory().name}
@@ -192,10 +236,8 @@ def per_memory(
         name = others[key] if isinstance(key, str) else where[key]
         if target.memory(name).read == "copy":
             name = fast  # not memory-mapped: read from its copy (``copy_cycles``)
-        n, b = reaching(a, target.memory(name))
-        out[name][0] += n
-        out[name][1] += b
-    return {m: (n, b) for m, (n, b) in out.items()}
+        out[name] += reaching(a, target.memory(name))
+    return dict(out)
 
 
 def copy_cycles(op: OpAccesses, where: Mapping[AccessKey, str], target: Target) -> dict[str, float]:
@@ -215,11 +257,13 @@ def copy_cycles(op: OpAccesses, where: Mapping[AccessKey, str], target: Target) 
     return dict(out)
 
 
-def stall_cycles(target: Target, name: str, count: int, nbytes: int) -> float:
-    """Cycles that ``count`` accesses of ``nbytes`` cost in memory ``name`` beyond
-    the same in the fastest memory (never negative)."""
+def stall_cycles(target: Target, name: str, reach: Reach) -> float:
+    """Cycles that ``reach`` costs in memory ``name`` beyond the same in the fastest
+    memory (never negative)."""
     m, fast = target.memory(name), target.fastest()
-    return max(count * (m.latency - fast.latency) + transfer_cycles(target, name, nbytes), 0.0)
+    extra = reach.reads * (m.latency - fast.latency)
+    extra += reach.writes * (m.store_latency - fast.latency)
+    return max(extra + transfer_cycles(target, name, reach.bytes), 0.0)
 
 
 def transfer_cycles(target: Target, name: str, nbytes: int) -> float:
@@ -258,8 +302,8 @@ def op_cycles(
 ) -> OpCycles:
     compute = op.work / target.rate(op.kind, op.opcode)
     memory = {
-        name: stall_cycles(target, name, count, nbytes)
-        for name, (count, nbytes) in sorted(per_memory(op, where, persistent, target).items())
+        name: stall_cycles(target, name, reach)
+        for name, reach in sorted(per_memory(op, where, persistent, target).items())
     }
     for name, cycles in copy_cycles(op, where, target).items():
         memory[name] = memory.get(name, 0.0) + cycles

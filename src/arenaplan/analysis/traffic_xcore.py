@@ -27,7 +27,8 @@ Kernels (one VPU vector is 32 bytes; "group": 16 output channels or elements):
   shift; lib_tflite_micro keeps them in the operator's persistent data), two
   masked stores.
 - MUL (``src/asm/mul_elementwise.S``): per 16 elements input 1 loaded twice (16
-  and 32 bytes), input 2 three times (16 bytes), one halfword parameter load, two
+  and 32 bytes: VLMACC, then VLDC from the same address, so the last block reads
+  16 bytes past the input), input 2 three times (16 bytes), one halfword parameter load, two
   masked stores; zero points, scale and bias are copied to the stack first.
 - LOGISTIC, TANH, ... (int8 unary, xformer's XC_lookup; ``src/asm/lookup8.S``):
   per element a byte load of the input, a byte load of the 256-byte table, a byte
@@ -53,14 +54,17 @@ arena's memory. Stack traffic (the accumulator's VSTR/VSTD, temporary vectors)
 is not counted. Other operators and other types use the reference model. Counts
 are per invoke; bytes moved by masked stores are the bytes they write.
 
-Extents (:func:`xcore_counts`): the bytes of each scratch and op-data block the
-kernels read, what a cache must hold to reuse them (``analysis.timing``).
+Extents (:func:`xcore_counts`, :class:`XcoreOp`): the bytes of each scratch and
+op-data block the kernels read, and of a tensor read past its end (MUL's first
+input), what a cache must hold to reuse them (``analysis.timing``); the lookup
+table is read at places its input picks (scattered), not in order.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from arenaplan.analysis.traffic import Key, OperatorCounts, Traffic, traffic_details
 from arenaplan.ir.dtypes import DType
@@ -78,7 +82,8 @@ class _Op(OperatorCounts):
 
     def __init__(self, model: Model, sg: Subgraph, op: Operator) -> None:
         super().__init__(model, sg, op)
-        self.extents: dict[Key, int] = {}  # bytes of each scratch / op-data block read
+        self.extents: dict[Key, int] = {}  # bytes of each block read (see XcoreOp)
+        self.scattered: set[Key] = set()  # keys read at random places (XcoreOp)
 
     @property
     def scratch(self) -> Key:
@@ -194,6 +199,7 @@ def _mul(c: _Op) -> None:
     a, b, y = c.i(0), c.i(1), c.o()
     blocks = -(-y.elements // GROUP)
     c.add(c.key(a), Traffic.reads(blocks, GROUP) + Traffic.reads(blocks, VECTOR))
+    c.extent(c.key(a), blocks * GROUP + GROUP)  # the last 32-byte VLDC reads 16 past it
     c.add(c.key(b), Traffic.reads(3 * blocks, GROUP))
     c.add(c.op_data, Traffic.reads(blocks, 2) + Traffic.reads(6, 4))  # shift; prologue
     c.extent(c.op_data, 2 + 6 * 4)
@@ -207,6 +213,7 @@ def _lookup(c: _Op) -> None:
     c.add(c.key(x), Traffic.reads(n, 1))
     c.add(c.table, Traffic.reads(n, 1))
     c.extent(c.table, TABLE)
+    c.scattered.add(c.table)  # the input's values pick the bytes
     c.add(c.key(y), Traffic.writes(n, 1))
 
 
@@ -256,29 +263,39 @@ def _runs_on_vpu(sg: Subgraph, op: Operator) -> bool:
     return True
 
 
-def xcore_counts(
-    model: Model,
-) -> tuple[dict[tuple[int, int], dict[Key, Traffic]], dict[Key, int]]:
-    """Per (subgraph, operator): per key -> :class:`Traffic`, as xcore.ai runs it; and
-    the extents (bytes) of the scratch and op-data blocks its VPU kernels read."""
-    out, extents = {}, {}
+@dataclass(frozen=True, slots=True)
+class XcoreOp:
+    """One operator as xcore.ai runs it: its accesses per key; ``extents``, the bytes
+    a cache must hold to reuse a key when that is not the tensor's size (a scratch
+    or op-data block; a tensor a kernel reads past its end); ``scattered``, the keys
+    read at random places inside their extent (a lookup table) rather than in
+    order."""
+
+    traffic: dict[Key, Traffic]
+    extents: dict[Key, int] = field(default_factory=dict)
+    scattered: frozenset[Key] = frozenset()
+
+
+def xcore_counts(model: Model) -> dict[tuple[int, int], XcoreOp]:
+    """Per (subgraph, operator): its accesses as xcore.ai runs it (TFLM's reference
+    kernels' for an operator lib_nn does not run), with extents and scattered keys."""
+    out: dict[tuple[int, int], XcoreOp] = {}
     for d in traffic_details(model):
         sg = model.subgraphs[d.subgraph]
         op = sg.operators[d.op]
+        out[(d.subgraph, d.op)] = XcoreOp(d.traffic)
         if not _runs_on_vpu(sg, op):
-            out[(d.subgraph, d.op)] = d.traffic
             continue
         c = _Op(model, sg, op)
         try:
             _KERNELS[op.opcode](c)
         except (AttributeError, IndexError, TypeError, ValueError, ZeroDivisionError):
-            out[(d.subgraph, d.op)] = d.traffic  # shapes the loops do not cover
-            continue
-        out[(d.subgraph, d.op)] = c.acc  # TFLM's structures are globals: not counted
-        extents.update(c.extents)
-    return out, extents
+            continue  # shapes the loops do not cover: the reference kernels' counts
+        # TFLM's structures are globals in xcore's runtime: not counted
+        out[(d.subgraph, d.op)] = XcoreOp(c.acc, c.extents, frozenset(c.scattered))
+    return out
 
 
 def xcore_traffic(model: Model) -> dict[tuple[int, int], dict[Key, Traffic]]:
     """Per (subgraph, operator): per key -> :class:`Traffic`, as xcore.ai runs it."""
-    return xcore_counts(model)[0]
+    return {k: v.traffic for k, v in xcore_counts(model).items()}

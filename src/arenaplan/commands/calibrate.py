@@ -116,6 +116,10 @@ def _print(console: Console, result: Calibration, per: str) -> None:
     console.print(f"compute (work per cycle): {rates}")
     lat = ", ".join(f"{m.name} {m.latency:.3g}" for m in result.target.memories)
     console.print(f"latency (cycles per access): {lat}")
+    through = [m for m in result.target.memories if m.cache_writes == "through"]
+    if through:
+        lat = ", ".join(f"{m.name} {m.write_latency:.3g}" for m in through)
+        console.print(f"store latency (cycles per store, write-through): {lat}")
 
 
 def run(args: argparse.Namespace, console: Console) -> int:

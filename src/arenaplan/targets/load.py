@@ -27,6 +27,9 @@ Format (all keys checked; sizes are bytes or strings like "512KiB", "2MB", see
     section = ".bss"         # optional
     cache_bytes = "32KiB"    # optional: a data cache in front of it (default none)
     line_bytes = 32          # optional: its line (default 32)
+    cache_writes = "back"    # optional: stores fill lines like loads ("back", default) or
+                             # pass the cache one by one ("through")
+    write_latency = 20       # optional, with "through": cycles per store
     read = "in-place"        # optional, for weights: "in-place" (memory-mapped) or "copy"
                              # (firmware copies them into RAM before use)
     copy = "blocking"        # optional: copies made by the core ("blocking") or a "dma"
@@ -44,7 +47,7 @@ from typing import Any
 
 from arenaplan.errors import TargetError
 from arenaplan.inputs import read_text_input
-from arenaplan.targets.model import COPIES, HOLDS, READS, Memory, Target
+from arenaplan.targets.model import CACHE_WRITES, COPIES, HOLDS, READS, Memory, Target
 from arenaplan.units import parse_size
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # becomes part of C identifiers
@@ -75,6 +78,8 @@ _MEMORY_KEYS = {
     "note",
     "cache_bytes",
     "line_bytes",
+    "cache_writes",
+    "write_latency",
     "read",
     "copy",
     "copy_rate",
@@ -127,13 +132,18 @@ def _memory(table: Any, k: int) -> Memory:
         note=str(table.get("note", "")),
         cache_bytes=_size(table, "cache_bytes", where, 0),
         line_bytes=_size(table, "line_bytes", where, 32),
+        cache_writes=_choice(table, "cache_writes", CACHE_WRITES, where),
+        write_latency=_optional(table, "write_latency", where),
         read=_choice(table, "read", READS, where),
         copy=_choice(table, "copy", COPIES, where),
-        copy_rate=_number(table, "copy_rate", where, zero_ok=True) if "copy_rate" in table else 0.0,
-        copy_latency=(
-            _number(table, "copy_latency", where, zero_ok=True) if "copy_latency" in table else 0.0
-        ),
+        copy_rate=_optional(table, "copy_rate", where),
+        copy_latency=_optional(table, "copy_latency", where),
     )
+
+
+def _optional(table: dict, key: str, where: str) -> float:
+    """A number >= 0 that may be left out (0)."""
+    return _number(table, key, where, zero_ok=True) if key in table else 0.0
 
 
 def _choice(table: dict, key: str, allowed: tuple[str, ...], where: str) -> str:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 HOLDS = ("activations", "persistent", "weights")
 READS = ("in-place", "copy")  # how operators read weights held in a memory
 COPIES = ("blocking", "dma")  # what copies them
+CACHE_WRITES = ("back", "through")  # what stores do at a memory's cache
 
 
 @dataclass(frozen=True, slots=True)
@@ -16,7 +17,9 @@ class Memory:
     """One memory. ``capacity`` bytes; bandwidths in bytes/s; ``latency`` in cycles
     of the target clock per access (a fitted figure may be fractional);
     ``section``: linker section for arrays; ``cache_bytes``: a data cache in front
-    of it (0: none), filled in lines of ``line_bytes``.
+    of it (0: none), filled in lines of ``line_bytes``; ``cache_writes`` "back"
+    (stores fill lines like loads) or "through" (stores pass the cache: each is one
+    access costing ``write_latency`` cycles, a write buffer's posted write).
 
     How operators read weights held here: ``read`` "in-place" (memory-mapped,
     at its latency and bandwidth) or "copy" (firmware must copy them into RAM
@@ -34,10 +37,18 @@ class Memory:
     note: str = ""
     cache_bytes: int = 0
     line_bytes: int = 32
+    cache_writes: str = "back"
+    write_latency: float = 0.0
     read: str = "in-place"
     copy: str = "blocking"
     copy_rate: float = 0.0
     copy_latency: float = 0.0
+
+    @property
+    def store_latency(self) -> float:
+        """Cycles of one store that reaches this memory (a whole line's fill when
+        stores go through the cache as loads do)."""
+        return self.write_latency if self.cache_writes == "through" else self.latency
 
     def copy_seconds(self, nbytes: int, copies: int, clock_hz: float) -> float:
         """Seconds to copy ``nbytes`` out of this memory in ``copies`` transfers."""
