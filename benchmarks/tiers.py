@@ -1,6 +1,6 @@
 """Memory tiers: estimated latency of placements over a target's memories.
 
-    python benchmarks/tiers.py [--models DIR] [--targets generic,esp32s3,imxrt1170]
+    python benchmarks/tiers.py [--models DIR] [--targets generic,esp32s3,imxrt1170,xcore_ai]
 
 Per model and target, with the target's fastest memory as "SRAM" and the next
 one that holds activations as "external": the estimated latency (ms, the target's
@@ -90,7 +90,7 @@ def _slowed(target, bandwidth: float):
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", type=Path, default=DEFAULT_MODELS)
-    parser.add_argument("--targets", default="generic,esp32s3,imxrt1170")
+    parser.add_argument("--targets", default="generic,esp32s3,imxrt1170,xcore_ai")
     parser.add_argument(
         "--slow-external",
         type=float,

@@ -60,3 +60,38 @@ def test_minimum_arena_exceeds_head_plus_tail_when_the_head_is_small() -> None:
     assert min_arena(model, head=672, n_planned=30) == 18064
     assert min_arena(model, head=672, n_planned=30) > 672 + predict_tail(model)
     assert min_arena(model, head=672, n_planned=30, profile="arm32") == 15520  # reference B6
+
+
+@pytest.mark.parametrize("stem", sorted(ARM32))
+def test_the_tails_blocks_add_up_to_the_tail(stem: str) -> None:
+    from arenaplan.analysis.persistent import persistent_extents, tail_estimate
+
+    model = read_model(model_path(stem))
+    blocks = persistent_extents(model, "arm32")
+    tail = tail_estimate(model, "arm32", with_io=False)
+    n_ops = sum(len(sg.operators) for sg in model.subgraphs)
+    assert sum(1 for k in blocks if k[1] == "node") == n_ops
+    # every block once; the tail adds only alignment padding (and variable tensors)
+    variables = sum(t.nbytes for sg in model.subgraphs for t in sg.tensors if t.is_variable)
+    assert tail.bytes - 16 * len(blocks) - variables <= sum(blocks.values()) <= tail.bytes
+
+
+def test_a_cached_tail_is_read_once_per_line_of_its_blocks() -> None:
+    from dataclasses import replace
+
+    from arenaplan.analysis.timing import PERSISTENT, operator_accesses, per_memory
+    from arenaplan.targets import load_builtin
+
+    model = read_model(model_path("mlcommons-tiny__vww_96_int8"))
+    target = load_builtin("imxrt1170")
+    slow = [m for m in target.memories if m.cache_bytes and "persistent" in m.holds][-1]
+    for op in operator_accesses(model):
+        a = op.accesses[PERSISTENT]
+        assert 0 < a.footprint <= slow.cache_bytes  # every block of the tail is sized
+        where = {k: target.fastest().name for k in op.accesses if not isinstance(k, str)}
+        reach = per_memory(op, where, slow.name, target)[slow.name]
+        assert reach.reads <= -(-a.footprint // slow.line_bytes)
+        uncached = replace(
+            target, memories=tuple(replace(m, cache_bytes=0) for m in target.memories)
+        )
+        assert per_memory(op, where, slow.name, uncached)[slow.name].reads == a.count

@@ -25,6 +25,10 @@ API:
   ``"operator 3 FOO"``; their allocations are left out of ``.bytes``) and
   ``.exact`` (no note: the prediction is TFLM's tail to the byte).
 - ``predict_tail(...) -> int``: ``tail_estimate(...).bytes``.
+- ``persistent_extents(model, profile="pypi", kernels="reference") -> dict``: the
+  bytes of each block of the tail by ``analysis.traffic``'s keys (op data, node,
+  eval tensor, framework, scratch handles), for the cache model of
+  ``analysis.timing``.
 - ``min_arena_estimate(model, head, n_planned, profile="pypi", kernels="reference")
   -> TailEstimate``:
   the smallest working arena (reference B6, and each operator's Prepare phase)
@@ -200,6 +204,7 @@ class _Simulation:
     total: int  # after step 7
     notes: tuple[str, ...]
     prepares: tuple[_PrepareMark, ...]
+    op_data: dict[tuple[int, int], int]  # (subgraph, op) -> bytes of its Init and Prepare
 
 
 def _rule_for(op: Operator, features: str | None) -> OpRule | None:
@@ -248,17 +253,21 @@ def _simulate(model: Model, p: BuildProfile, sizes: TensorBytes, kernels: str) -
     for rule, _, _ in ops:  # step 3: builtin options
         if rule.options is not None:
             tail.alloc(*p.options[rule.options])
+    op_data: dict[tuple[int, int], int] = {}
     for rule, view, where in ops:  # step 4: kernel Init
+        before = tail.used
         if rule.init is not None and p.state[rule.init]:
             tail.alloc(p.state[rule.init], ALIGN)
         for extra in _allocations(rule.init_extra, view, notes, where):
             tail.alloc(extra, ALIGN)
+        op_data[(view.sg.index, view.op.index)] = tail.used - before
     prepares = []
     for rule, view, where in ops:  # step 5: kernel Prepare
         before = tail.used
         for extra in _allocations(rule.prepare, view, notes, where):
             tail.alloc(extra, ALIGN)
         prepares.append(_PrepareMark(view, where, before, tail.used))
+        op_data[(view.sg.index, view.op.index)] += tail.used - before
     n_scratch = len(scratch_requests(model, sizes, p.pointer, kernels))
     if n_scratch:  # step 6
         tail.alloc(p.scratch_handle * n_scratch, p.pointer)
@@ -268,7 +277,38 @@ def _simulate(model: Model, p: BuildProfile, sizes: TensorBytes, kernels: str) -
                 tail.alloc(sizes[sg.index][t.index], ALIGN)
     before_io = tail.used
     io_views(tail, model, p)  # step 7
-    return _Simulation(before_io, tail.used, tuple(notes.items.values()), tuple(prepares))
+    notes_found = tuple(notes.items.values())
+    return _Simulation(before_io, tail.used, notes_found, tuple(prepares), op_data)
+
+
+def persistent_extents(
+    model: Model, profile: str | BuildProfile = "pypi", kernels: str = REFERENCE
+) -> dict[tuple, int]:
+    """Bytes of each block of the tail a kernel reads, by the traffic keys of
+    ``analysis.traffic`` (what a cache must hold to reuse it): an operator's op data
+    (its Init and Prepare allocations), its node (node, registration and builtin
+    options), each eval tensor, the framework's objects and the scratch handles.
+    Blocks the rules do not model (no bytes) are left out."""
+    p = PROFILES[profile] if isinstance(profile, str) else profile
+    sizes = tensor_bytes(model)
+    sim = _simulate(model, p, sizes, kernels)
+    out: dict[tuple, int] = {}
+    for (sg, op), nbytes in sim.op_data.items():
+        if nbytes:
+            out[("persistent", "op_data", sg, op)] = nbytes
+    for sg in model.subgraphs:
+        for op in sg.operators:
+            rule = _rule_for(op, cmsis_features(kernels))
+            options = p.options[rule.options][0] if rule and rule.options is not None else 0
+            out[("persistent", "node", sg.index, op.index)] = p.node_and_registration + options
+        for t in sg.tensors:
+            out[("persistent", "eval_tensor", sg.index, t.index)] = p.eval_tensor
+    framework = sum(p.allocator_objects) + p.builtin_data_allocator
+    out[("persistent", "framework")] = framework + p.subgraph_allocations * len(model.subgraphs)
+    n_scratch = len(scratch_requests(model, sizes, p.pointer, kernels))
+    if n_scratch:
+        out[("persistent", "scratch_handles")] = p.scratch_handle * n_scratch
+    return out
 
 
 def tail_estimate(

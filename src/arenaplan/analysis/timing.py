@@ -29,13 +29,14 @@ between keys is not modelled); a block read at random places (a lookup table)
 once per line its reads are expected to touch, ``L * (1 - (1 - 1/L)^n)`` for
 ``n`` reads over ``L`` lines. Footprints, in bytes: a tensor's size, or the
 extent the traffic model gives (a kernel that reads past the end); for kernel
-scratch and persistent data, the extent the traffic model gives for the key
-(the bytes of the block the kernel reads, e.g. xcore's ``nn_add_params_t``,
-TFLM's scratch request); a key without one is taken as never reused (once per
-line of the bytes moved). Stores count as loads do (a write-back cache fills a
-line for them), except where the memory's cache is write-through
-(``cache_writes = "through"``): each store then reaches the memory on its own and
-costs ``write_latency`` cycles (``Memory.store_latency``) instead of ``latency``:
+scratch and persistent data, the extent of the block the kernel reads (xcore's
+``nn_add_params_t``; TFLM's scratch request, and for TFLM's kernels each block
+of the tail as ``analysis.persistent`` sizes it: op data, node, eval tensors);
+a key without one is taken as never reused (once per line of the bytes moved).
+Stores count as loads do (a write-back cache fills a line for them), except
+where the memory's cache is write-through (``cache_writes = "through"``): each
+store then reaches the memory on its own and costs ``write_latency`` cycles
+(``Memory.store_latency``) instead of ``latency``:
 
     stall(o, m) = reads(o, m) * (latency(m) - latency(F))
                 + writes(o, m) * (store_latency(m) - latency(F)) + transfer
@@ -55,12 +56,13 @@ of ``analysis.cost`` (``Target.time_model == "roofline"``).
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import ChainMap, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from arenaplan.analysis.cost import OpTime, TensorKey, default_memory, op_time, operator_work
+from arenaplan.analysis.persistent import persistent_extents
 from arenaplan.analysis.scratch import scratch_requests
 from arenaplan.analysis.sizes import tensor_bytes
 from arenaplan.analysis.traffic import Traffic, operator_traffic
@@ -116,11 +118,13 @@ def operator_accesses(model: Model, traffic_of: str = "tflm") -> list[OpAccesses
     for, each input read once and each output written once), or with
     ``traffic_of="xcore"`` of xcore.ai's lib_nn kernels (``analysis.traffic_xcore``)."""
     sizes = tensor_bytes(model)
-    if traffic_of == "xcore":
-        xc = xcore_counts(model)
-        found = {k: _from_traffic(v.traffic, sizes, v.extents, v.scattered) for k, v in xc.items()}
+    extents = scratch_extents(model, sizes) | persistent_extents(model)  # TFLM's blocks
+    if traffic_of == "xcore":  # lib_nn's blocks first; TFLM's for the operators it leaves
+        found = {
+            k: _from_traffic(v.traffic, sizes, ChainMap(v.extents, extents), v.scattered)
+            for k, v in xcore_counts(model).items()
+        }
     else:
-        extents = scratch_extents(model, sizes)
         found = {k: _from_traffic(t, sizes, extents) for k, t in operator_traffic(model).items()}
     return [
         OpAccesses(w.subgraph, w.op, w.opcode, w.kind, w.macs, found[(w.subgraph, w.op)])
