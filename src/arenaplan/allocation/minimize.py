@@ -1,12 +1,16 @@
 """Minimise the height: the lowest capacity at which a packing exists.
 
 Start from the best greedy packing (an upper bound ``ub``) and the live-bytes
-lower bound ``lo``; ask the exact search for a packing at a capacity between
-them, first ``lo`` itself (the optimum is often the bound), then halfway. A
-packing lowers ``ub`` to its height; a proof of infeasibility raises ``lo``
-above the capacity tried; running out of a time slice proves nothing, so the
-next try moves up towards ``ub``. Whatever happens, the best packing so far is
-returned with the best proven bound: the gap between them is honest.
+lower bound ``lo``; on a large problem (``LARGE`` buffers or more) improve it
+first by local search over first-fit orders (``improve``, a share of the time).
+Then ask the exact search for a packing at a capacity between them, first
+``lo`` itself (the optimum is often the bound), then halfway. A packing lowers
+``ub`` to its height; a proof of infeasibility raises ``lo`` above the capacity
+tried; running out of a time slice proves nothing, so the next try moves up
+towards ``ub``. Whatever happens, the best packing so far is returned with the
+best proven bound: the gap between them is honest. Where the exact search
+cannot run (a part too large for it), the local search gets the rest of the
+time.
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ from dataclasses import dataclass, field
 from arenaplan.allocation.bounds import check_fixed, lower_bound
 from arenaplan.allocation.deadline import Deadline
 from arenaplan.allocation.exact import Feasibility, SearchParams, check_capacity, prepare
-from arenaplan.allocation.heuristics import best_greedy
+from arenaplan.allocation.heuristics import COLUMN_ORDERS, best_greedy
+from arenaplan.allocation.improve import squeaky_wheel
 from arenaplan.allocation.packing import Columns, skyline
 from arenaplan.allocation.problem import Problem, Solution, height_of
 from arenaplan.allocation.validate import check_solution
@@ -26,6 +31,8 @@ Progress = Callable[[dict], None]
 FIRST_SLICE = 0.15  # share of the time left given to the try at the lower bound
 LEAP_SLICE = 0.05  # share for a try halfway between the bounds
 DESCENT_SLICE = 0.08  # share for a try below the best packing
+LARGE = 2_000  # buffers from which the local search runs before the exact search
+IMPROVE_SLICE = 0.3  # share of the time left it gets then
 
 
 @dataclass
@@ -99,18 +106,18 @@ def minimize(
     check_fixed(problem)
     cols = Columns.of(problem)
     state = _start(problem, cols, deadline, greedy)
-    prepared = None
+    prepared = prepare(problem, params, deadline) if state.lo < state.ub else None
+    if prepared is not None and (prepared.too_large or len(problem.buffers) >= LARGE):
+        _improve(cols, state, deadline, 1.0 if prepared.too_large else IMPROVE_SLICE)
     last: Feasibility | None = None
     while state.lo < state.ub:
         left = deadline.left()
         if left is not None and left <= 0.01:
             deadline.stop("search")
             break
-        if prepared is None:
-            prepared = prepare(problem, params, deadline)
-            if prepared is None or prepared.too_large:
-                state.note = "" if prepared is None else prepared.too_large
-                break
+        if prepared is None or prepared.too_large:
+            state.note = "" if prepared is None else prepared.too_large
+            break
         cap, share = _next_try(state, last)
         left = deadline.left()
         last = check_capacity(
@@ -130,6 +137,19 @@ def minimize(
     check_solution(problem, state.offsets)
     how = state.how if not state.note else f"{state.how} ({state.note})"
     return Solution(tuple(state.offsets), state.ub, min(state.lo, state.ub), how, deadline.ended_by)
+
+
+def _improve(cols: Columns, state: _State, deadline: Deadline, share: float) -> None:
+    """Local search from the best packing, for ``share`` of the time left."""
+    if state.ub <= state.lo or deadline.expired("improve"):
+        return
+    left = deadline.left()
+    own = deadline if share >= 1.0 or left is None else Deadline.after(left * share)
+    name = state.how.removeprefix("greedy:")
+    order = COLUMN_ORDERS[name](cols) if name in COLUMN_ORDERS else None
+    found = squeaky_wheel(cols, state.offsets, state.lo, own, order)
+    if found.height < state.ub:
+        state.offsets, state.ub, state.how = found.offsets, found.height, "improve"
 
 
 def _start(
