@@ -1,6 +1,7 @@
 """Hard families: problems feasible exactly at their max-load bound.
 
     python benchmarks/solver_hard.py [--time-limit 60] [--only NAME] [--write DIR]
+                                     [--seeds K]
 
 Ten generated instances, each with a packing at exactly its max-load bound (so
 "solved" means a packing of height = bound, found within the time limit):
@@ -16,6 +17,8 @@ Ten generated instances, each with a packing at exactly its max-load bound (so
 
 Each instance is printed with its buffers, bound, the height found, whether it is
 solved, and the seconds taken. ``--write DIR`` saves them as minimalloc CSV files.
+``--seeds K`` also runs K other seeds of each tiling family at 300, 800, 1,500
+and 3,000 buffers (how general the ten are) and prints the solved counts.
 """
 
 from __future__ import annotations
@@ -116,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--time-limit", type=float, default=60.0)
     ap.add_argument("--only", default="")
     ap.add_argument("--write", type=Path)
+    ap.add_argument("--seeds", type=int, default=0)
     args = ap.parse_args(argv)
     table = Table(title=f"hard families, {args.time_limit:g} s each")
     for col in ("instance", "buffers", "max-load bound", "height", "solved", "seconds"):
@@ -140,7 +144,28 @@ def main(argv: list[str] | None = None) -> int:
                       "yes" if sol.height <= bound else "no", f"{seconds:.1f}")  # fmt: skip
     Console(width=120).print(table)
     print(f"solved {solved} of {total} at their bound", file=sys.stderr)
+    if args.seeds:
+        _other_seeds(args.seeds, args.time_limit)
     return 0
+
+
+def _other_seeds(k: int, seconds: float) -> None:
+    """Solved counts over ``k`` other seeds per family and size."""
+    table = Table(title=f"other seeds (100..{99 + k}), {seconds:g} s each")
+    for col in ("family", "buffers", "solved", "worst seconds"):
+        table.add_column(col, justify="left" if col == "family" else "right")
+    for family in ("guillotine", "pinwheel"):
+        for n in (300, 800, 1500, 3000):
+            solved, worst = 0, 0.0
+            for seed in range(100, 100 + k):
+                problem = tiling(n, seed, pinwheel=family == "pinwheel")
+                start = time.perf_counter()
+                sol = minimize(problem, seconds=seconds)
+                worst = max(worst, time.perf_counter() - start)
+                check_solution(problem, sol.offsets)
+                solved += sol.height <= live_bytes_bound(problem)
+            table.add_row(family, f"{n:,}", f"{solved} of {k}", f"{worst:.1f}")
+    Console(width=120).print(table)
 
 
 def _write(path: Path, problem: Problem) -> None:

@@ -233,7 +233,7 @@ static int touched_ok(const Search *s) {
 
 static int limits_hit(Search *s) {
   if (s->node_limit > 0 && s->nodes >= s->node_limit) return R_NODES;
-  if ((s->nodes & 0x3fff) == 0) {
+  if ((s->nodes & 0xff) == 0) { /* every 256 nodes: a node costs up to O(n) at 10^4 buffers */
     if (s->deadline > 0 && now_seconds() > s->deadline) return R_DEADLINE;
     if (PyErr_CheckSignals() != 0) {
       s->interrupted = 1;
@@ -410,6 +410,12 @@ static int search(Search *s, Range r, int64_t min_off, int32_t min_pre, int32_t 
   int64_t gen = -1; /* the maxes generation this node computed; stale when different */
   int result = R_INFEASIBLE;
   for (int32_t i = 0; i < k; i++) {
+    /* a node may try thousands of candidates that fail before any child node
+     * (so before limits_hit): look at the clock here too */
+    if ((i & 63) == 63 && s->deadline > 0 && now_seconds() > s->deadline) {
+      result = R_DEADLINE;
+      break;
+    }
     int64_t off = c[i].floor;
     int32_t p = c[i].pre, b = r.bufs[p];
     if (s->fixed[b] >= 0 && off != s->fixed[b]) continue;

@@ -1,16 +1,17 @@
 """Minimise the height: the lowest capacity at which a packing exists.
 
 Start from the best greedy packing (an upper bound ``ub``) and the live-bytes
-lower bound ``lo``; on a large problem (``LARGE`` buffers or more) improve it
-first by local search over first-fit orders (``improve``, a share of the time).
-Then ask the exact search for a packing at a capacity between them, first
-``lo`` itself (the optimum is often the bound), then halfway. A packing lowers
-``ub`` to its height; a proof of infeasibility raises ``lo`` above the capacity
-tried; running out of a time slice proves nothing, so the next try moves up
-towards ``ub``. Whatever happens, the best packing so far is returned with the
-best proven bound: the gap between them is honest. Where the exact search
-cannot run (a part too large for it), the local search gets the rest of the
-time.
+lower bound ``lo``. When a packing at ``lo`` would leave no byte free, rebuild
+it as a tiling first (``tiling``, half the time). On a large problem (``LARGE``
+buffers or more) improve the packing by local search over first-fit orders
+(``improve``, a share of the time). Then ask the exact search for a packing at
+a capacity between them, first ``lo`` itself (the optimum is often the bound),
+then halfway. A packing lowers ``ub`` to its height; a proof of infeasibility
+raises ``lo`` above the capacity tried; running out of a time slice proves
+nothing, so the next try moves up towards ``ub``. Whatever happens, the best
+packing so far is returned with the best proven bound: the gap between them is
+honest. Where the exact search cannot run (a part too large for it), the local
+search gets the rest of the time.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from arenaplan.allocation.heuristics import COLUMN_ORDERS, best_greedy
 from arenaplan.allocation.improve import squeaky_wheel
 from arenaplan.allocation.packing import Columns, skyline
 from arenaplan.allocation.problem import Problem, Solution, height_of
+from arenaplan.allocation.tiling import is_perfect, perfect_packing
 from arenaplan.allocation.validate import check_solution
 
 Progress = Callable[[dict], None]
@@ -33,6 +35,7 @@ LEAP_SLICE = 0.05  # share for a try halfway between the bounds
 DESCENT_SLICE = 0.08  # share for a try below the best packing
 LARGE = 2_000  # buffers from which the local search runs before the exact search
 IMPROVE_SLICE = 0.3  # share of the time left it gets then
+TILING_SLICE = 0.5  # share of the time left for a perfect packing (``tiling``)
 
 
 @dataclass
@@ -106,6 +109,8 @@ def minimize(
     check_fixed(problem)
     cols = Columns.of(problem)
     state = _start(problem, cols, deadline, greedy)
+    if state.lo < state.ub and is_perfect(problem, state.lo):
+        _tile(problem, state, params, deadline)
     prepared = prepare(problem, params, deadline) if state.lo < state.ub else None
     if prepared is not None and (prepared.too_large or len(problem.buffers) >= LARGE):
         _improve(cols, state, deadline, 1.0 if prepared.too_large else IMPROVE_SLICE)
@@ -137,6 +142,15 @@ def minimize(
     check_solution(problem, state.offsets)
     how = state.how if not state.note else f"{state.how} ({state.note})"
     return Solution(tuple(state.offsets), state.ub, min(state.lo, state.ub), how, deadline.ended_by)
+
+
+def _tile(problem: Problem, state: _State, params: SearchParams, deadline: Deadline) -> None:
+    """A packing at the bound of a problem that leaves no byte free (``tiling``)."""
+    left = deadline.left()
+    own = deadline if left is None else Deadline.after(left * TILING_SLICE)
+    offsets = perfect_packing(problem, state.lo, own, params)
+    if offsets is not None:
+        state.offsets, state.ub, state.how = offsets, state.lo, "tiling"
 
 
 def _improve(cols: Columns, state: _State, deadline: Deadline, share: float) -> None:

@@ -1,0 +1,90 @@
+"""Perfect packings rebuilt as tilings: found at the bound, checked, never claimed
+where there is none."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from arenaplan.allocation import Buffer, Problem, check_solution
+from arenaplan.allocation.bounds import live_bytes_bound
+from arenaplan.allocation.deadline import Deadline
+from arenaplan.allocation.minimize import minimize
+from arenaplan.allocation.tiling import is_perfect, perfect_packing, reduce_blocks
+
+Rect = tuple[int, int, int]  # first step, last step (inclusive), bytes
+
+
+def _cut(rng: random.Random, r: Rect, pinwheel: bool) -> list[Rect]:
+    """Split ``r`` along time or bytes, or (``pinwheel``) into five around a centre."""
+    t0, t1, h = r
+    w = t1 - t0 + 1
+    if pinwheel and w >= 3 and h >= 3 and rng.random() < 0.35:
+        a, b = rng.randint(1, w - 2), rng.randint(1, h - 2)
+        c, d = rng.randint(a + 1, w - 1), rng.randint(b + 1, h - 1)
+        return [
+            (t0, t0 + c - 1, b),  # bottom
+            (t0 + c, t1, d),  # right
+            (t0 + a, t1, h - d),  # top
+            (t0, t0 + a - 1, h - b),  # left
+            (t0 + a, t0 + c - 1, d - b),  # centre
+        ]
+    if w > 1 and (h == 1 or rng.random() < 0.5):
+        k = rng.randint(1, w - 1)
+        return [(t0, t0 + k - 1, h), (t0 + k, t1, h)]
+    k = rng.randint(1, h - 1)
+    return [(t0, t1, k), (t0, t1, h - k)]
+
+
+def _tiling(n: int, seed: int, pinwheel: bool, height: int = 1 << 16) -> Problem:
+    rng = random.Random(seed)
+    pieces: list[Rect] = [(0, 399, height)]
+    while len(pieces) < n:
+        k = max(range(len(pieces)), key=lambda i: (pieces[i][1] - pieces[i][0] + 1) * pieces[i][2])
+        r = pieces.pop(k)
+        if r[0] == r[1] and r[2] == 1:
+            pieces.append(r)
+            break
+        pieces += _cut(rng, r, pinwheel)
+    rng.shuffle(pieces)
+    return Problem.of([Buffer(f"p{i}", t0, t1, h) for i, (t0, t1, h) in enumerate(pieces)])
+
+
+@pytest.mark.parametrize("pinwheel", [False, True])
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_tilings_are_packed_at_their_bound(seed: int, pinwheel: bool) -> None:
+    problem = _tiling(250, seed, pinwheel)
+    bound = live_bytes_bound(problem)
+    assert bound == 1 << 16 and is_perfect(problem, bound)
+    sol = minimize(problem, seconds=20)
+    check_solution(problem, sol.offsets)
+    assert sol.height == bound == sol.lower_bound
+
+
+def test_a_pinwheel_is_rebuilt_into_its_rectangle() -> None:
+    pieces = [(0, 5, 3), (6, 9, 7), (3, 9, 5), (0, 2, 9), (3, 5, 4)]  # b, r, t, l, centre
+    problem = Problem.of([Buffer(f"p{i}", *p) for i, p in enumerate(pieces)])
+    assert is_perfect(problem, 12)
+    blocks = reduce_blocks(problem, "", Deadline(None))
+    assert [(b.first, b.last, b.size, b.kind) for b in blocks] == [(0, 9, 12, "pinwheel")]
+    offsets = perfect_packing(problem, 12, Deadline(None))
+    assert offsets == [0, 0, 7, 3, 3]
+    check_solution(Problem(problem.buffers, 12), offsets)
+
+
+def test_no_packing_is_claimed_below_the_bound_and_slack_is_not_perfect() -> None:
+    problem = _tiling(120, 5, pinwheel=True)
+    bound = live_bytes_bound(problem)
+    assert perfect_packing(problem, bound - 1, Deadline.after(2.0)) is None
+    loose = Problem.of([*problem.buffers, Buffer("extra", 0, 0, 16)])
+    assert not is_perfect(loose, live_bytes_bound(loose))  # step 0 is higher than the rest
+    odd = Problem.of([Buffer("a", 0, 1, 24, 16), Buffer("b", 0, 1, 8)])
+    assert not is_perfect(odd, 32)  # a 24-byte buffer cannot keep 16-byte blocks aligned
+
+
+def test_the_same_tiling_gives_the_same_packing() -> None:
+    problem = _tiling(200, 7, pinwheel=True)
+    bound = live_bytes_bound(problem)
+    runs = [perfect_packing(problem, bound, Deadline(None)) for _ in range(2)]
+    assert runs[0] is not None and runs[0] == runs[1]
