@@ -1,4 +1,5 @@
-"""Builds the one C extension: the exact search of the offset solver."""
+"""Builds the C extensions: the exact search of the offset solver, and the sweep
+first-fit of large problems."""
 
 from setuptools import Extension, setup
 
@@ -8,6 +9,11 @@ setup(
             "arenaplan.allocation._search",
             sources=["src/arenaplan/allocation/_search.c"],
             extra_compile_args=["-O2", "-std=c99"],
-        )
+        ),
+        Extension(
+            "arenaplan.allocation._sweep",
+            sources=["src/arenaplan/allocation/_sweep.c"],
+            extra_compile_args=["-O2", "-std=c99"],
+        ),
     ]
 )

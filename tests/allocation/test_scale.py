@@ -228,7 +228,7 @@ def test_each_greedy_order_checks_the_deadline() -> None:
     problem = _random_problem(200)
     late = Deadline.after(0.0)
     assert best_greedy(problem, deadline=late) is None
-    assert late.ended_by == "greedy:size"
+    assert late.ended_by == "greedy:start"  # the sweep of the start order goes first
     assert best_greedy(problem, deadline=Deadline.after(None)) is not None
 
 
@@ -282,3 +282,36 @@ def test_columns_compress_steps_into_sections() -> None:
     assert cols.n_sections == 4  # [10,15) [15,20) [20,41) [41,42)
     assert cols.sec_lo.tolist() == [0, 1, 3] and cols.sec_hi.tolist() == [2, 3, 4]
     assert np.array_equal(cols.fixed, [-1, -1, -1])
+
+
+@settings(max_examples=300, deadline=None)
+@given(problems())
+def test_the_sweep_is_first_fit_in_start_order(problem: Problem) -> None:
+    from arenaplan.allocation.packing import sweep_fit
+
+    free = Problem.of([Buffer(b.id, b.first, b.last, b.size, b.alignment) for b in problem.buffers])
+    cols = Columns.of(free)
+    order = ORDERS["start"](free)
+    status, offsets = sweep_fit(cols, order)
+    assert status == 0 and offsets == first_fit(cols, order, probes=-1)[1]
+    check_solution(free, offsets)
+    height = max((o + b.size for o, b in zip(offsets, free.buffers, strict=True)), default=0)
+    if height > 0:
+        assert sweep_fit(cols, order, capacity=height - 1)[0] == 2  # over capacity
+    assert sweep_fit(cols, order[::-1]) is None or len(order) < 2 or len(set(cols.first)) == 1
+
+
+def test_the_sweep_does_not_apply_to_fixed_buffers_and_keeps_the_deadline() -> None:
+    from arenaplan.allocation.packing import sweep_fit
+
+    fixed = Problem.of([Buffer("a", 0, 1, 16, 16, 32), Buffer("b", 0, 1, 16)])
+    assert sweep_fit(Columns.of(fixed), [0, 1]) is None
+    rng = random.Random(3)
+    rows = [
+        (f := rng.randrange(50_000), f + rng.randrange(20), 16 * rng.randint(1, 64))
+        for _ in range(200_000)
+    ]
+    big = Problem.of([Buffer(f"b{i}", f, last, s, 16) for i, (f, last, s) in enumerate(rows)])
+    cols = Columns.of(big)
+    status, offsets = sweep_fit(cols, ORDERS["start"](big), deadline=Deadline.after(1e-4))
+    assert (status, offsets) == (3, None)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 import numpy as np
 
 from arenaplan.allocation.deadline import Deadline
-from arenaplan.allocation.packing import DONE, Columns, first_fit
+from arenaplan.allocation.packing import DONE, Columns, first_fit, sweep_fit
 from arenaplan.allocation.problem import Problem
 
 ColumnOrder = Callable[[Columns], np.ndarray]
@@ -67,20 +67,34 @@ def best_greedy(
 ) -> tuple[str, list[int]] | None:
     """The lowest packing over all orders, bottom-up; ties go to the earlier order.
 
-    Orders are tried until ``deadline``: the best of those finished is returned
-    (None when none finished or none fits ``capacity``)."""
+    The "start" order is packed first, by the sweep (``packing.sweep_fit``,
+    O(n log n)) when it applies, so that even a problem too large for the other
+    orders gets it. Orders are tried until ``deadline``: the best of those
+    finished is returned (None when none finished or none fits ``capacity``)."""
     cols = cols if cols is not None else Columns.of(problem)
-    best: tuple[int, str, list[int]] | None = None
+    early = None if (deadline is not None and deadline.expired("greedy:start")) else (
+        sweep_fit(cols, COLUMN_ORDERS["start"](cols), capacity, deadline)
+    )  # fmt: skip
+    found: dict[str, list[int]] = {}
     for name, order in COLUMN_ORDERS.items():
         phase = f"greedy:{name}"
-        if deadline is not None and deadline.expired(phase):
+        if name == "start" and early is not None:
+            status, offsets = early
+        elif deadline is not None and deadline.expired(phase):
             break
-        status, offsets = first_fit(cols, order(cols), capacity, deadline)
-        if status != DONE or offsets is None:
-            if deadline is not None and deadline.expired(phase):
-                break
-            continue
-        height = max((o + s for o, s in zip(offsets, cols.size.tolist(), strict=True)), default=0)
-        if best is None or height < best[0]:
-            best = (height, name, offsets)
+        else:
+            status, offsets = first_fit(cols, order(cols), capacity, deadline)
+        if status == DONE and offsets is not None:
+            found[name] = offsets
+        elif deadline is not None and deadline.expired(phase):
+            break
+    if early is not None and early[0] == DONE and early[1] is not None:
+        found.setdefault("start", early[1])
+    best: tuple[int, str, list[int]] | None = None
+    sizes = cols.size.tolist()
+    for name in COLUMN_ORDERS:  # ties go to the earlier order
+        if name in found:
+            height = max((o + s for o, s in zip(found[name], sizes, strict=True)), default=0)
+            if best is None or height < best[0]:
+                best = (height, name, found[name])
     return None if best is None else (best[1], best[2])

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from arenaplan.allocation import _search
+from arenaplan.allocation import _search, _sweep
 from arenaplan.allocation.deadline import Deadline
 from arenaplan.allocation.problem import Problem
 
@@ -91,6 +91,33 @@ def first_fit(
         seconds,
         probes,
     )
+    if code != DONE:
+        return code, None
+    return DONE, np.frombuffer(raw, dtype=np.int64).tolist()
+
+
+def sweep_fit(
+    cols: Columns,
+    order: Sequence[int] | np.ndarray,
+    capacity: int | None = None,
+    deadline: Deadline | None = None,
+) -> tuple[int, list[int] | None] | None:
+    """First-fit in ``order`` sorted by first step, as a sweep over time (``_sweep.c``:
+    free gaps in a treap, O(n log n), no probe cap): the offsets ``first_fit`` gives
+    with no probe cap. None when it does not apply (fixed buffers, or ``order`` not
+    by first step or not every buffer); else as ``first_fit``."""
+    order = np.ascontiguousarray(order, dtype=np.int32)
+    if (cols.fixed >= 0).any() or len(order) != len(cols.size):
+        return None
+    if len(order) and (np.diff(cols.first[order]) < 0).any():
+        return None
+    seconds = 0.0
+    if deadline is not None and deadline.at is not None:
+        seconds = max(deadline.left() or 0.0, 1e-6)
+    code, raw = _sweep.sweep_fit(
+        cols.first, cols.last, cols.size, cols.align, order,
+        -1 if capacity is None else capacity, seconds,
+    )  # fmt: skip
     if code != DONE:
         return code, None
     return DONE, np.frombuffer(raw, dtype=np.int64).tolist()
