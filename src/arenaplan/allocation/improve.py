@@ -66,7 +66,8 @@ def squeaky_wheel(
         order = np.argsort(-priority, kind="stable")
         status, placed = first_fit(cols, order, None, deadline)
         if status != DONE or placed is None:
-            break  # the deadline passed inside the round
+            deadline.stop("improve")  # the deadline passed inside the round
+            break
         tops = np.asarray(placed, dtype=np.int64) + cols.size
         top = int(tops.max())
         if top < height:
