@@ -295,7 +295,7 @@ def search_bound(problem: Problem, ceiling: int | None = None, node_limit: int =
     bisection up to ``ceiling`` (a known height; default: the sum of sizes).
 
     Each try gets ``node_limit`` nodes; a try that runs out proves nothing and
-    counts as "maybe feasible", so the bound is only ever raised by a refutation.
+    ends the bisection, so the bound is only ever raised by a refutation.
     """
     relaxed = relax(problem)
     c = compact(relaxed)
@@ -314,9 +314,9 @@ def search_bound(problem: Problem, ceiling: int | None = None, node_limit: int =
         if out.refutation is not None:
             best, lo = out.refutation, mid + 1
             continue
-        if out.offsets is not None:
-            packed = min(packed, mid)
-        hi = mid - 1
+        if out.offsets is None:
+            break  # out of nodes: a higher capacity is no easier to refute
+        packed, hi = min(packed, mid), mid - 1
     bound = max(load, best.bound if best else 0)
     return Bound(bound, load, best, packed * c.unit == bound, nodes)
 
