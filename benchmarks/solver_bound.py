@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import argparse
 import math
-import re
 import sys
 import time
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
+from solver import best_known  # benchmarks/solver.py: the README's best-known heights
 
 from arenaplan.allocation.bounds import live_bytes_bound
 from arenaplan.allocation.lower_bound import Bound, search_bound, time_windows, window
@@ -39,16 +39,6 @@ INSTANCES = ("A", "C", "D", "E", "G", "I", "K")
 # elementary steps 0..91 (201 of its 213 buffers) and 40..101 (165 buffers); then
 # the whole of D, for its height.
 WITNESSES = {"D": ((0, 958_463), (323_584, 1_048_575), (0, 1_048_575))}
-
-
-def best_known(readme: Path) -> dict[str, int]:
-    """Instance name -> best-known height (bytes), from the README's table."""
-    heights = {}
-    for line in readme.read_text().splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) >= 4 and re.fullmatch(r"[\d,]+", cells[3]):
-            heights[cells[0]] = int(cells[3].replace(",", ""))
-    return heights
 
 
 def checked(result: Bound) -> int:
