@@ -16,6 +16,7 @@ search gets the rest of the time.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -48,6 +49,7 @@ class _State:
     misses: int = 0  # tries below the best packing that ran out of time in a row
     tries: list[Feasibility] = field(default_factory=list)
     note: str = ""  # why the exact search did not run, if it did not
+    unit: int = 1  # bytes: some optimal packing's height is a multiple of it (``_unit``)
 
 
 def _report(progress: Progress | None, state: _State, attempt: Feasibility) -> None:
@@ -78,14 +80,25 @@ def _next_try(state: _State, last: Feasibility | None) -> tuple[int, float]:
     """
     if last is None:
         return state.lo, FIRST_SLICE
+    u = state.unit  # capacities tried are multiples of it: no two tries the same problem
     floor = max(state.lo, state.hard + 1)
-    if state.misses == 0 and state.ub - floor > max(state.ub // 256, 64):
-        return (floor + state.ub) // 2, LEAP_SLICE
-    step = max(state.ub // 1024, 1)
-    cap = state.ub - 1 - step * state.misses
+    if state.misses == 0 and state.ub - floor > max(state.ub // 256, 64, 2 * u):
+        return max((floor + state.ub) // 2 // u * u, floor), LEAP_SLICE
+    step = max(state.ub // 1024 // u, 1) * u
+    cap = (state.ub - 1 - step * state.misses) // u * u
     if cap < state.lo:
-        state.misses, cap = 0, state.ub - 1
+        state.misses, cap = 0, (state.ub - 1) // u * u
     return cap, DESCENT_SLICE
+
+
+def _unit(problem: Problem) -> int:
+    """The sizes' (and fixed offsets') gcd, when every alignment divides it: then
+    letting buffers drop keeps every offset, so the optimal height, a multiple of
+    it; else 1."""
+    values = [b.size for b in problem.buffers if b.size > 0]
+    values += [b.offset for b in problem.buffers if b.offset]
+    g = math.gcd(*values) if values else 1
+    return g if g > 0 and all(g % b.alignment == 0 for b in problem.buffers) else 1
 
 
 def minimize(
@@ -109,6 +122,7 @@ def minimize(
     check_fixed(problem)
     cols = Columns.of(problem)
     state = _start(problem, cols, deadline, greedy)
+    state.unit = _unit(problem)
     if state.lo < state.ub and is_perfect(problem, state.lo):
         _tile(problem, state, params, deadline)
     prepared = prepare(problem, params, deadline) if state.lo < state.ub else None
@@ -134,7 +148,7 @@ def minimize(
             state.ub = height_of(problem, last.offsets)
             state.misses = 0
         elif last.status == "infeasible":
-            state.lo = max(state.lo, cap + 1)
+            state.lo = max(state.lo, -(-(cap + 1) // state.unit) * state.unit)
         else:
             state.hard = max(state.hard, cap)
             state.misses += 1
