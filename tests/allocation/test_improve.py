@@ -84,3 +84,21 @@ def test_minimize_searches_locally_where_the_exact_search_cannot(monkeypatch) ->
     height = max(o + b.size for o, b in zip(greedy[1], problem.buffers, strict=True))
     assert sol.height < height and sol.allocator.startswith("improve")
     assert "beyond the exact search's limits" in sol.allocator
+
+
+def test_capacities_tried_are_multiples_of_the_sizes_gcd() -> None:
+    from arenaplan.allocation.minimize import _next_try, _State, _unit
+
+    assert _unit(Problem.of([Buffer("a", 0, 1, 3072), Buffer("b", 1, 2, 1024)])) == 1024
+    assert _unit(Problem.of([Buffer("a", 0, 1, 48, 16), Buffer("b", 1, 2, 32, 16)])) == 16
+    assert _unit(Problem.of([Buffer("a", 0, 1, 48, 32), Buffer("b", 1, 2, 32)])) == 1
+    state = _State(lo=986_112, ub=1_025_024, offsets=[], how="", unit=1024)
+    first, _ = _next_try(state, None)
+    assert first == 986_112
+    caps = []
+    last = object()
+    for misses in range(40):
+        state.misses = misses
+        cap, _ = _next_try(state, last)  # type: ignore[arg-type]
+        caps.append(cap)
+    assert all(c % 1024 == 0 and state.lo <= c < state.ub for c in caps)
