@@ -88,3 +88,14 @@ def test_the_same_tiling_gives_the_same_packing() -> None:
     bound = live_bytes_bound(problem)
     runs = [perfect_packing(problem, bound, Deadline(None)) for _ in range(2)]
     assert runs[0] is not None and runs[0] == runs[1]
+
+
+def test_a_long_chain_unfolds_without_recursion() -> None:
+    bufs = [Buffer(f"t{i}", i, i, 64) for i in range(5000)] + [Buffer("all", 0, 4999, 64)]
+    problem = Problem.of(bufs)
+    assert is_perfect(problem, 128)
+    blocks = reduce_blocks(problem, "", Deadline(None))
+    assert sorted(b.size for b in blocks) == [64, 64]  # the 5,000 steps chained into one
+    offsets = perfect_packing(problem, 128, Deadline(None))
+    assert offsets is not None
+    check_solution(Problem(problem.buffers, 128), offsets)

@@ -84,7 +84,7 @@ def perfect_packing(
     problem: Problem, bound: int, deadline: Deadline, params: SearchParams | None = None
 ) -> list[int] | None:
     """Offsets of a packing at ``bound`` of a perfect problem (``is_perfect``),
-    or None when neither attempt finds one in time."""
+    or None when no attempt finds one in time."""
     params = params or SearchParams()
     for k, stack in enumerate(ATTEMPTS):
         left = deadline.left()
@@ -123,22 +123,23 @@ def _solve_blocks(
 
 
 def _unfold(block: Block, base: int, out: list[int]) -> None:
-    """Offsets (bytes) of the buffers inside ``block`` placed at ``base``."""
-    if isinstance(block.parts, int):
-        out[block.parts] = base
-        return
-    if block.kind == "chain":
-        for part in block.parts:
-            _unfold(part, base, out)
-    elif block.kind == "stack":
-        for part in block.parts:
-            _unfold(part, base, out)
-            base += part.size
-    else:  # pinwheel: bottom and right at the base, top above right, left and centre above bottom
-        bottom, right, top, left, centre = block.parts
-        for part, rise in ((bottom, 0), (right, 0), (top, right.size), (left, bottom.size)):
-            _unfold(part, base + rise, out)
-        _unfold(centre, base + bottom.size, out)
+    """Offsets (bytes) of the buffers inside ``block`` placed at ``base`` (a stack
+    of work, not recursion: chains of chains nest as deep as the buffers)."""
+    todo = [(block, base)]
+    while todo:
+        b, at = todo.pop()
+        if isinstance(b.parts, int):
+            out[b.parts] = at
+        elif b.kind == "chain":
+            todo += [(part, at) for part in b.parts]
+        elif b.kind == "stack":
+            for part in b.parts:
+                todo.append((part, at))
+                at += part.size
+        else:  # pinwheel: bottom, right at the base; top above right; left, centre above bottom
+            bottom, right, top, left, centre = b.parts
+            todo += [(bottom, at), (right, at), (top, at + right.size)]
+            todo += [(left, at + bottom.size), (centre, at + bottom.size)]
 
 
 def reduce_blocks(problem: Problem, stack: str, deadline: Deadline) -> list[Block] | None:
