@@ -8,11 +8,13 @@ setup(
         Extension(
             "arenaplan.allocation._search",
             sources=["src/arenaplan/allocation/_search.c"],
+            depends=["src/arenaplan/allocation/_native.h"],
             extra_compile_args=["-O2", "-std=c99"],
         ),
         Extension(
             "arenaplan.allocation._sweep",
             sources=["src/arenaplan/allocation/_sweep.c"],
+            depends=["src/arenaplan/allocation/_native.h"],
             extra_compile_args=["-O2", "-std=c99"],
         ),
     ]

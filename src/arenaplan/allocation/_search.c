@@ -43,6 +43,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "_native.h"
+
 enum {
   F_CANONICAL = 1, F_SECTIONS = 2, F_DOMINANCE = 4, F_UNPLACED_FLOOR = 8,
   F_MONOTONIC = 16, F_HATLESS = 32, F_DYNAMIC_ORDER = 64, F_SPLIT = 128
@@ -90,18 +92,6 @@ typedef struct {
   double deadline; /* monotonic seconds; <= 0: none */
   int interrupted;
 } Search;
-
-static double now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int64_t align_up(int64_t x, int64_t a) {
-  if (a <= 1) return x;
-  int64_t r = x % a;
-  return r ? x + (a - r) : x;
-}
 
 /* Undo log: entries with idx >= 0 restore floor_b[idx]; idx < 0 restore
  * floor_s[-idx-1]. */
@@ -798,18 +788,6 @@ out:
 }
 
 /* ---- Python binding ------------------------------------------------------ */
-
-static int get_buf(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, Py_ssize_t count,
-                   const char *name) {
-  if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS) < 0) return -1;
-  if (view->len != itemsize * count) {
-    PyErr_Format(PyExc_ValueError, "%s: expected %zd bytes, got %zd", name, itemsize * count,
-                 view->len);
-    PyBuffer_Release(view);
-    return -1;
-  }
-  return 0;
-}
 
 PyDoc_STRVAR(search_doc,
              "search(size, align, fixed, sec_lo, sec_hi, ov_start, ov, sb_start, sb, pre,\n"

@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "_native.h"
+
 #define TOP_LEN ((int64_t)1 << 62) /* length of the gap above everything */
 
 enum { SW_DONE = 0, SW_OVER = 2, SW_DEADLINE = 3, SW_MEMORY = 4 };
@@ -33,12 +35,6 @@ typedef struct {
   int32_t n, cap, free_list;
   uint32_t seed;
 } Treap;
-
-static double now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static uint32_t next_prio(Treap *t) { /* xorshift: fixed seed, same tree every run */
   t->seed ^= t->seed << 13;
@@ -107,8 +103,6 @@ static int32_t join(Treap *t, int32_t a, int32_t b) {
   update(t, b);
   return b;
 }
-
-static int64_t align_up(int64_t x, int64_t a) { return a > 1 ? (x + a - 1) / a * a : x; }
 
 /* The lowest gap where size bytes fit at an aligned offset, or -1. */
 static int32_t lowest_fit(const Treap *t, int32_t k, int64_t size, int64_t align) {
@@ -249,16 +243,6 @@ static int sweep(const int64_t *first, const int64_t *last, const int64_t *size,
   free(h.last);
   free(h.buf);
   return code;
-}
-
-static int get_buf(PyObject *o, Py_buffer *v, Py_ssize_t item, Py_ssize_t n, const char *what) {
-  if (PyObject_GetBuffer(o, v, PyBUF_C_CONTIGUOUS) < 0) return -1;
-  if (v->len != item * n) {
-    PyBuffer_Release(v);
-    PyErr_Format(PyExc_ValueError, "%s: wrong length", what);
-    return -1;
-  }
-  return 0;
 }
 
 static PyObject *py_sweep_fit(PyObject *self, PyObject *args) {

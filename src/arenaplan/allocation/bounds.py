@@ -15,21 +15,30 @@ def live_bytes_bound(problem: Problem) -> int:
     """The peak over steps of the sum of sizes of buffers live at that step.
 
     Sizes are taken as given (callers pass sizes already rounded to their
-    alignment where that matters). Computed by a sweep over interval ends: at
+    alignment where that matters)."""
+    return peak_load(problem)[0]
+
+
+def peak_load(problem: Problem) -> tuple[int, int]:
+    """(bytes, step): the largest sum of sizes live at one step, and the first step
+    where it is reached ((0, 0) without buffers). A sweep over interval ends: at
     one step, frees (of buffers whose last step was the one before) come before
-    allocations.
-    """
+    allocations."""
     bufs = problem.buffers
     n = len(bufs)
     if n == 0:
-        return 0
+        return 0, 0
     first = np.fromiter((b.first for b in bufs), np.int64, n)
     last = np.fromiter((b.last for b in bufs), np.int64, n)
     size = np.fromiter((b.size for b in bufs), np.int64, n)
     steps = np.concatenate((first, last + 1))
     delta = np.concatenate((size, -size))
     order = np.lexsort((delta, steps))
-    return max(int(np.cumsum(delta[order]).max()), 0)
+    live = np.cumsum(delta[order])
+    worst = int(np.argmax(live))
+    if live[worst] <= 0:
+        return 0, 0
+    return int(live[worst]), int(steps[order][worst])
 
 
 def fixed_bound(problem: Problem) -> int:

@@ -48,7 +48,3 @@ class Deadline:
         """Record that ``phase`` was cut short by the deadline (found inside it)."""
         if not self.ended_by:
             self.ended_by = phase
-
-
-def unlimited() -> Deadline:
-    return Deadline(None)

@@ -13,10 +13,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from arenaplan.allocation import _search
-from arenaplan.allocation.bounds import fixed_overlap
+from arenaplan.allocation.bounds import fixed_overlap, peak_load
 from arenaplan.allocation.deadline import Deadline
 from arenaplan.allocation.problem import Problem
 from arenaplan.allocation.sweep import Part, make_part, preorder, split_parts, table_entries
@@ -165,7 +163,6 @@ class Prepared:
 
     parts: tuple[Part, ...]
     too_large: str = ""
-    loads: tuple[tuple[Part | None, int, int], ...] = ()  # (part, peak load, its step)
 
 
 def prepare(
@@ -250,20 +247,7 @@ def check_capacity(
 
 def _load_conflict(problem: Problem, capacity: int) -> str | None:
     """More bytes live at one step than ``capacity``: the cheapest proof."""
-    bufs = [b for b in problem.buffers if b.size > 0]
-    if not bufs:
+    load, step = peak_load(problem)
+    if load <= capacity:
         return None
-    first = np.fromiter((b.first for b in bufs), np.int64, len(bufs))
-    last = np.fromiter((b.last for b in bufs), np.int64, len(bufs))
-    size = np.fromiter((b.size for b in bufs), np.int64, len(bufs))
-    steps = np.concatenate((first, last + 1))
-    delta = np.concatenate((size, -size))
-    order = np.lexsort((delta, steps))
-    live = np.cumsum(delta[order])
-    worst = int(np.argmax(live))
-    if live[worst] <= capacity:
-        return None
-    return (
-        f"{int(live[worst])} bytes are live at step {int(steps[order][worst])}, "
-        f"more than the capacity of {capacity}"
-    )
+    return f"{load} bytes are live at step {step}, more than the capacity of {capacity}"

@@ -72,9 +72,9 @@ def best_greedy(
     orders gets it. Orders are tried until ``deadline``: the best of those
     finished is returned (None when none finished or none fits ``capacity``)."""
     cols = cols if cols is not None else Columns.of(problem)
-    early = None if (deadline is not None and deadline.expired("greedy:start")) else (
-        sweep_fit(cols, COLUMN_ORDERS["start"](cols), capacity, deadline)
-    )  # fmt: skip
+    early = None
+    if deadline is None or not deadline.expired("greedy:start"):
+        early = sweep_fit(cols, COLUMN_ORDERS["start"](cols), capacity, deadline)
     found: dict[str, list[int]] = {}
     for name, order in COLUMN_ORDERS.items():
         phase = f"greedy:{name}"

@@ -64,6 +64,13 @@ class Columns:
         return cls(first, last, size, align, fixed, sec_lo, sec_hi, max(len(bounds) - 1, 0))
 
 
+def _seconds(deadline: Deadline | None) -> float:
+    """The time left for the C code, which reads <= 0 as "no deadline"."""
+    if deadline is None or deadline.at is None:
+        return 0.0
+    return max(deadline.left() or 0.0, 1e-6)
+
+
 def first_fit(
     cols: Columns,
     order: Sequence[int] | np.ndarray,
@@ -76,9 +83,6 @@ def first_fit(
 
     ``probes``: gaps tried per buffer before it goes on top (< 0: no limit)."""
     order = np.ascontiguousarray(order, dtype=np.int32)
-    seconds = 0.0  # the C code reads <= 0 as "no deadline"
-    if deadline is not None and deadline.at is not None:
-        seconds = max(deadline.left() or 0.0, 1e-6)
     code, raw, _ = _search.first_fit(
         cols.sec_lo,
         cols.sec_hi,
@@ -88,7 +92,7 @@ def first_fit(
         order,
         cols.n_sections,
         -1 if capacity is None else capacity,
-        seconds,
+        _seconds(deadline),
         probes,
     )
     if code != DONE:
@@ -111,12 +115,9 @@ def sweep_fit(
         return None
     if len(order) and (np.diff(cols.first[order]) < 0).any():
         return None
-    seconds = 0.0
-    if deadline is not None and deadline.at is not None:
-        seconds = max(deadline.left() or 0.0, 1e-6)
     code, raw = _sweep.sweep_fit(
         cols.first, cols.last, cols.size, cols.align, order,
-        -1 if capacity is None else capacity, seconds,
+        -1 if capacity is None else capacity, _seconds(deadline),
     )  # fmt: skip
     if code != DONE:
         return code, None
