@@ -1,20 +1,26 @@
 """Build TFLM from the shared source tarball, outside the repository, with our runner.
 
     python scripts/build_tflm.py [--out DIR] [--variants host-reference,host-cmsis_nn,...]
-                                 [--tarball FILE] [--jobs N]
+                                 [--tarball FILE] [--jobs N] [--where]
 
 For each variant (``arenaplan.verify.native.VARIANTS``): TFLM's ``microlite`` library
 with TFLM's own Makefile, then ``native/tflm_runner.cc`` compiled and linked with the
-same flags, into ``DIR/<variant>/tflm_runner`` (with ``build.log`` and ``build.json``:
-arguments, compiler, seconds). The tarball (``../shared/third_party``) carries every
-third-party download, so nothing is fetched. Extracts once; skips a variant whose
-runner is newer than its source and library. DIR defaults to ``$ARENAPLAN_TFLM_BUILD``,
-else ``<repo>/../tflm-build``; it must lie outside the repository.
+same flags, into ``DIR/<variant>-<options key>/`` (``tflm_runner``, TFLM's ``gen``
+folder, ``build.log`` and ``build.json``: arguments, compiler, seconds, the runner
+source's hash). The tarball (``../shared/third_party``) carries every third-party
+download, so nothing is fetched. DIR defaults to ``$ARENAPLAN_TFLM_BUILD``, else the
+user's cache, ``~/.cache/arenaplan/tflm/<bundle key>`` (``verify.native.build_root``):
+keyed by the bundle's hash, each variant by its make arguments and compiler, so a
+later run on the machine, from any clone, reuses what is built. It must lie outside
+the repository. Extracts once; skips a variant whose library is built and whose
+runner was compiled from the same source; one build at a time per DIR (a lock).
 """
 
 from __future__ import annotations
 
 import argparse
+import fcntl
+import hashlib
 import json
 import os
 import shutil
@@ -27,9 +33,19 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from arenaplan.verify.native import ARM_CPU, QEMU_CPU, VARIANTS, Variant, build_root  # noqa: E402
+from arenaplan.verify.native import (  # noqa: E402
+    ARM_CPU,
+    ARM_LINK,
+    BUNDLE,
+    QEMU_CPU,
+    VARIANTS,
+    Variant,
+    build_root,
+    bundle_key,
+    variant_dir,
+)
 
-TARBALL = REPO.parent / "shared" / "third_party" / "tflite-micro-90b983c2b-src.tar.xz"
+TARBALL = BUNDLE
 TFLM_COMMIT = "90b983c2b3f1480642e040bbd2ddb37b998f3424"
 RUNNER_SRC = REPO / "native" / "tflm_runner.cc"
 MAKEFILE = "tensorflow/lite/micro/tools/make/Makefile"
@@ -46,10 +62,6 @@ $(RUNNER_OUT): $(RUNNER_OUT).o $(MICROLITE_LIB_PATH)
 \t$(CXX) $(RUNNER_LINK) -o $@ $< $(MICROLITE_LIB_PATH) $(LDFLAGS) $(MICROLITE_LIBS)
 tflm_runner: $(RUNNER_OUT)
 """
-
-# Newlib's ARMv7 multilib (A/R/M-neutral): its semihosting call runs under qemu-arm's
-# A-profile CPUs (see arenaplan.verify.native); the objects stay Cortex-M4 code.
-ARM_LINK = "-march=armv7 -mthumb -mfloat-abi=soft --specs=rdimon.specs"
 
 
 # The Debian package of each tool (else build-essential).
@@ -71,6 +83,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated")
     parser.add_argument("--tarball", type=Path, default=TARBALL)
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument(
+        "--where", action="store_true", help="print each variant's folder and build nothing"
+    )
     args = parser.parse_args(argv)
     try:
         names = [v.strip() for v in args.variants.split(",") if v.strip()]
@@ -78,13 +93,21 @@ def main(argv: list[str] | None = None) -> int:
         if unknown:
             known = ", ".join(VARIANTS)
             raise BuildError(f"unknown variant(s) {', '.join(unknown)}; known: {known}")
+        if args.out is None and bundle_key(args.tarball.resolve()) != bundle_key():
+            raise BuildError("--tarball is not the bundle the tests look for: give --out too")
         root = (args.out or build_root()).resolve()
+        if args.where:
+            print("\n".join(str(variant_dir(name, root)) for name in names))
+            return 0
         _check_outside_repo(root)
         for name in names:
             _check_tools(VARIANTS[name])
-        tree = _extract(args.tarball.resolve(), root)
-        for name in names:
-            _build(VARIANTS[name], root, tree, args.jobs)
+        root.mkdir(parents=True, exist_ok=True)
+        with (root / ".lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # another build into this root waits here
+            tree = _extract(args.tarball.resolve(), root)
+            for name in names:
+                _build(VARIANTS[name], root, tree, args.jobs)
     except BuildError as exc:
         print(f"build_tflm: {exc}", file=sys.stderr)
         return 1
@@ -161,18 +184,21 @@ def _extract(tarball: Path, root: Path) -> Path:
 
 
 def _build(variant: Variant, root: Path, tree: Path, jobs: int) -> None:
-    out = root / variant.name
+    out = variant_dir(variant.name, root)
     out.mkdir(parents=True, exist_ok=True)
     runner = out / "tflm_runner"
-    library = tree / "gen" / variant.gendir / "lib" / "libtensorflow-microlite.a"
+    library = out / "gen" / variant.gendir / "lib" / "libtensorflow-microlite.a"
     record = out / "build.json"
-    if _up_to_date(runner, library, record):
+    source_hash = hashlib.sha256(RUNNER_SRC.read_bytes()).hexdigest()
+    if _up_to_date(runner, library, record, source_hash):
         print(f"{variant.name}: up to date ({runner})")
         return
+    for stale in (runner, Path(f"{runner}.o"), record):  # relinked from this source
+        stale.unlink(missing_ok=True)
     runner_mk = root / "runner.mk"
     if not runner_mk.is_file() or runner_mk.read_text() != RUNNER_MK:
         runner_mk.write_text(RUNNER_MK)
-    make_args = list(variant.make_args)
+    make_args = [*variant.make_args, f"BASE_GENDIR={out / 'gen'}"]
     runner_vars = [f"RUNNER_SRC={RUNNER_SRC}", f"RUNNER_OUT={runner}"]
     if variant.arm32:
         toolchain = Path(shutil.which("arm-none-eabi-g++") or "").parent
@@ -188,7 +214,7 @@ def _build(variant: Variant, root: Path, tree: Path, jobs: int) -> None:
         log.write("$ " + " ".join(command) + "\n")
         log.flush()
         proc = subprocess.Popen(command, cwd=tree, stdout=log, stderr=subprocess.STDOUT, env=_env())
-        objects = tree / "gen" / variant.gendir / "obj"
+        objects = out / "gen" / variant.gendir / "obj"
         while proc.poll() is None:
             try:
                 proc.wait(timeout=30)
@@ -204,6 +230,8 @@ def _build(variant: Variant, root: Path, tree: Path, jobs: int) -> None:
     facts = {
         "variant": variant.name,
         "tflm_commit": TFLM_COMMIT,
+        "bundle_sha256_16": bundle_key(),
+        "runner_source_sha256": source_hash,
         "make": command,
         "library": str(library),
         "runner": str(runner),
@@ -216,11 +244,13 @@ def _build(variant: Variant, root: Path, tree: Path, jobs: int) -> None:
     print(f"{variant.name}: built in {seconds} s ({runner})", flush=True)
 
 
-def _up_to_date(runner: Path, library: Path, record: Path) -> bool:
+def _up_to_date(runner: Path, library: Path, record: Path, source_hash: str) -> bool:
+    """The library is built and the runner was linked from this source (by content:
+    each clone's checkout has new file times)."""
     if not (runner.is_file() and library.is_file() and record.is_file()):
         return False
-    built = runner.stat().st_mtime
-    return built >= RUNNER_SRC.stat().st_mtime and built >= library.stat().st_mtime
+    facts = json.loads(record.read_text())
+    return facts.get("runner_source_sha256") == source_hash
 
 
 def _last_error(log_path: Path) -> str:

@@ -14,7 +14,7 @@
   Makefile gives the variant's library (asked from the Makefile itself) and linked
   against that library, which ``scripts/build_tflm.py`` builds first.
 
-Output: ``BUILD_ROOT/traffic/VARIANT/``: ``traffic_runner``,
+Output: ``<variant folder of build_tflm>/traffic/``: ``traffic_runner``,
 ``valgrind/arenatraffic-amd64-linux`` and ``build.json``, where
 ``arenaplan.verify.traffic_measure`` finds them. Host (x86-64) variants only: valgrind
 runs the host build. Exit status 0 on success, 1 with one line on stderr naming what is
@@ -35,7 +35,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from arenaplan.verify.native import VARIANTS, build_root  # noqa: E402
+from arenaplan.verify.native import VARIANTS, build_root, variant_dir  # noqa: E402
 
 NATIVE = REPO / "native"
 MAKEFILE = "tensorflow/lite/micro/tools/make/Makefile"
@@ -191,10 +191,11 @@ def main(argv: list[str] | None = None) -> int:
         tree = root / "tflite-micro"
         if not (tree / MAKEFILE).is_file():
             raise BuildError(f"no TFLM tree at {tree}: python scripts/build_tflm.py first")
-        out = root / "traffic" / variant.name
+        out = variant_dir(variant.name, root) / "traffic"
         out.mkdir(parents=True, exist_ok=True)
         vdir = build_tool(out)
-        flags = library_flags(tree, variant.make_args, root)
+        make_args = (*variant.make_args, f"BASE_GENDIR={out.parent / 'gen'}")
+        flags = library_flags(tree, make_args, root)
         runner = build_runner(out, tree, flags)
     except BuildError as exc:
         print(f"build_traffic: {exc}", file=sys.stderr)

@@ -69,6 +69,7 @@ from arenaplan.verify.runner import GENEROUS_ARENA, TflmRunner, tflm_available
 native = pytest.importorskip("arenaplan.verify.native", reason="arenaplan.verify.native is absent")
 QEMU_CPU, VARIANTS = native.QEMU_CPU, native.VARIANTS
 build_root, native_available = native.build_root, native.native_available
+variant_dir = native.variant_dir
 
 DRIVER = Path(__file__).parent / "native" / "multi_memory_driver.cc"
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "firmware"
@@ -148,10 +149,10 @@ def toolchain(variant: str) -> Toolchain | str:
     why = native_available(variant)
     if why is not None:
         return why
-    root = build_root()
-    log, facts = root / variant / "build.log", root / variant / "build.json"
+    root, folder = build_root(), variant_dir(variant)
+    log, facts = folder / "build.log", folder / "build.json"
     if not log.is_file() or not facts.is_file():
-        return f"TFLM {variant} has no build.log and build.json in {root / variant}"
+        return f"TFLM {variant} has no build.log and build.json in {folder}"
     runner = json.loads(facts.read_text())["runner"]
     compile_line = link_line = None
     for line in log.read_text(errors="replace").splitlines():
@@ -615,7 +616,7 @@ def test_example_firmware_runs_the_model(variant: str, tmp_path: Path) -> None:
         pytest.skip("make, xxd and the arenaplan command are needed to build the example")
     stem, target, memory = EXAMPLE_CASE
     out = tmp_path / "build"
-    library = json.loads((build_root() / variant / "build.json").read_text())["library"]
+    library = json.loads((variant_dir(variant) / "build.json").read_text())["library"]
     args = [f"OUT={out}", f"MODEL={model_path(stem)}", f"TFLM={tools.tree}", f"LIB={library}"]
     args += [f"ARENAPLAN={arenaplan}", f"TARGET={target}", f"MEMORY={memory}"]
     if not VARIANTS[variant].arm32:

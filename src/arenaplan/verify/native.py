@@ -17,6 +17,8 @@ semihosting call (``SVC 0xAB``) qemu-arm serves on A-profile CPUs.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 import os
 import shutil
@@ -34,6 +36,16 @@ BUILD_COMMAND = "python scripts/build_tflm.py"
 ARM_CPU = "cortex-m4"  # TARGET_ARCH of the library: what the code is compiled for
 QEMU_CPU = "cortex-a15"  # the CPU model qemu-arm runs it on (see the module docstring)
 RUN_TIMEOUT = 900  # seconds for one request (qemu runs a large model in minutes)
+# The TFLM source bundle beside a clone of the project (../shared/third_party).
+BUNDLE = (
+    Path(__file__).resolve().parents[3].parent
+    / "shared"
+    / "third_party"
+    / "tflite-micro-90b983c2b-src.tar.xz"
+)
+# ARM programs link newlib's ARMv7 multilib (A/R/M-neutral): its semihosting call
+# runs under qemu-arm's A-profile CPUs; the objects stay Cortex-M4 code.
+ARM_LINK = "-march=armv7 -mthumb -mfloat-abi=soft --specs=rdimon.specs"
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,15 +53,19 @@ class Variant:
     """One build of TFLM: its name, the ``make`` arguments, and how to run its programs."""
 
     name: str
-    make_args: tuple[str, ...]  # besides the toolchain root, which the build finds
+    make_args: tuple[str, ...]  # besides the toolchain root and the output folder
     arm32: bool  # built with arm-none-eabi-gcc, run under qemu-arm
 
     @property
     def gendir(self) -> str:
-        """TFLM's output folder for these arguments, under ``tflite-micro/gen``."""
+        """TFLM's output folder for these arguments, under the variant's ``gen``."""
         base = f"cortex_m_generic_{ARM_CPU}_default" if self.arm32 else "linux_x86_64_default"
         kernels = "_cmsis_nn" if "OPTIMIZED_KERNEL_DIR=cmsis_nn" in self.make_args else ""
         return f"{base}{kernels}_gcc"
+
+    @property
+    def compiler(self) -> str:
+        return "arm-none-eabi-g++" if self.arm32 else "g++"
 
 
 _ARM = ("TARGET=cortex_m_generic", f"TARGET_ARCH={ARM_CPU}")
@@ -80,16 +96,50 @@ _NUMPY = {
 }
 
 
+@functools.cache
+def bundle_key(bundle: Path = BUNDLE) -> str:
+    """The first 16 hex digits of the bundle's SHA-256 ("no-bundle" if it is absent)."""
+    if not bundle.is_file():
+        return "no-bundle"
+    return hashlib.sha256(bundle.read_bytes()).hexdigest()[:16]
+
+
 def build_root() -> Path:
-    """Where the builds live: ``$ARENAPLAN_TFLM_BUILD``, else ``<repo>/../tflm-build``."""
+    """Where the builds live: ``$ARENAPLAN_TFLM_BUILD``, else the user's cache
+    (``$XDG_CACHE_HOME``, else ``~/.cache``) under ``arenaplan/tflm/<bundle key>``:
+    outside any clone, so that every clone on the machine reuses one build."""
     env = os.environ.get("ARENAPLAN_TFLM_BUILD")
     if env:
         return Path(env)
-    return Path(__file__).resolve().parents[3].parent / "tflm-build"
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "arenaplan" / "tflm" / bundle_key()
+
+
+@functools.cache
+def compiler_identity(compiler: str) -> str:
+    """The first line of ``compiler --version`` ("absent" when it is not installed)."""
+    if shutil.which(compiler) is None:
+        return "absent"
+    done = subprocess.run([compiler, "--version"], capture_output=True, text=True, check=False)
+    return (done.stdout.splitlines() or ["unknown"])[0]
+
+
+def options_key(variant: Variant) -> str:
+    """12 hex digits naming what the build depends on besides the bundle: the make
+    arguments, the runner's link, the compiler's identity."""
+    facts = [variant.name, *variant.make_args, compiler_identity(variant.compiler)]
+    if variant.arm32:
+        facts.append(ARM_LINK)
+    return hashlib.sha256("\n".join(facts).encode()).hexdigest()[:12]
+
+
+def variant_dir(variant: str, root: Path | None = None) -> Path:
+    """The variant's build folder: ``<root>/<variant>-<options key>``."""
+    return (root or build_root()) / f"{variant}-{options_key(VARIANTS[variant])}"
 
 
 def runner_path(variant: str, root: Path | None = None) -> Path:
-    return (root or build_root()) / variant / "tflm_runner"
+    return variant_dir(variant, root) / "tflm_runner"
 
 
 def native_available(variant: str, root: Path | None = None) -> str | None:

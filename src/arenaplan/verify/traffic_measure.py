@@ -22,7 +22,7 @@ from pathlib import Path
 
 from arenaplan.analysis.traffic import Key, Traffic
 from arenaplan.errors import RuntimeUnavailableError
-from arenaplan.verify.native import VARIANTS, build_root
+from arenaplan.verify.native import VARIANTS, variant_dir
 
 BUILD_COMMAND = (
     "python scripts/build_tflm.py --variants {v} && python scripts/build_traffic.py --variant {v}"
@@ -32,7 +32,7 @@ _WIDTHS = (1, 2, 4, 8, 16, 32, 0)  # the tool's width classes; 0 = any other wid
 
 
 def traffic_dir(variant: str = "host-reference", root: Path | None = None) -> Path:
-    return (root or build_root()) / "traffic" / variant
+    return variant_dir(variant, root) / "traffic"
 
 
 def traffic_available(variant: str = "host-reference", root: Path | None = None) -> str | None:
