@@ -35,3 +35,13 @@ def model_params() -> list:
     if not MODEL_PATHS:
         return [pytest.param(None, marks=pytest.mark.skip(reason=f"{MODELS_DIR} is absent"))]
     return [pytest.param(p, id=p.stem) for p in MODEL_PATHS]
+
+
+def need_prover(kernels: str = "reference") -> None:
+    """Skip, naming what to install or build, when nothing here can prove a plan for
+    ``kernels`` (the PyPI runtime for reference kernels, else a TFLM build)."""
+    from arenaplan.verify.prove import proof_runtime
+
+    why = proof_runtime(kernels)[1]
+    if why is not None:
+        pytest.skip(why)

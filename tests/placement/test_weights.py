@@ -11,7 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from testkit import model_path
+from testkit import model_path, need_prover
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "analysis"))
 from opmodels import I32, Net
@@ -269,8 +269,7 @@ def test_whole_copies_run_bit_exact_in_tflm(stem: str) -> None:
 
 
 def test_plan_weights_after_passes_is_proven(tmp_path: Path, capsys) -> None:
-    if not tflm_available():
-        pytest.skip("TFLM runtime not installed")
+    need_prover("cmsis_nn+dsp")  # the i.MX RT1170's kernels
     src = tmp_path / "m.tflite"
     src.write_bytes(chain())
     js = tmp_path / "o.json"

@@ -308,7 +308,9 @@ def _plan(
         kernels=kernels_from_args(args, target),
     )
     if args.weights is not None and target is not None:
-        return _plan_weights(args, data, original, target, caps, base, profile)
+        weighed = _plan_weights(args, data, original, target, caps, base, profile)
+        if weighed is not None:
+            return weighed
     proof = None
     if pass_names(args):
         rw = rewrite(original, args, profile, _objective(args))
@@ -318,9 +320,11 @@ def _plan(
             return _Planned(original, plan, tiers, arena, planned, rw, None)
         source = write_model(rw.model) if rw.changed else data
         planned = planned_model_bytes(source, rw.model, plan)
-        proof = prove(data, planned, plan.arena)
-        if proof.proven:
+        proof = prove(data, planned, plan.arena, plan.kernels)
+        if proof.proven or (proof.unavailable and args.write_unproven):
             before = plan_model(original, base)
+            if not proof.proven:
+                print(f"arenaplan: rewrite written UNPROVEN: {proof.reason}", file=sys.stderr)
             return _Planned(rw.model, plan, tiers, arena, planned, rw, proof, before)
         print(
             f"arenaplan: the rewrite is not proven in TFLM ({proof.reason}); "
@@ -341,16 +345,20 @@ def _plan_weights(
     caps: dict[str, int],
     options: PlanOptions,
     profile: str,
-) -> _Planned:
+) -> _Planned | None:
     """Weights policies and activations in one plan of the fastest memory, after the
     passes if any; the model's copies and rewrites proven in TFLM. A rewrite that is
-    not proven falls back (said on stderr) to the weights of the model as given."""
+    not proven falls back (said on stderr) to the weights of the model as given;
+    copies that nothing here can prove (no runtime or build for the kernels), to the
+    model as given without them (None), unless ``--write-unproven``."""
     if pass_names(args):
         rw = rewrite(original, args, profile, _objective(args))
         done = _weights_of(args, data, original, rw.model, target, caps, _with_aliases(options, rw))
         proven = done.proof is None or done.proof.proven
-        if proven or not (rw.changed or done.plan.aliases):  # nothing of the rewrite's to doubt
-            check_proof(done.proof)  # the copies alone: as without --passes
+        unavailable = done.proof is not None and done.proof.unavailable
+        rewritten = rw.changed or bool(done.plan.aliases)
+        if proven or (unavailable and args.write_unproven) or not (unavailable or rewritten):
+            check_proof(done.proof, args.write_unproven)  # the copies: as without --passes
             return replace(done, rewrite=rw)
         print(
             f"arenaplan: the rewrite is not proven in TFLM ({done.proof.reason}); "
@@ -358,7 +366,15 @@ def _plan_weights(
             file=sys.stderr,
         )
     done = _weights_of(args, data, original, original, target, caps, options)
-    check_proof(done.proof)
+    if done.proof is not None and done.proof.unavailable and not args.write_unproven:
+        print(
+            f"arenaplan: the weight copies cannot be proven here ({done.proof.reason}); "
+            "planned the model as given, without --weights (--write-unproven writes them "
+            "unproven)",
+            file=sys.stderr,
+        )
+        return None
+    check_proof(done.proof, args.write_unproven)
     return done
 
 

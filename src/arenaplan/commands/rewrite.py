@@ -63,6 +63,13 @@ def add_pass_options(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="inplace: let operators write over the model's input tensors",
     )
+    p.add_argument(
+        "--write-unproven",
+        action="store_true",
+        help="write a rewrite (or weight copies) that nothing here can prove: no TFLM runtime "
+        "or build for the plan's kernels; it is labelled unproven (default: plan the model as "
+        "given)",
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from arenaplan.errors import UsageError
@@ -74,18 +75,22 @@ def weights_plan(
 def prove_copies(data: bytes, planned: bytes, wp: WeightsPlan, needed: bool) -> Proof | None:
     """Prove the model with its copies (and rewrites) in TFLM; None when ``needed`` is
     false (nothing changed)."""
-    return prove(data, planned, tflm_head(wp.plan)) if needed else None
+    return prove(data, planned, tflm_head(wp.plan), wp.plan.kernels) if needed else None
 
 
-def check_proof(proof: Proof | None) -> None:
-    """A proof that fails is an error; a runtime that is absent leaves the copies
-    unproven, said on stderr."""
+def check_proof(proof: Proof | None, write_unproven: bool) -> None:
+    """A proof that fails is an error, and so is one that nothing here can run (no
+    runtime or build for the kernels) unless ``write_unproven``: then the copies are
+    written unproven, said on stderr."""
     if proof is None or proof.proven:
         return
-    if "not installed" in (proof.reason or ""):
-        print(f"arenaplan: weight copies not proven: {proof.reason}", file=sys.stderr)
+    if proof.unavailable and write_unproven:
+        print(f"arenaplan: weight copies written UNPROVEN: {proof.reason}", file=sys.stderr)
         return
-    raise UsageError(f"the model with its weight copies is not proven in TFLM: {proof.reason}")
+    hint = " (--write-unproven writes them unproven)" if proof.unavailable else ""
+    raise UsageError(
+        f"the model with its weight copies is not proven in TFLM: {proof.reason}{hint}"
+    )
 
 
 def staged_blob(wp: WeightsPlan) -> WeightsBlob:
@@ -172,8 +177,11 @@ def print_weights(console: Console, wp: WeightsPlan, proof: Proof | None) -> Non
         f"{kinds.count('in-place')} read in place; estimated {wp.seconds * 1e3:.2f} ms, "
         f"all {wp.baseline}: {wp.baseline_total * 1e3:.2f} ms"
     )
+    if proof is not None and not proof.proven:
+        console.print(f"[bold]UNPROVEN[/]: {escape(proof.reason or '')}")
     if proof is not None and proof.proven:
         console.print(
-            f"proven in TFLM: outputs bit-identical to the original model's on {proof.trials} "
+            f"proven in {proof.runtime}: outputs bit-identical to the original model's on "
+            f"{proof.trials} "
             f"random inputs; measured head {proof.head:,} B = the plan's TFLM part"
         )

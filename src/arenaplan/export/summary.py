@@ -207,11 +207,15 @@ def print_rewrite(
     rewrite changed against the model as given (``before``) for ``profile``."""
     for r in records:
         console.print(f"pass {r.name}: {escape(r.note)}")
-    if proof is None or not proof.proven:
+    if proof is None:
+        return
+    if not proof.proven:
+        if records and proof.unavailable:  # written all the same (--write-unproven)
+            console.print(f"[bold]UNPROVEN[/]: {escape(proof.reason or '')}")
         return
     console.print(
-        f"proven in TFLM: outputs bit-identical to the original model's on {proof.trials} "
-        f"random inputs; measured head {proof.head:,} B = the plan"
+        f"proven in {proof.runtime}: outputs bit-identical to the original model's on "
+        f"{proof.trials} random inputs; measured head {proof.head:,} B = the plan"
     )
     if before is not None and after is not None:
         (m0, p0), (m1, p1) = before, after

@@ -243,13 +243,17 @@ def compare_models(
     seed: int = 0,
     arena_size: int = GENEROUS_ARENA,
     runner: TflmRunner | None = None,
+    figures: bool = True,
 ) -> VerifyReport:
     """Run both models on the same random inputs; compare outputs bit for bit, and
     arenaplan's predictions for the planned model with what TFLM measures.
-    ``runner``: a TFLM worker to reuse (many comparisons); by default a new one."""
+    ``runner``: a TFLM worker to reuse (many comparisons), or a ``NativeRunner`` (the
+    same interface); by default a new PyPI one. ``figures=False``: outputs and the
+    measured head and tail only, no predictions and no search for the smallest arena
+    (the predictions are for the PyPI runtime's build)."""
     if runner is None:
         with TflmRunner() as own:
-            return compare_models(original, planned, trials, seed, arena_size, own)
+            return compare_models(original, planned, trials, seed, arena_size, own, figures)
     ir, planned_ir = read_model_bytes(original), read_model_bytes(planned)
     check_comparable(ir, planned_ir)
     inputs = random_inputs(ir, trials, seed)
@@ -270,9 +274,13 @@ def compare_models(
     if not after.ok or after.measurement is None:
         why = f"TFLM fails on the planned model: {after.error}"
         return VerifyReport(trials, False, None, before.measurement, None, 0, None, failed=why)
+    mismatch = _first_mismatch(before.outputs, after.outputs)
+    if not figures:
+        return VerifyReport(
+            trials, mismatch is None, mismatch, before.measurement, after.measurement, 0, None
+        )
     prediction = predict(planned_ir)
     found = smallest_arena(runner, planned, inputs[0], n_out, high=prediction.arena)
-    mismatch = _first_mismatch(before.outputs, after.outputs)
     return VerifyReport(
         trials,
         mismatch is None,
