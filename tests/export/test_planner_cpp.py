@@ -48,6 +48,12 @@ class MicroMemoryPlanner {
 }
 """
 
+LOG = """
+#pragma once
+#include <stdio.h>
+#define MicroPrintf(...) (fprintf(stderr, __VA_ARGS__), fprintf(stderr, "\\n"))
+"""
+
 # The keyword model with 640 B of TCM on the i.MX RT1170: its first tensor goes to OCRAM.
 MODEL, TARGET, CAPS = "tflite-micro__keyword_scrambled", "imxrt1170", {"tcm": 640}
 
@@ -72,12 +78,10 @@ def test_planner_answers_from_its_table(tmp_path: Path, arena: str) -> None:
     out = tmp_path / "planner.h"
     argv = ["plan", str(src), "-q", "--target", TARGET, "--memory", "tcm=640"]
     assert main([*argv, "--planner-cpp", str(out)]) == 0
-    model = read_model(src)
-    items = arena_items(model)
-    placement = place_tiers(model, load_builtin(TARGET), CAPS)
-    iface = tmp_path / "tensorflow/lite/micro/memory_planner/micro_memory_planner.h"
-    iface.parent.mkdir(parents=True)
-    iface.write_text(INTERFACE)
+    model, target = read_model(src), load_builtin(TARGET)
+    items = arena_items(model, kernels=target.kernels)  # the planner is for the target's
+    placement = place_tiers(model, target, CAPS, kernels=target.kernels)
+    _interface(tmp_path)
     calls, checks = [], []
     for k, (key, b) in enumerate(zip(items.tensors, items.tensor_buffers, strict=True)):
         calls.append(f"ok &= p.AddBuffer({b.size}, {b.first}, {b.last}) == kTfLiteOk;")
@@ -108,7 +112,7 @@ static bool placed(arenaplan::TablePlanner& p, uint8_t* arena, int i, uint8_t* w
 int main() {{
   uint8_t* arena = make_arena();
   if (arena == NULL) return 2;
-  arenaplan::TablePlanner p(arena);
+  arenaplan::TablePlanner p(arena, 4096);
   bool ok = true;
   {" ".join(calls)}
   ok &= p.AddBuffer(16, 0, 0) == kTfLiteError;  /* one buffer too many: refused */
@@ -127,6 +131,49 @@ int main() {{
     if arena == "heap" and run.stdout == "ok\n":
         pytest.skip("malloc put the arena within 2 GiB of the static arrays: nothing to refuse")
     assert run.returncode == 0 and run.stdout == ("ok far\n" if arena == "heap" else "ok\n")
+
+
+def _interface(folder: Path) -> None:
+    """TFLM's MicroMemoryPlanner interface and MicroPrintf, declared minimally."""
+    micro = folder / "tensorflow/lite/micro"
+    (micro / "memory_planner").mkdir(parents=True)
+    (micro / "memory_planner/micro_memory_planner.h").write_text(INTERFACE)
+    (micro / "micro_log.h").write_text(LOG)
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed")
+@pytest.mark.parametrize("short", ["fast", "ocram"])
+def test_planner_refuses_an_array_smaller_than_its_plan(tmp_path: Path, short: str) -> None:
+    """An array 16 bytes short of what the table puts in it (the fast one given to the
+    planner, or the OCRAM one) is refused at the first buffer, naming the memory:
+    before the check, TFLM ran and wrote past the array's end."""
+    src = model_path(MODEL)
+    argv = ["plan", str(src), "-q", "--target", TARGET, "--memory", "tcm=640"]
+    assert main([*argv, "--planner-cpp", str(tmp_path / "planner.h")]) == 0
+    _interface(tmp_path)
+    fast_less, ocram_less = (16, 0) if short == "fast" else (0, 16)
+    driver = tmp_path / "driver.cc"
+    driver.write_text(f"""#define ARENAPLAN_DEFINE_ARENAS
+#include "planner.h"
+static uint8_t arena[4096];
+int main() {{
+  const arenaplan::Array others[] = {{
+      {{arenaplan_ocram, arenaplan::kNeededBytes[1] - {ocram_less}}}}};
+  arenaplan::TablePlanner p(arena, arenaplan::kNeededBytes[0] - {fast_less}, others);
+  const TfLiteStatus first = p.AddBuffer(16, 0, 0);
+  printf("%d %d\\n", first == kTfLiteError, p.GetBufferCount());
+  return 0;
+}}
+""")
+    subprocess.run(
+        ["g++", "-std=c++17", "-Wall", "-Werror", "-I", str(tmp_path), str(driver), "-o", "driver"],
+        check=True,
+        cwd=tmp_path,
+    )
+    run = subprocess.run([str(tmp_path / "driver")], capture_output=True, text=True, check=True)
+    assert run.stdout == "1 0\n"
+    memory = "tcm" if short == "fast" else "ocram"
+    assert f"arenaplan: the {memory} array has" in run.stderr and "the plan needs" in run.stderr
 
 
 def _split() -> tuple[str, str]:
@@ -157,7 +204,7 @@ def test_planner_compiles_against_tflm(tmp_path: Path, tflm_headers) -> None:
 #define ARENAPLAN_DEFINE_ALLOCATOR
 #include "planner.h"
 #include "arena.h"
-static arenaplan::TablePlanner planner(arenaplan_arena);
+static arenaplan::TablePlanner planner(arenaplan_arena, sizeof(arenaplan_arena));
 tflite::MicroAllocator* make() { return arenaplan_create_allocator(&planner); }
 """
     )

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from arenaplan.allocation.problem import Buffer, Problem
+from arenaplan.allocation.problem import Problem
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,10 +45,6 @@ class Part:
     @property
     def n_sections(self) -> int:
         return len(self.loads)
-
-
-def _boundaries(bufs: list[Buffer]) -> list[int]:
-    return sorted({b.first for b in bufs} | {b.last + 1 for b in bufs})
 
 
 def split_parts(problem: Problem, members: list[int]) -> list[list[int]]:

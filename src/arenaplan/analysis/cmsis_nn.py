@@ -84,11 +84,6 @@ def _is_1x1(p: Window, x: Dims, f: Dims) -> bool:
     )  # fmt: skip
 
 
-def _is_1x1_fast(p: Window) -> bool:
-    """arm_nn_is_convolve_1x1_fast."""
-    return p.stride_w == 1 and p.stride_h == 1
-
-
 def _is_1_x_n(p: Window, x: Dims, f: Dims) -> bool:
     """arm_nn_is_convolve_1_x_n."""
     return (

@@ -104,7 +104,9 @@ def fit_to_target(
     fast = target.fastest()
     if plan.arena <= caps.get(fast.name, fast.capacity):
         return plan, None
-    tiers = place_tiers(model, target, caps)
+    tiers = place_tiers(
+        model, target, caps, kernels=options.kernels, pointer_size=options.pointer_size
+    )
     laid = layout_plan(model, laid_out_offsets(tiers, target), "tiers", options)
     return laid, tiers
 

@@ -450,8 +450,9 @@ def run(args: argparse.Namespace, console: Console) -> int:
         header = _header(args, model, plan, planned, target, caps, tiers, profile, arena)
         outputs.add(args.header, header.encode())
     if args.planner_cpp is not None and target is not None:
-        placement = tiers or place_tiers(model, target, caps)
-        outputs.add(args.planner_cpp, planner_source(model, placement, target, name).encode())
+        placement = tiers or place_tiers(model, target, caps, kernels=plan.kernels)
+        source = planner_source(model, placement, target, name, profile)
+        outputs.add(args.planner_cpp, source.encode())
     if done.weights is not None and blob is not None:
         if args.weights_blob is not None:
             outputs.add(args.weights_blob, blob.data)

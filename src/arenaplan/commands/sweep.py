@@ -22,7 +22,7 @@ from arenaplan.errors import AllocationError, UsageError
 from arenaplan.export.files import Outputs
 from arenaplan.export.picture import picture_format, pyplot, save
 from arenaplan.ir.model import Model
-from arenaplan.placement import plan_model
+from arenaplan.placement import PlanOptions, plan_model
 from arenaplan.placement.tiers import place_tiers
 from arenaplan.reader import load_model
 from arenaplan.targets import Target
@@ -92,7 +92,7 @@ def _row(model: Model, target: Target, fast: str, capacity: int) -> Row:
     why: dict[str, str] = {}
     for strategy, who in (("arenaplan", "ours"), ("vela", "Vela")):
         try:
-            placed = place_tiers(model, target, {fast: capacity}, strategy)
+            placed = place_tiers(model, target, {fast: capacity}, strategy, kernels=target.kernels)
         except AllocationError as exc:
             seconds[strategy], why[who] = None, str(exc)
             continue
@@ -140,7 +140,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
         raise UsageError("sweep needs --target or --target-file")
     _, model = load_model(args.model)
     fast = target.fastest()
-    arena = plan_model(model).arena
+    arena = plan_model(model, PlanOptions(kernels=target.kernels)).arena
     top = min(arena, fast.capacity)
     rows = [_row(model, target, fast.name, size) for size in sizes(top, args.points)]
 

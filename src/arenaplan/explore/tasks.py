@@ -180,7 +180,9 @@ def _without_weights(model, target, caps, options) -> dict[str, Any]:
     if plan.arena <= caps[fast]:
         seconds = sum(t.seconds for t in Timer(model, target).times(default_memory(model, target)))
         return _result({fast: plan.arena}, plan.arena, False, seconds, plan.optimal)
-    tiers = place_tiers(model, target, caps)
+    tiers = place_tiers(
+        model, target, caps, kernels=options.kernels, pointer_size=options.pointer_size
+    )
     used = {m: h for m, h in tiers.heights.items() if h}
     return _result(used, tiers.heights.get(fast, 0), True, tiers.seconds, None)
 

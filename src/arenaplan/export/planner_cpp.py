@@ -40,6 +40,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from arenaplan.analysis.kernels import REFERENCE
 from arenaplan.analysis.persistent import (
     PROFILES,
     SCRATCH_REQUEST,
@@ -105,6 +106,7 @@ class SplitPersistent:
     temporary: int
     tail: int
     unmodelled: tuple[str, ...] = ()
+    kernels: str = REFERENCE  # the TFLM kernels the sizes are for
 
     @property
     def bytes(self) -> int:
@@ -142,22 +144,25 @@ def _temporary_end(used: int, sg: Subgraph, tensors: list[int], p: BuildProfile)
     return used
 
 
-def temporary_bytes(model: Model, profile: str | BuildProfile) -> tuple[int, tuple[str, ...]]:
+def temporary_bytes(
+    model: Model, profile: str | BuildProfile, kernels: str = REFERENCE
+) -> tuple[int, tuple[str, ...]]:
     """The most TFLM's temporaries hold at once (bytes, a multiple of 16), and the
     kernels whose share is an estimate. While an operator prepares: the scratch
     requests so far plus room for 12 more, then its temporary tensors (freed only
     when it is done). While TFLM commits its plan: the requests, the subgraph
     offsets and one AllocationInfo per tensor and request (``planning_bytes``; the
-    TablePlanner keeps no working arrays)."""
+    TablePlanner keeps no working arrays). The temporary tensors' order was checked
+    for the reference kernels; with others, ``kernels``' share is an estimate."""
     p = _profile(profile)
-    requests = scratch_requests(model, tensor_bytes(model), p.pointer)
+    requests = scratch_requests(model, tensor_bytes(model), p.pointer, kernels)
     most = planning_bytes(len(requests), model.tensor_count, 0, len(model.subgraphs), p.pointer)
     estimated: dict[str, None] = {}
     for sg in model.subgraphs:
         for op in sg.operators:
             before = sum(1 for r in requests if (r.subgraph, r.op) < (sg.index, op.index))
             tensors, checked = _temporary_tensors(op)
-            if not checked:
+            if not checked or kernels != REFERENCE:
                 estimated[op.opcode] = None
             start = (before + MAX_SCRATCH_PER_OP) * SCRATCH_REQUEST[p.pointer]
             most = max(most, _temporary_end(start, sg, tensors, p))
@@ -165,13 +170,16 @@ def temporary_bytes(model: Model, profile: str | BuildProfile) -> tuple[int, tup
     return _up16(most), notes
 
 
-def split_persistent(model: Model, profile: str | BuildProfile) -> SplitPersistent:
-    """The persistent array of the split arena for ``profile``."""
+def split_persistent(
+    model: Model, profile: str | BuildProfile, kernels: str = REFERENCE
+) -> SplitPersistent:
+    """The persistent array of the split arena for ``profile`` running ``kernels``."""
     p = _profile(profile)
     alone = dataclasses.replace(p, allocator_objects=(MICRO_ALLOCATOR_BYTES[p.pointer],))
-    tail = tail_estimate(model, alone)
-    temporary, notes = temporary_bytes(model, p)
-    return SplitPersistent(temporary, _up16(tail.bytes), (*tail.unmodelled, *notes))
+    tail = tail_estimate(model, alone, kernels=kernels)
+    temporary, notes = temporary_bytes(model, p, kernels)
+    unmodelled = (*tail.unmodelled, *notes)
+    return SplitPersistent(temporary, _up16(tail.bytes), unmodelled, kernels)
 
 
 def persistent_home(
@@ -230,7 +238,7 @@ def split_arrays(
         SplitArray(f"arenaplan_{_ident(m)}", m, placement.heights[m], "activations")
         for m in memories
     ]
-    need = split_persistent(model, profile or target.tflm_profile).bytes
+    need = split_persistent(model, profile or target.tflm_profile, placement.kernels).bytes
     home = persistent_home(target, placement, need, persistent_memory)
     return (*arrays, SplitArray(f"arenaplan_persistent_{_ident(home)}", home, need, "persistent"))
 
@@ -247,7 +255,7 @@ def planner_source(
     ``ARENAPLAN_SPLIT_ARENA``, micro_allocator.h). ``profile`` sizes the persistent
     array (default: the target's); ``persistent_memory`` is where it goes."""
     profile = profile or target.tflm_profile
-    items = arena_items(model)
+    items = arena_items(model, placement.pointer_size, placement.kernels)
     memories = _memories(placement, target)
     rows = []
     for key, b in zip(items.tensors, items.tensor_buffers, strict=True):
@@ -258,28 +266,55 @@ def planner_source(
     split = split_arrays(model, placement, target, profile, persistent_memory)
     fast_array, others, persistent_array = split[0], split[1:-1], split[-1]
     arrays = [line for a in others for line in _array(a, target)]
-    bases = ", ".join(["nullptr"] + [a.name for a in others])
     table = "\n".join(
         f"    {{{s}, {f}, {last}, {m}, {o}}},  /* {what}: {memories[m]} */"
         for s, f, last, m, o, what in rows
     )
     fast = fast_array.bytes
-    persistent = split_persistent(model, profile)
+    persistent = split_persistent(model, profile, placement.kernels)
     wiring = _split_arena(fast_array, persistent_array, persistent, profile, target)
+    profile_name = profile if isinstance(profile, str) else profile.name
+    needs = ", ".join(str(placement.heights[m]) for m in memories)
+    names = ", ".join(f'"{m}"' for m in memories)
+    listed = "\n".join(f"    {{{a.name}, sizeof({a.name})}}," for a in others)
+    listed = listed or "    {nullptr, 0},"  # C has no empty array
     return f"""/* Generated by arenaplan for {name}: a MicroMemoryPlanner over several memories.
    Memories, fastest first: {", ".join(memories)}. The first is TFLM's non-persistent
    arena itself ({fast} bytes of plan in it); define the other arrays in their sections.
    With ARENAPLAN_SPLIT_ARENA defined, stock TFLM runs the plan with activations in one
-   array per memory and persistent data in a third (arenaplan::CreateAllocator). */
+   array per memory and persistent data in a third (arenaplan::CreateAllocator).
+   Sized for the kernels {placement.kernels} (their scratch requests are in the table)
+   and TFLM build profile {profile_name}; a build with other kernels asks for other
+   scratch buffers, and the planner refuses it. */
 #pragma once
 #include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "tensorflow/lite/micro/memory_planner/micro_memory_planner.h"
+#include "tensorflow/lite/micro/micro_log.h"
+
+#define ARENAPLAN_KERNELS "{placement.kernels}"
+#define ARENAPLAN_PROFILE "{profile_name}"
 
 {chr(10).join(arrays)}
 
 namespace arenaplan {{
+
+/* An array given to the planner: its first byte and its size in bytes. */
+struct Array {{
+  uint8_t* data;
+  size_t bytes;
+}};
+
+static const int kMemoryCount = {len(memories)};
+static const char* const kMemoryNames[] = {{{names}}};
+/* Bytes of the plan in each memory's array, fastest first: each array given to the
+   planner must hold at least this many (checked before the first buffer). */
+static const size_t kNeededBytes[] = {{{needs}}};
+/* The arrays of the memories after the fastest, as this header defines them. */
+static const Array kOtherArrays[] = {{
+{listed}
+}};
 
 struct PlannedBuffer {{
   int32_t size;    /* bytes, rounded up to 16 as TFLM asks */
@@ -297,10 +332,14 @@ static const size_t kFastBytes = {fast};
 
 class TablePlanner : public tflite::MicroMemoryPlanner {{
  public:
-  /* arena: the start of TFLM's non-persistent arena (its overlay): the fast
-     memory's array. */
-  explicit TablePlanner(uint8_t* arena) : arena_(arena) {{}}
+  /* arena, arena_bytes: TFLM's non-persistent arena (its overlay), the fast memory's
+     array, and its size; others: the other memories' arrays in the table's order
+     (kMemoryCount - 1 of them; by default this header's). An array smaller than the
+     plan needs there is refused before the first buffer: nothing runs past its end. */
+  TablePlanner(uint8_t* arena, size_t arena_bytes, const Array* others = kOtherArrays)
+      : arena_(arena), arena_bytes_(arena_bytes), others_(others) {{}}
   TfLiteStatus AddBuffer(int size, int first_time_used, int last_time_used) override {{
+    if (count_ == 0 && !ArraysHoldThePlan()) return kTfLiteError;
     if (count_ >= kPlanCount) return kTfLiteError;
     const PlannedBuffer& b = kPlan[count_];
     if (size > b.size || first_time_used != b.first || last_time_used != b.last) {{
@@ -318,9 +357,8 @@ class TablePlanner : public tflite::MicroMemoryPlanner {{
   int GetBufferCount() override {{ return count_; }}
   TfLiteStatus GetOffsetForBuffer(int buffer_index, int* offset) override {{
     if (buffer_index < 0 || buffer_index >= count_) return kTfLiteError;
-    static uint8_t* const kBase[] = {{{bases}}};
     const PlannedBuffer& b = kPlan[buffer_index];
-    uint8_t* base = b.memory == 0 ? arena_ : kBase[b.memory];
+    uint8_t* base = b.memory == 0 ? arena_ : others_[b.memory - 1].data;
     /* TFLM puts the buffer at arena + *offset, an int: the distance must fit one
        (it may not on a 64-bit host, e.g. a heap arena far from the arrays). */
     const intptr_t distance = static_cast<intptr_t>(
@@ -332,7 +370,21 @@ class TablePlanner : public tflite::MicroMemoryPlanner {{
   bool preserves_all_tensors() const override {{ return false; }}
 
  private:
+  bool ArraysHoldThePlan() const {{
+    for (int m = 0; m < kMemoryCount; ++m) {{
+      const size_t given = m == 0 ? arena_bytes_ : others_[m - 1].bytes;
+      if (given < kNeededBytes[m]) {{
+        MicroPrintf("arenaplan: the %s array has %u bytes, the plan needs %u", kMemoryNames[m],
+                    static_cast<unsigned>(given), static_cast<unsigned>(kNeededBytes[m]));
+        return false;
+      }}
+    }}
+    return true;
+  }}
+
   uint8_t* arena_;
+  size_t arena_bytes_;
+  const Array* others_;
   int count_ = 0;
 }};
 
@@ -369,7 +421,7 @@ def _split_arena(
     arrays = [*_array(fast, target), *_array(home, target)]
     profile = profile if isinstance(profile, str) else profile.name
     if not persistent.unmodelled:
-        exact = f"exact for TFLM build profile {profile} with the reference kernels"
+        exact = f"exact for TFLM build profile {profile} with the kernels {persistent.kernels}"
     else:
         said = "; ".join(persistent.unmodelled).replace("*/", "* /")
         exact = (
@@ -455,7 +507,7 @@ inline tflite::MicroAllocator* CreateAllocator() {{
   alignas(TablePlanner) static uint8_t planner[sizeof(TablePlanner)];
   SplitArenaAllocator* a = new (allocator) SplitArenaAllocator(
       {home.name}, kTemporaryBytes, kTailBytes, {fast.name}, kFastBytes);
-  TablePlanner* p = new (planner) TablePlanner({fast.name});
+  TablePlanner* p = new (planner) TablePlanner({fast.name}, sizeof({fast.name}));
   return tflite::MicroAllocator::Create(a, p);
 }}
 

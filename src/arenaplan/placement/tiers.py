@@ -31,6 +31,7 @@ from arenaplan.allocation.problem import Buffer, Problem
 from arenaplan.allocation.registry import get_allocator
 from arenaplan.allocation.validate import check_solution
 from arenaplan.analysis.cost import TensorKey, default_memory
+from arenaplan.analysis.kernels import REFERENCE
 from arenaplan.analysis.timing import Timer
 from arenaplan.errors import AllocationError
 from arenaplan.ir.model import Model
@@ -57,6 +58,8 @@ class TierPlacement:
     seconds: float
     scratch_offsets: tuple[int, ...] = ()
     pinned_offsets: tuple[int, ...] = ()  # the pinned buffers' offsets in the fastest
+    kernels: str = REFERENCE  # the TFLM kernels whose scratch requests were placed
+    pointer_size: int = 8  # bytes: sizes pointer-array scratch (analysis.scratch)
 
 
 class _State:
@@ -72,10 +75,13 @@ class _State:
         capacities: Mapping[str, int],
         pinned: tuple[Buffer, ...] = (),
         where: Mapping[TensorKey, str] | None = None,
+        kernels: str = REFERENCE,
+        pointer_size: int = 8,
     ) -> None:
         self.model, self.target = model, target
         self.pinned = pinned
-        self.items: ArenaItems = arena_items(model)
+        self.kernels, self.pointer_size = kernels, pointer_size
+        self.items: ArenaItems = arena_items(model, pointer_size, kernels)
         self.memories = [m.name for m in target.memories if "activations" in m.holds]
         self.capacity = {m: capacities.get(m, target.memory(m).capacity) for m in self.memories}
         self.timer = Timer(model, target)
@@ -201,9 +207,11 @@ def _finish(state: _State, strategy: str, memory_of: dict[TensorKey, str]) -> Ti
         if m == state.memories[0]:
             n = len(keys) + len(state.items.scratch_buffers)
             scratch, pinned = tuple(offs[len(keys) : n]), tuple(offs[n:])
+    seconds = state.seconds(memory_of)
     return TierPlacement(
-        strategy, dict(memory_of), offsets, heights, state.seconds(memory_of), scratch, pinned
-    )
+        strategy, dict(memory_of), offsets, heights, seconds, scratch, pinned,
+        state.kernels, state.pointer_size,
+    )  # fmt: skip
 
 
 def _next_memory(state: _State, memory: str) -> str:
@@ -364,10 +372,14 @@ def place_tiers(
     strategy: str = "arenaplan",
     pinned: tuple[Buffer, ...] = (),
     where: Mapping[TensorKey, str] | None = None,
+    kernels: str = REFERENCE,
+    pointer_size: int = 8,
 ) -> TierPlacement:
     """Place the model's activations over the target's memories (``pinned`` buffers
-    and ``where`` overrides: see ``_State``)."""
-    return STRATEGIES[strategy](_State(model, target, capacities or {}, pinned, where))
+    and ``where`` overrides: see ``_State``), with the scratch requests of a build
+    running ``kernels`` (``pointer_size``: bytes, as ``PlanOptions``)."""
+    state = _State(model, target, capacities or {}, pinned, where, kernels, pointer_size)
+    return STRATEGIES[strategy](state)
 
 
 def region_bases(placement: TierPlacement, memories: list[str]) -> dict[str, int]:

@@ -146,7 +146,10 @@ def _spread(
         for i in sg.operators[r.op].inputs
         if i >= 0 and sg.tensors[i].is_constant
     }
-    tiers = place_tiers(staged, target, capacities, "arenaplan", pinned, where)
+    tiers = place_tiers(
+        staged, target, capacities, "arenaplan", pinned, where,
+        options.kernels, options.pointer_size,
+    )  # fmt: skip
     offsets = laid_out_offsets(tiers, target)
     plan = layout_plan(staged, offsets, "tiers", replace(options, staging=requests))
     room = align_up(tiers.heights[fast], TFLM_ALIGNMENT)

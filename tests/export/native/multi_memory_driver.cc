@@ -216,7 +216,7 @@ bool Allocates(size_t temporary, size_t tail, const tflite::Model* model,
   alignas(arenaplan::TablePlanner) static uint8_t p[sizeof(arenaplan::TablePlanner)];
   auto* allocator = new (a) arenaplan::SplitArenaAllocator(persistent, temporary, tail,
                                                            ARENAPLAN_FAST, arenaplan::kFastBytes);
-  auto* planner = new (p) arenaplan::TablePlanner(ARENAPLAN_FAST);
+  auto* planner = new (p) arenaplan::TablePlanner(ARENAPLAN_FAST, sizeof(ARENAPLAN_FAST));
   tflite::MicroInterpreter interpreter(model, resolver,
                                        tflite::MicroAllocator::Create(allocator, planner));
   return interpreter.AllocateTensors() == kTfLiteOk;
