@@ -207,16 +207,16 @@ def test_builtin_xcore_latencies_are_the_reports_fit() -> None:
     assert builtin.write_latency == pytest.approx(fitted.write_latency, rel=0.01)
 
 
-def test_builtin_xcore_reproduces_each_kinds_ratio_within_15_percent() -> None:
-    pytest.importorskip("scipy", reason="calibration needs scipy")
+def test_shipped_xcore_gives_each_kinds_measured_lpddr_ratio_within_15_percent() -> None:
+    """Each kind's LPDDR/SRAM ratio by the target exactly as shipped (its compute rates
+    and latencies, no refit), against the report's. The SRAM times themselves are not
+    checked: rates solved exactly from the SRAM times reproduce them whatever the model."""
     bench = _bench()
     model = split_arena_model()
-    target, _ = bench.report_build(model)  # built-in memories, the report's compute rates
-    assert target.memory("lpddr") == load_builtin("xcore_ai").memory("lpddr")
+    target = load_builtin("xcore_ai")
     sram = bench.kind_ms(model, target, bench.everything_in(model, "sram"), "sram")
     lpddr = bench.kind_ms(model, target, bench.everything_in(model, "lpddr"), "lpddr")
     for kind, (s, e) in bench.MEASURED.items():
-        assert sram[kind] == pytest.approx(s, rel=0.02), kind  # the rates fit the SRAM run
         assert lpddr[kind] / sram[kind] == pytest.approx(e / s, rel=0.15), kind
 
 
