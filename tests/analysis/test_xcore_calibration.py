@@ -286,7 +286,6 @@ def test_a_quarter_of_resnets_arena_in_sram_costs_what_the_conv_measurement_impl
     f ~ 2.5%, ~3.1 ms on ~9.5 ms. That proxy ignores the cache (reused lines) and
     that stores pass it at their own latency, so the estimate's extra must be at
     least half of it and at most twice it."""
-    pytest.importorskip("scipy", reason="placements need scipy")
     from arenaplan.analysis.cost import default_memory
     from arenaplan.cli import main
     from arenaplan.placement.tiers import place_tiers
