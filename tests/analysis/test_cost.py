@@ -44,6 +44,8 @@ def test_roofline_is_compute_bound_in_sram_and_slower_in_slow_memory() -> None:
     assert sum(t.seconds for t in slow) > sum(t.seconds for t in fast)
     assert all(s.seconds >= f.seconds for s, f in zip(slow, fast, strict=True))
     assert any(t.bound == "external" for t in slow)
-    # single-thread xcore.ai: 30.55 ms measured for VWW (ai_tools app_profiling)
+    # xcore.ai, VWW measured (ai_tools app_profiling): 30.55 ms on one thread, 8.01 ms on
+    # five. The built-in CONV_2D rate is the split-arena report's build (thread count not
+    # stated; benchmarks/xcore_calibration.py), 6.7x the one-thread figure: between the two
     xcore = sum(t.seconds for t in estimate(model, load_builtin("xcore_ai")))
-    assert 0.02 < xcore < 0.04
+    assert 0.008 < xcore < 0.031

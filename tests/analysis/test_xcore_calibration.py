@@ -6,7 +6,9 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from testkit import model_path
 
+from arenaplan.analysis.timing import operator_accesses
 from arenaplan.analysis.traffic_xcore import xcore_traffic
 from arenaplan.builder import ModelBuilder
 from arenaplan.builder.xcore_report import COUNTS, split_arena_model
@@ -184,11 +186,12 @@ def _bench():
     return bench
 
 
-def test_calibrated_xcore_prices_the_persistent_arena_alone_well_under_1_percent() -> None:
-    pytest.importorskip("scipy", reason="calibration needs scipy")
+def test_shipped_xcore_prices_the_persistent_arena_alone_well_under_1_percent() -> None:
+    """The one figure of the report that no stage of the fit uses: the persistent
+    arena alone in LPDDR, 27.91 ms against 27.85 (+0.2% of the whole model)."""
     bench = _bench()
     model = split_arena_model()
-    target, _ = bench.calibrated(model)
+    target = load_builtin("xcore_ai")
     sram = sum(bench.kind_ms(model, target, bench.everything_in(model, "sram"), "sram").values())
     pers = sum(bench.kind_ms(model, target, bench.everything_in(model, "sram"), "lpddr").values())
     acts = bench.activations_in(model, "lpddr", "sram")
@@ -198,26 +201,124 @@ def test_calibrated_xcore_prices_the_persistent_arena_alone_well_under_1_percent
     assert (act - sram) / sram > 0.2  # activations: tens of percent of the operators' time
 
 
-def test_builtin_xcore_latencies_are_the_reports_fit() -> None:
+def test_shipped_xcore_carries_the_fit_within_1_percent() -> None:
+    """``xcore_ai.toml`` as shipped holds the benchmark's fitted rates (per opcode) and
+    LPDDR latencies: neither can drift from the fit."""
     pytest.importorskip("scipy", reason="calibration needs scipy")
     bench = _bench()
-    fitted = bench.calibrated(split_arena_model())[0].memory("lpddr")
-    builtin = load_builtin("xcore_ai").memory("lpddr")
-    assert builtin.latency == pytest.approx(fitted.latency, rel=0.01)
-    assert builtin.write_latency == pytest.approx(fitted.write_latency, rel=0.01)
+    fitted = bench.fit(split_arena_model()).target
+    shipped = load_builtin("xcore_ai")
+    for opcode in bench.KIND:
+        assert shipped.macs_per_cycle[opcode] == pytest.approx(
+            fitted.macs_per_cycle[opcode], rel=0.01
+        ), opcode
+    for field in ("latency", "write_latency"):
+        got, want = (getattr(t.memory("lpddr"), field) for t in (shipped, fitted))
+        assert got == pytest.approx(want, rel=0.01), field
 
 
-def test_builtin_xcore_reproduces_each_kinds_ratio_within_15_percent() -> None:
+def test_shipped_xcore_gives_each_kinds_measured_lpddr_ratio_within_15_percent() -> None:
+    """Each kind's LPDDR/SRAM ratio by the target exactly as shipped and the time
+    model ``sweep`` and ``plan`` use (``Timer``), against the report's. These are the
+    ratios the latencies were fitted to (in-fit errors: conv -0%, add +1%, lookup -0%,
+    mul -13%, split -7%); the SRAM times themselves are not checked: five rates solved
+    exactly from five SRAM times reproduce them whatever the model."""
+    bench = _bench()
+    ratios = bench.shipped_ratios(split_arena_model(), load_builtin("xcore_ai"))
+    for kind, (sram_ms, lpddr_ms) in bench.MEASURED.items():
+        assert ratios[kind] == pytest.approx(lpddr_ms / sram_ms, rel=0.15), kind
+
+
+def test_each_kind_held_out_of_the_fit() -> None:
+    """Leave one kind out: the two LPDDR latencies fitted on the other four kinds'
+    ratios, the fifth's predicted. With the shipped structure kept, every held-out
+    error is within 15% (found: conv +0.1%, add +1.6%, lookup -1.4%, mul -13.0%,
+    split -6.5%): line reads and stores are priced alike by every subset. With the
+    choices the figures decide (write policy, cache size, scattered lookups, MUL's
+    over-read) made again on the four, they are not: add +249%, lookup -30%, conv
+    anywhere in -77%..+1% (tied structures), mul -16%..-12%, split -6%; the bound
+    stated is 300%: the structure is fitted to the kinds it is judged on."""
     pytest.importorskip("scipy", reason="calibration needs scipy")
     bench = _bench()
     model = split_arena_model()
-    target, _ = bench.report_build(model)  # built-in memories, the report's compute rates
-    assert target.memory("lpddr") == load_builtin("xcore_ai").memory("lpddr")
-    sram = bench.kind_ms(model, target, bench.everything_in(model, "sram"), "sram")
-    lpddr = bench.kind_ms(model, target, bench.everything_in(model, "lpddr"), "lpddr")
-    for kind, (s, e) in bench.MEASURED.items():
-        assert sram[kind] == pytest.approx(s, rel=0.02), kind  # the rates fit the SRAM run
-        assert lpddr[kind] / sram[kind] == pytest.approx(e / s, rel=0.15), kind
+    shipped = bench.fit(model)
+    for row in shipped.rows:
+        measured = row.measured / row.compute
+        assert bench.held_out(shipped.rows, row.kind) == pytest.approx(measured, rel=0.15)
+    ops = operator_accesses(model, "xcore")
+    fits = {s: bench.fit(model, s, ops=ops) for s in bench.choice_grid(model)}
+    worst = 0.0
+    for row in shipped.rows:
+        _, low, high = bench.chosen_without(fits, row.kind)
+        measured = row.measured / row.compute
+        worst = max(worst, abs(low / measured - 1), abs(high / measured - 1))
+    assert 2.0 < worst < 3.0  # add's +249%: the re-made choices do not carry over
+
+
+def test_no_cache_size_in_256_bytes_to_12_kib_changes_the_fit() -> None:
+    """The figures cannot tell the LPDDR cache's size apart anywhere in [256 B,
+    12 KiB) on the assumed model (the shipped 2 KiB is an assumption)."""
+    pytest.importorskip("scipy", reason="calibration needs scipy")
+    bench = _bench()
+    model = split_arena_model()
+    shipped = bench.fit(model).errors()
+    for size in (256, 1024, 8192, 12287):
+        other = bench.fit(model, replace(bench.SHIPPED, cache_bytes=size)).errors()
+        assert other == pytest.approx(shipped, abs=0.005), size
+    larger = bench.fit(model, replace(bench.SHIPPED, cache_bytes=12288)).errors()
+    assert larger["conv2d"] < -0.2  # a convolution's 12 KiB of weights now fit
+
+
+def test_a_quarter_of_resnets_arena_in_sram_costs_what_the_conv_measurement_implies(
+    capsys,
+) -> None:
+    """``arenaplan sweep pretrainedResnet --target xcore_ai --points 5``: the estimate
+    at a quarter of the arena in SRAM against all in SRAM, bounded from the report.
+
+    Measured (the split-arena report): conv2d 0.80 ms in SRAM, 13.72 ms with the
+    whole arena in LPDDR, i.e. 16.15x its SRAM time extra, for lib_nn's conv traffic
+    of ~1.1 bytes per MAC (mostly weight loads: ld_flash puts the weights in the
+    arena). ResNet's convolutions run the same kernel at ~1.26 bytes per MAC. In
+    the sweep only activations move: weights are copied from flash into SRAM, kernel
+    scratch stays in SRAM. With a fraction f of ResNet's conv traffic (bytes, lib_nn's
+    counts) going to tensors placed in LPDDR, the report's cost per byte gives an
+    extra of about 16.15 * f * (its conv compute time in SRAM at the report's rate):
+    f ~ 2.5%, ~3.1 ms on ~9.5 ms. That proxy ignores the cache (reused lines) and
+    that stores pass it at their own latency, so the estimate's extra must be at
+    least half of it and at most twice it."""
+    from arenaplan.analysis.cost import default_memory
+    from arenaplan.cli import main
+    from arenaplan.placement.tiers import place_tiers
+    from arenaplan.reader import read_model
+
+    path = model_path("mlcommons-tiny__pretrainedResnet_quant")
+    assert main(["sweep", str(path), "--target", "xcore_ai", "--points", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "(ms)" in out  # the table's unit
+    found = [
+        [c.strip() for c in line.strip("│").split("│")]
+        for line in out.splitlines()
+        if line.startswith("│")
+    ]
+    top, quarter = (int(found[i][0].replace(",", "")) for i in (0, -1))
+    full_ms, quarter_ms = (float(found[i][2]) for i in (0, -1))
+
+    model, target = read_model(path), load_builtin("xcore_ai")
+    placed = place_tiers(model, target, {"sram": quarter}, "arenaplan")  # as sweep does
+    where = default_memory(model, target) | placed.memory_of
+    convs = [op for op in operator_accesses(model, "xcore") if op.opcode == "CONV_2D"]
+    moved = sum(
+        a.bytes
+        for op in convs
+        for key, a in op.accesses.items()
+        if not isinstance(key, str) and where[key] == "lpddr"
+    )
+    f = moved / sum(a.bytes for op in convs for a in op.accesses.values())
+    compute_ms = sum(op.work for op in convs) / target.rate("conv", "CONV_2D") / 600e3
+    implied = (13.72 / 0.80 - 1) * f * compute_ms
+    assert top // 4 <= quarter < top // 4 + 16
+    assert 0.5 * implied < quarter_ms - full_ms < 2 * implied
+    assert quarter_ms / full_ms > 1.2  # substantially slower (found: 9.49 -> 13.50 ms)
 
 
 def test_stores_fill_lines_unless_the_cache_is_write_through() -> None:
