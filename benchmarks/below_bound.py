@@ -6,10 +6,15 @@ activation bytes after them (live tensor bytes at the peak, not rounded, before
 scratch, shared bytes counted once), extra MACs, operators added, the head TFLM measures with
 the rewritten model's offline plan, whether its outputs are bit-identical to the
 original's on random inputs, TFLM's tail before and after (measured) and the time
-the passes and the plan took.
+the passes and the plan took. With ``--kernels reference,cmsis_nn`` the rewritten
+model is planned for each kernel set and proven where those kernels run
+(``verify.prove``: the PyPI runtime for the reference kernels, TFLM built from source
+for CMSIS-NN: ``python scripts/build_tflm.py``): per kernel set, the planned head and
+"proven", or why not.
 
     python benchmarks/below_bound.py [--passes reorder,inplace,bands] [--objective head|arena]
         [--max-extra-macs 10] [--clobber-inputs] [--models DIR] [--no-tflm]
+        [--kernels reference,cmsis_nn,cmsis_nn+dsp]
 
 ``--objective head`` minimises the head alone (the persistent tail in another
 memory); ``arena`` (the command's default) the head plus TFLM's tail (arm32).
@@ -25,6 +30,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from arenaplan.analysis.kernels import KERNELS
 from arenaplan.export.offline_plan import with_offline_plan
 from arenaplan.export.tflite_writer import write_model
 from arenaplan.passes import make_pass, run_passes
@@ -32,6 +38,7 @@ from arenaplan.passes.band_search import model_macs
 from arenaplan.passes.inplace import alias_options
 from arenaplan.placement import PlanOptions, plan_model
 from arenaplan.reader import read_model_bytes
+from arenaplan.verify.prove import prove
 
 DEFAULT_MODELS = Path(__file__).resolve().parents[2] / "shared" / "models"
 COLUMNS = (
@@ -68,6 +75,8 @@ def _row(path: Path, args: argparse.Namespace) -> list[str]:
     extra = 100 * (model_macs(new) - total) / total if total else 0.0
     added = new.operator_count - model.operator_count
     head, exact, tails = _proof(data, planned, args.no_tflm)
+    kernels = () if args.no_tflm else args.kernels
+    proofs = [_kernels_proof(data, new, aliases, clobber, k) for k in kernels]
     return [
         path.stem.split("__")[-1],
         f"{before.lower_bound:,}",
@@ -78,8 +87,19 @@ def _row(path: Path, args: argparse.Namespace) -> list[str]:
         head,
         exact,
         tails,
+        *proofs,
         f"{seconds:.2f}",
     ]
+
+
+def _kernels_proof(data: bytes, new, aliases, clobber: bool, kernels: str) -> str:
+    """The rewritten model planned for ``kernels`` and proven where they run: its head
+    and "proven", or why not."""
+    options = PlanOptions(aliases=aliases, clobber_inputs=clobber, kernels=kernels)
+    plan = plan_model(new, options)
+    planned = with_offline_plan(write_model(new), plan.offline_offsets)
+    proof = prove(data, planned, plan.arena, kernels)
+    return f"{plan.arena:,} proven" if proof.proven else f"{plan.arena:,} NOT: {proof.reason}"
 
 
 def _proof(original: bytes, planned: bytes, skip: bool) -> tuple[str, str, str]:
@@ -102,15 +122,26 @@ def main() -> int:
     parser.add_argument("--max-extra-macs", type=float, default=10.0, help="percent")
     parser.add_argument("--clobber-inputs", action="store_true")
     parser.add_argument("--no-tflm", action="store_true", help="skip the runtime proof")
+    parser.add_argument(
+        "--kernels",
+        default="",
+        help=f"comma-separated kernel sets to plan for and prove with ({', '.join(KERNELS)})",
+    )
     args = parser.parse_args()
+    args.kernels = [k for k in args.kernels.split(",") if k]
+    unknown = [k for k in args.kernels if k not in KERNELS]
+    if unknown:
+        print(f"unknown kernels {unknown[0]!r} (known: {', '.join(KERNELS)})", file=sys.stderr)
+        return 2
     paths = sorted(args.models.glob("*.tflite"))
     if not paths:
         print(f"no models in {args.models}", file=sys.stderr)
         return 2
     title = f"--passes {args.passes} --objective {args.objective} (bytes)"
     table = Table(title=title)
-    for col in COLUMNS:
-        table.add_column(col, justify="left" if col == "model" else "right")
+    columns = [*COLUMNS[:-1], *(f"{k}: head, proof" for k in args.kernels), COLUMNS[-1]]
+    for col in columns:
+        table.add_column(col, justify="left" if col == "model" or ":" in col else "right")
     for path in paths:
         table.add_row(*_row(path, args))
     Console(width=200).print(table)
