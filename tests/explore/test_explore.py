@@ -66,7 +66,9 @@ def test_task_key_is_what_decides_the_result(zoo: list[Path], tmp_path: Path) ->
 
 
 def test_a_row_per_task(zoo: list[Path]) -> None:
-    big, small = (run_task(t) for t in make_tasks([zoo[0]], ["generic"], [1 << 20, 256]))
+    # 512 B: room for the 288 B of scratch CMSIS-NN's DSP convolution asks for (the
+    # generic target's kernels), not for the 2,880 B arena
+    big, small = (run_task(t) for t in make_tasks([zoo[0]], ["generic"], [1 << 20, 512]))
     assert big["status"] == "ok" and big["fits"] == 1 and big["spread"] == 0
     assert json.loads(big["memories"]) == {"sram": big["head"]} and big["latency"] > 0
     assert small["status"] == "ok" and small["spread"] == 1  # activations spread

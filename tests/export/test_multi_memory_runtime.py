@@ -43,6 +43,8 @@ import numpy as np
 import pytest
 from testkit import MODEL_PATHS, TFLM_REFUSES, model_path
 
+from arenaplan.allocation.bounds import live_bytes_bound
+from arenaplan.allocation.problem import Problem
 from arenaplan.analysis import persistent
 from arenaplan.analysis.persistent import PROFILES, BuildProfile, predict_tail
 from arenaplan.cli import main
@@ -57,7 +59,7 @@ from arenaplan.export.planner_cpp import (
     split_persistent,
 )
 from arenaplan.ir.model import Model
-from arenaplan.placement import plan_model
+from arenaplan.placement import PlanOptions, plan_model
 from arenaplan.placement.buffers import arena_items
 from arenaplan.placement.tiers import TierPlacement, place_tiers
 from arenaplan.reader import read_model
@@ -89,7 +91,15 @@ MEMORY_CASES = (
     ("mlcommons-tiny__vww_96_int8", "esp32s3", "sram=16KiB"),
     ("tflite-micro__micro_speech_quantized", "generic", "sram=1KiB"),
 )
-VARIANTS_RUN = ("host-reference", "arm32-reference")
+# The builds run, and the kernels each runs: every placement and planner.h is made for
+# the kernels of the build it runs in (their scratch requests are in its table);
+# arm32-cmsis_nn runs the i.MX RT1170's and the generic target's own kernels.
+VARIANT_KERNELS = {
+    "host-reference": "reference",
+    "arm32-reference": "reference",
+    "arm32-cmsis_nn": "cmsis_nn+dsp",
+}
+VARIANTS_RUN = tuple(VARIANT_KERNELS)
 
 
 def split_profile(variant: str) -> tuple[BuildProfile, bool]:
@@ -222,18 +232,26 @@ def _model(stem: str) -> Model:
     return read_model(model_path(stem))
 
 
+def _fast_capacity(model: Model, kernels: str) -> int:
+    """benchmarks/tiers.py's fastest memory: half the lower bound, or the kernel scratch
+    buffers' peak (bytes, 16-aligned) where that is more (they stay in the fastest)."""
+    scratch = arena_items(model, kernels=kernels).scratch_buffers
+    peak = live_bytes_bound(Problem(scratch)) if scratch else 0
+    return max(plan_model(model, PlanOptions(kernels=kernels)).lower_bound // 2, _up16(peak))
+
+
 @cache
-def _placement(case: Case) -> TierPlacement | str:
-    """The case's placement, or why it does not apply (not spread over two memories)."""
+def _placement(case: Case, kernels: str) -> TierPlacement | str:
+    """The case's placement for ``kernels``, or why there is none (a failure)."""
     model = _model(case.stem)
     target = load_builtin(case.target)
     if case.memory:
         name, _, size = case.memory.partition("=")
         caps = {name: parse_size(size, "--memory")}
-    else:  # benchmarks/tiers.py: the fastest memory at half the lower bound
-        caps = {target.fastest().name: plan_model(model).lower_bound // 2}
+    else:
+        caps = {target.fastest().name: _fast_capacity(model, kernels)}
     try:
-        placement = place_tiers(model, target, caps)
+        placement = place_tiers(model, target, caps, kernels=kernels)
     except AllocationError as exc:  # a planner error fails the case, never skips it
         return f"no placement with {caps}: {exc}"
     spread = [m for m, h in placement.heights.items() if h > 0]
@@ -249,7 +267,8 @@ class NotBuilt(str):
 
 def prepare(case: Case, variant: str) -> Prepared | str:
     """The case's placement and its planner.h sized for ``variant``, or why not."""
-    placement = _placement(case)
+    kernels = VARIANT_KERNELS[variant]
+    placement = _placement(case, kernels)
     if isinstance(placement, str):
         return placement
     model, target = _model(case.stem), load_builtin(case.target)
@@ -257,7 +276,8 @@ def prepare(case: Case, variant: str) -> Prepared | str:
     arrays = split_arrays(model, placement, target, profile)
     name = model_path(case.stem).name
     source = planner_source(model, placement, target, name, profile)
-    return Prepared(case, model, placement, arrays, split_persistent(model, profile), source)
+    persistent = split_persistent(model, profile, kernels)
+    return Prepared(case, model, placement, arrays, persistent, source)
 
 
 def _arrays_h(arrays: tuple[SplitArray, ...]) -> str:
@@ -386,7 +406,8 @@ def build_and_run(
 
 def _planned_buffers(prepared: Prepared) -> dict[str, list[tuple[int, int]]]:
     """Array name -> half-open byte ranges of the buffers planned in it."""
-    items = arena_items(prepared.model)
+    p = prepared.placement
+    items = arena_items(prepared.model, p.pointer_size, p.kernels)
     by_memory = {a.memory: a.name for a in prepared.arrays if a.holds == "activations"}
     ranges: dict[str, list[tuple[int, int]]] = {name: [] for name in by_memory.values()}
     p = prepared.placement
@@ -413,7 +434,8 @@ def _predicted_tail(model: Model, variant: str) -> int:
     the only allocator object in the persistent array."""
     profile, _ = split_profile(variant)
     objects = (MICRO_ALLOCATOR_BYTES[profile.pointer],)
-    return predict_tail(model, dataclasses.replace(profile, allocator_objects=objects))
+    alone = dataclasses.replace(profile, allocator_objects=objects)
+    return predict_tail(model, alone, kernels=VARIANT_KERNELS[variant])
 
 
 _PYPI: list[TflmRunner] = []  # one PyPI runtime process for the session (see ``pypi``)
@@ -593,14 +615,13 @@ def test_command_line_writes_the_planner_that_runs(
     stem: str, target: str, memory: str, tmp_path: Path
 ) -> None:
     """``plan --target --memory --planner-cpp`` writes the planner these tests build,
-    sized for the target's profile (arm32, as the ARM variant builds it)."""
+    sized for the target's profile (arm32, as the ARM variants build it) and kernels."""
     out = tmp_path / "planner.h"
     argv = ["plan", str(model_path(stem)), "-q", "--target", target, "--memory", memory]
     assert main([*argv, "--planner-cpp", str(out)]) == 0
-    case = Case(stem, target, memory)
-    placement = _placement(case)
-    assert not isinstance(placement, str), placement
     model, t = _model(stem), load_builtin(target)
+    placement = _placement(Case(stem, target, memory), t.kernels)
+    assert not isinstance(placement, str), placement
     expected = planner_source(model, placement, t, model_path(stem).name)
     assert out.read_text() == expected
     assert "#ifdef ARENAPLAN_SPLIT_ARENA" in expected
@@ -625,6 +646,7 @@ def test_example_firmware_runs_the_model(variant: str, tmp_path: Path) -> None:
     library = json.loads((variant_dir(variant) / "build.json").read_text())["library"]
     args = [f"OUT={out}", f"MODEL={model_path(stem)}", f"TFLM={tools.tree}", f"LIB={library}"]
     args += [f"ARENAPLAN={arenaplan}", f"TARGET={target}", f"MEMORY={memory}"]
+    args.append(f"KERNELS={VARIANT_KERNELS[variant]}")  # the library's kernels
     if not VARIANTS[variant].arm32:
         prepared = prepare(Case(stem, target, memory), variant)
         assert not isinstance(prepared, str), prepared
@@ -657,7 +679,7 @@ def test_arena_header_sends_a_spread_plan_with_persistent_data_apart_to_the_spli
     has no allocator of its own to offer: asked for one, it stops the build naming
     the split arena of --planner-cpp."""
     stem, target, memory = EXAMPLE_CASE
-    placement = _placement(Case(stem, target, memory))
+    placement = _placement(Case(stem, target, memory), "reference")
     assert not isinstance(placement, str), placement
     model = _model(stem)
     head = placement.heights[load_builtin(target).fastest().name]
