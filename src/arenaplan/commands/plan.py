@@ -311,7 +311,7 @@ def _plan(
         return _plan_weights(args, data, original, target, caps, base, profile)
     proof = None
     if pass_names(args):
-        rw = rewrite(original, args, profile, _objective(args))
+        rw = rewrite(original, args, profile, _objective(args), base.kernels)
         plan, tiers, arena = _fit(args, rw.model, _with_aliases(base, rw), target, caps)
         if not rw.changed and not plan.aliases:  # the plan of the model as given
             planned = planned_model_bytes(data, original, plan)
@@ -346,7 +346,7 @@ def _plan_weights(
     passes if any; the model's copies and rewrites proven in TFLM. A rewrite that is
     not proven falls back (said on stderr) to the weights of the model as given."""
     if pass_names(args):
-        rw = rewrite(original, args, profile, _objective(args))
+        rw = rewrite(original, args, profile, _objective(args), options.kernels)
         done = _weights_of(args, data, original, rw.model, target, caps, _with_aliases(options, rw))
         proven = done.proof is None or done.proof.proven
         if proven or not (rw.changed or done.plan.aliases):  # nothing of the rewrite's to doubt
