@@ -18,16 +18,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from testkit import model_path
 
+from arenaplan.analysis import cmsis_nn
 from arenaplan.analysis.aliases import (
     CONCAT_VIEW,
     INPLACE,
     INPLACE_KERNELS,
+    INPLACE_RULES,
     SLICE_VIEW,
+    VIEW_KERNELS,
     Alias,
     alias_candidates,
     contiguous_start,
     slice_ranges,
 )
+from arenaplan.analysis.kernels import KERNELS, cmsis_features
 from arenaplan.errors import PlanValidationError
 from arenaplan.ir.model import Operator, Options
 from arenaplan.passes import pass_class
@@ -580,6 +584,101 @@ def test_validator_rejects_a_rule_misnamed_or_misplaced() -> None:
         assert says in _problems(model, dataclasses.replace(plan, aliases=(wrong,)))
 
 
+# ---- per kernels variant ------------------------------------------------------------
+
+CMSIS = tuple(k for k in KERNELS if cmsis_features(k) is not None)
+# the models of ALIAS_MODELS whose kernel a CMSIS-NN build replaces by its own
+CMSIS_MODELS = sorted(n for n, (_, ops) in ALIAS_MODELS.items() if ops in ("ADD", "MUL", "SOFTMAX"))
+
+
+def test_each_variant_cites_the_code_it_runs() -> None:
+    """Reference: the reference table. CMSIS-NN: the reference rule where the build runs
+    the reference kernel; where it runs its own (ADD, MUL, SOFTMAX), the reading of
+    that feature level, with the reference rule's input positions and shape check."""
+    assert INPLACE_RULES["reference"] == INPLACE_KERNELS
+    for kernels in CMSIS:
+        level = cmsis_features(kernels)
+        table = INPLACE_RULES[kernels]
+        assert set(table) == set(INPLACE_KERNELS)  # every CMSIS-NN kernel here was read
+        own = {op for op in table if cmsis_nn.is_cmsis_kernel(op)}
+        assert own == {"ADD", "MUL", "SOFTMAX"}
+        for opcode, rule in table.items():
+            ref = INPLACE_KERNELS[opcode]
+            assert (rule.inputs, rule.same_shape) == (ref.inputs, ref.same_shape)
+            if opcode in own:
+                assert rule.source == cmsis_nn.INPLACE_READ[opcode][level]
+                assert f"cmsis_nn/{opcode.lower()}.cc" in rule.source
+            else:
+                assert rule.source == f"the reference kernel: {ref.source}"
+
+
+def test_every_feature_level_path_names_its_code() -> None:
+    read = cmsis_nn.INPLACE_READ
+    assert "ARM_MATH_DSP" in read["ADD"]["dsp"] and "ARM_MATH_MVEI" in read["ADD"]["mve"]
+    assert "ARM_MATH_DSP" in read["MUL"]["dsp"] and "ARM_MATH_MVEI" in read["MUL"]["mve"]
+    assert "ARM_MATH_MVEI" in read["SOFTMAX"]["mve"]
+    assert all("arm_softmax_s16" in read["SOFTMAX"][level] for level in ("c", "dsp", "mve"))
+
+
+@pytest.mark.parametrize("kernels", CMSIS)
+@pytest.mark.parametrize("name", CMSIS_MODELS)
+def test_cmsis_kernels_are_planned_in_place(name: str, kernels: str) -> None:
+    build, opcode = ALIAS_MODELS[name]
+    model = read_model_bytes(build())
+    plan = plan_model(model, dataclasses.replace(CLOBBER, kernels=kernels))
+    assert plan.kernels == kernels
+    check_plan(model, plan)
+    assert opcode in {_opcode(model, a) for a in plan.aliases if a.kind == INPLACE}
+
+
+def test_an_unread_cmsis_kernel_is_refused_naming_the_variant(monkeypatch) -> None:
+    """With no reading of CMSIS-NN's ADD for MVE, an ADD planned for cmsis_nn+mve gets
+    no alias and the refusal says which variant and level; the others keep theirs."""
+    monkeypatch.delitem(INPLACE_RULES["cmsis_nn+mve"], "ADD")
+    model = read_model_bytes(binary("ADD"))
+    found = alias_candidates(model, ["inplace"], clobber_inputs=True, kernels="cmsis_nn+mve")
+    assert found.aliases == ()
+    assert found.refused[0] == (
+        "operator 0 ADD: no in-place rule for cmsis_nn+mve: CMSIS-NN's ADD kernel "
+        "(kernels/cmsis_nn/) was not read at feature level 'mve'"
+    )
+    mve = PlanOptions(aliases=frozenset({"inplace"}), clobber_inputs=True, kernels="cmsis_nn+mve")
+    assert plan_model(model, mve).aliases == ()
+    dsp = alias_candidates(model, ["inplace"], clobber_inputs=True, kernels="cmsis_nn+dsp")
+    assert {a.op for a in dsp.aliases} == {0, 1, 2}
+
+
+def test_int8_to_int16_softmax_is_refused_in_every_variant() -> None:
+    """arm_softmax_s8_s16 (and the reference ``Softmax<int8_t, int16_t>``) widens:
+    writing output element c covers input elements 2c and 2c + 1."""
+    n = Net("softmax_s8_s16")
+    x, r = n.act((2, 10), I8, scale=0.1), n.act((2, 10), I8, scale=0.1)
+    n.op("RELU", [x], [r])
+    y = n.act((2, 10), I16, 1 / 32768, -32768)
+    n.op("SOFTMAX", [r], [y], beta=1.0)
+    model = read_model_bytes(n.done([x], [y]))
+    for kernels in KERNELS:
+        found = alias_candidates(model, ["inplace"], clobber_inputs=True, kernels=kernels)
+        assert [a.op for a in found.aliases] == [0], kernels
+        assert any("operator 1 SOFTMAX" in w and "wider" in w for w in found.refused)
+
+
+def test_views_are_the_same_for_every_variant() -> None:
+    """STRIDED_SLICE and CONCATENATION are TFLM's reference kernels in every build
+    (kernels/cmsis_nn/ has neither), so the views do not depend on the variant."""
+    assert not any(cmsis_nn.is_cmsis_kernel(op) for op in VIEW_KERNELS.values())
+    model = read_model_bytes(expand_bands())
+    views = {k: alias_candidates(model, ["views"], kernels=k) for k in KERNELS}
+    assert all(v == views["reference"] for v in views.values())
+    assert views["reference"].aliases
+
+
+def test_an_unknown_variant_is_refused() -> None:
+    model = read_model_bytes(binary("ADD"))
+    with pytest.raises(ValueError, match="unknown kernels 'cmsis'"):
+        alias_candidates(model, ["inplace"], kernels="cmsis")
+
+
 # ---- the pass -----------------------------------------------------------------------
 
 
@@ -593,6 +692,8 @@ def test_inplace_pass_changes_nothing_and_counts() -> None:
     clobber = InPlace(clobber_inputs=True).run(model)
     assert clobber.note == "1 operator may write over an input"
     assert clobber.stats == {"inplace_operators": 1}
+    for kernels in KERNELS:
+        assert InPlace(clobber_inputs=True, kernels=kernels).run(model).stats == clobber.stats
 
 
 def test_alias_options_for_the_command_layer() -> None:

@@ -2,7 +2,10 @@
 computes bit for bit what the unaliased model computes, and its head is the plan's.
 
 One small model per kernel on the in-place list (and dtype path), the STRIDED_SLICE
-and CONCATENATION views, a band structure, and every shared model TFLM runs.
+and CONCATENATION views, a band structure, and every shared model TFLM runs. The
+kernels CMSIS-NN replaces also run in TFLM built with CMSIS-NN (scripts/build_tflm.py;
+skipped, naming the command, where it is not built): in plain C on the host and with
+DSP on 32-bit ARM. No MVE build runs here.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from placement.test_aliases import ALIAS_MODELS, ALL, CLOBBER, VIEW_MODELS
+from placement.test_aliases import ALIAS_MODELS, ALL, CLOBBER, CMSIS_MODELS, VIEW_MODELS
 from testkit import model_params, model_path
 
 pytest.importorskip("tflite_micro", reason="the TFLM runtime (pip install tflite-micro) is absent")
@@ -22,6 +25,9 @@ from arenaplan.placement.validate import offline_plan_problems
 from arenaplan.reader import read_model_bytes
 from arenaplan.verify import TflmRunner, compare_models, measure
 from arenaplan.verify.compare import VerifyReport
+from arenaplan.verify.inputs import random_inputs
+from arenaplan.verify.native import NativeRunner, native_available
+from arenaplan.verify.runner import GENEROUS_ARENA, RunResult
 
 CLOBBER_ALL = PlanOptions(aliases=frozenset({"inplace", "views"}), clobber_inputs=True)
 
@@ -120,3 +126,70 @@ def test_an_unlisted_kernel_in_place_is_caught_by_the_outputs(runner) -> None:
     assert offline_plan_problems(model, offsets)  # no rule for it
     report = compare_models(data, with_offline_plan(data, offsets), 2, 0, runner=runner)
     assert not report.identical and "differs" in report.mismatch
+
+
+# ---- CMSIS-NN builds ----------------------------------------------------------------
+
+NATIVE_KERNELS = {"host-cmsis_nn": "cmsis_nn", "arm32-cmsis_nn": "cmsis_nn+dsp"}
+
+
+def _native_pair(variant: str, data: bytes, offsets: list[int]) -> tuple[RunResult, RunResult]:
+    """(the model as given, the model with ``offsets`` as its offline plan) in a TFLM
+    build from source, on the same random inputs."""
+    why = native_available(variant)
+    if why is not None:
+        pytest.skip(why)
+    model = read_model_bytes(data)
+    inputs = random_inputs(model, 2, seed=0)
+    n_out = len(model.subgraphs[0].outputs)
+    with NativeRunner(variant) as native:
+        before = native.run(data, GENEROUS_ARENA, inputs, n_out)
+        after = native.run(with_offline_plan(data, offsets), GENEROUS_ARENA, inputs, n_out)
+    assert before.ok and after.ok, before.error or after.error
+    return before, after
+
+
+def _same(a: RunResult, b: RunResult) -> bool:
+    return all(
+        x.tobytes() == y.tobytes()
+        for ta, tb in zip(a.outputs, b.outputs, strict=True)
+        for x, y in zip(ta, tb, strict=True)
+    )
+
+
+@pytest.mark.parametrize("variant", list(NATIVE_KERNELS))
+@pytest.mark.parametrize("name", CMSIS_MODELS)
+def test_cmsis_nn_kernels_in_place_are_bit_exact(name: str, variant: str) -> None:
+    build, opcode = ALIAS_MODELS[name]
+    data = build()
+    model = read_model_bytes(data)
+    options = PlanOptions(
+        aliases=frozenset({"inplace"}), clobber_inputs=True, kernels=NATIVE_KERNELS[variant]
+    )
+    plan = plan_model(model, options)
+    ops = model.subgraphs[0].operators
+    assert opcode in {ops[a.op].opcode for a in plan.aliases if a.kind == INPLACE}
+    before, after = _native_pair(variant, data, list(plan.offline_offsets))
+    assert _same(before, after)
+    assert after.measurement.head == plan.arena
+
+
+@pytest.mark.parametrize("variant", list(NATIVE_KERNELS))
+def test_cmsis_nn_widening_softmax_in_place_is_caught_by_the_outputs(variant: str) -> None:
+    """The negative control: arm_softmax_s8_s16 writes int16 elements, so its output
+    over its input overwrites input bytes before they are read."""
+    from analysis.opmodels import I8, I16, Net
+
+    n = Net("softmax_s8_s16_in_place")
+    x, r = n.act((2, 10), I8, scale=0.1), n.act((2, 10), I8, scale=0.1)
+    n.op("RELU", [x], [r])
+    y = n.act((2, 10), I16, 1 / 65536, -32768)
+    n.op("SOFTMAX", [r], [y], beta=1.0)
+    data = n.done([x], [y])
+    model = read_model_bytes(data)
+    offsets = list(plan_model(model).offline_offsets)
+    offsets[y] = offsets[r]
+    kernels = NATIVE_KERNELS[variant]
+    assert offline_plan_problems(model, offsets, kernels=kernels)  # no rule for it
+    before, after = _native_pair(variant, data, offsets)
+    assert not _same(before, after)

@@ -7,14 +7,17 @@ kernel source and loop that were read):
   inplace      an operator writes its output over an input that dies at that
                operator: same start address; the kernel reads input element i
                before it writes output element i, in ascending i, and an output
-               element is no wider than an input element (``INPLACE_KERNELS``);
+               element is no wider than an input element (``INPLACE_RULES``: the
+               rules read for the kernels the plan's variant runs);
   slice-view   a STRIDED_SLICE output that is one contiguous byte range of its
                input lies on that range (the kernel copies each byte onto itself);
   concat-view  a CONCATENATION input lies on its byte range of the output (its
                producer writes it there; the kernel copies each byte onto itself).
 
 Only tensors of subgraph 0 alias, at operators that take one scope (no control
-flow). A graph input is overwritten in place only when the caller allows it
+flow), and only where that variant runs the kernel a rule was read for (a view
+needs TFLM's reference STRIDED_SLICE or CONCATENATION, which every variant runs).
+A graph input is overwritten in place only when the caller allows it
 (``clobber_inputs``); a graph output or a variable is never overwritten. A
 view's byte offset must be a multiple of 16 (TFLM's arena alignment): TFLM
 places scratch buffers right above offline tensors, so an odd offset would
@@ -30,10 +33,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
+from arenaplan.analysis import cmsis_nn
+from arenaplan.analysis.kernels import KERNELS, REFERENCE, check_kernels, cmsis_features
 from arenaplan.analysis.lifetimes import Lifetimes, compute_lifetimes
 from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Model, Operator, Subgraph, Tensor
@@ -77,7 +82,7 @@ class InPlaceRule:
     ``inputs``: positions of the inputs the output may take over. ``same_shape``:
     that input must have the output's shape, leading 1s aside (no broadcasting
     of it); otherwise only the element counts must match (reshapes). ``source``:
-    the reference code read, file and loop.
+    the code read for it, file and loop.
     """
 
     inputs: tuple[int, ...]
@@ -85,7 +90,8 @@ class InPlaceRule:
     source: str
 
 
-# The list: docs/inplace.md says, for each, which loop was read and why it is safe.
+# TFLM's reference kernels (docs/inplace.md says, for each, which loop was read and why
+# it is safe); ``INPLACE_RULES`` below has the table of each kernels variant.
 # Every entry also needs equal element counts, an output element no wider than an
 # input element, and no INT4 (``_inplace_refusal``).
 INPLACE_KERNELS: dict[str, InPlaceRule] = {
@@ -115,6 +121,51 @@ INPLACE_KERNELS: dict[str, InPlaceRule] = {
 }
 
 
+def _variant_rules(kernels: str) -> dict[str, InPlaceRule]:
+    """The rules for the kernels a ``kernels`` build runs: the reference table, where a
+    CMSIS-NN build runs the reference kernel; the CMSIS-NN reading of that feature
+    level (``cmsis_nn.INPLACE_READ``) where it runs its own; no rule where its own
+    kernel was not read."""
+    features = cmsis_features(kernels)
+    if features is None:
+        return dict(INPLACE_KERNELS)
+    table: dict[str, InPlaceRule] = {}
+    for opcode, rule in INPLACE_KERNELS.items():
+        if not cmsis_nn.is_cmsis_kernel(opcode):
+            table[opcode] = replace(rule, source=f"the reference kernel: {rule.source}")
+            continue
+        read = cmsis_nn.INPLACE_READ.get(opcode, {}).get(features)
+        if read is not None:
+            table[opcode] = replace(rule, source=read)
+    return table
+
+
+# kernels variant (``analysis.kernels.KERNELS``) -> opcode -> the rule read for the
+# kernel that variant runs; an opcode of ``INPLACE_KERNELS`` missing here is refused
+INPLACE_RULES: dict[str, dict[str, InPlaceRule]] = {k: _variant_rules(k) for k in KERNELS}
+
+
+def _unread(kernels: str, opcode: str) -> str:
+    """Why ``opcode`` has no in-place rule for ``kernels`` though the reference has one."""
+    return (
+        f"no in-place rule for {kernels}: CMSIS-NN's {opcode} kernel "
+        f"(kernels/cmsis_nn/) was not read at feature level {cmsis_features(kernels)!r}"
+    )
+
+
+# the reference kernel each view rule was read for; every variant runs it (a CMSIS-NN
+# build too: kernels/cmsis_nn/ has no strided_slice.cc or concatenation.cc)
+VIEW_KERNELS = {SLICE_VIEW: "STRIDED_SLICE", CONCAT_VIEW: "CONCATENATION"}
+
+
+def _runs_reference(kernels: str, opcode: str | None) -> bool:
+    """Whether a ``kernels`` build runs TFLM's reference kernel for ``opcode`` (True
+    for None: no kernel to ask about)."""
+    if opcode is None or cmsis_features(kernels) is None:
+        return True
+    return not cmsis_nn.is_cmsis_kernel(opcode)
+
+
 @dataclass(frozen=True, slots=True)
 class Candidates:
     """Aliases the kernels allow, each on its own; ``refused`` says, one line each,
@@ -134,11 +185,13 @@ def rules_of(kinds: Iterable[str]) -> tuple[str, ...]:
 
 
 def alias_candidates(
-    model: Model, kinds: Iterable[str], clobber_inputs: bool = False
+    model: Model, kinds: Iterable[str], clobber_inputs: bool = False, kernels: str = REFERENCE
 ) -> Candidates:
-    """Every alias the rules of ``kinds`` allow in subgraph 0, views first (slices,
-    then concatenations), then in-place operators, each in operator order."""
-    rules = rules_of(kinds)
+    """Every alias the rules of ``kinds`` allow in subgraph 0 of a build running
+    ``kernels`` (``analysis.kernels``), views first (slices, then concatenations),
+    then in-place operators, each in operator order."""
+    table = INPLACE_RULES[check_kernels(kernels)]
+    rules = tuple(r for r in rules_of(kinds) if _runs_reference(kernels, VIEW_KERNELS.get(r)))
     if not rules or not model.subgraphs:
         return Candidates((), ())
     sg = model.subgraphs[0]
@@ -156,9 +209,11 @@ def alias_candidates(
         if CONCAT_VIEW in rules and op.opcode == "CONCATENATION":
             for alias, why in _concat_views(sg, op):
                 _keep(alias, why, where, found[CONCAT_VIEW], refused)
-        if INPLACE in rules and op.opcode in INPLACE_KERNELS:
-            for alias, why in _inplace(sg, op, lt, first, clobber_inputs):
+        if INPLACE in rules and op.opcode in table:
+            for alias, why in _inplace(sg, op, table[op.opcode], lt, first, clobber_inputs):
                 _keep(alias, why, where, found[INPLACE], refused)
+        elif INPLACE in rules and op.opcode in INPLACE_KERNELS:
+            refused.append(f"{where}: {_unread(kernels, op.opcode)}")
     ordered = (*found[SLICE_VIEW], *found[CONCAT_VIEW], *found[INPLACE])
     return Candidates(ordered, tuple(refused))
 
@@ -187,9 +242,8 @@ def _arena_tensor(t: Tensor) -> str | None:
 
 
 def _inplace(
-    sg: Subgraph, op: Operator, lt: Lifetimes, scope: int, clobber_inputs: bool
+    sg: Subgraph, op: Operator, rule: InPlaceRule, lt: Lifetimes, scope: int, clobber_inputs: bool
 ) -> list[tuple[Alias | None, str]]:
-    rule = INPLACE_KERNELS[op.opcode]
     if len(op.outputs) != 1:
         return [(None, f"{len(op.outputs)} outputs")]
     out = sg.tensors[op.outputs[0]]

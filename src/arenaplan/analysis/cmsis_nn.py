@@ -3,7 +3,8 @@
 A TFLM build with ``OPTIMIZED_KERNEL_DIR=cmsis_nn`` runs these kernels for CONV_2D,
 DEPTHWISE_CONV_2D, FULLY_CONNECTED, SVDF, UNIDIRECTIONAL_SEQUENCE_LSTM, SOFTMAX,
 TRANSPOSE_CONV, ADD, MUL, BATCH_MATMUL, AVERAGE/MAX_POOL_2D, PAD, MAXIMUM, MINIMUM
-and TRANSPOSE, and the reference kernels for everything else. MUL, PAD, MAXIMUM,
+and TRANSPOSE, and the reference kernels for everything else (``tools/make/specialize_files.py``:
+a file of ``kernels/cmsis_nn/`` replaces the ``kernels/`` file of its name). MUL, PAD, MAXIMUM,
 MINIMUM and TRANSPOSE allocate what the reference ones do; the others are here.
 
 **Scratch** (``scratch_rule``): each kernel's Prepare asks CMSIS-NN's
@@ -24,8 +25,11 @@ the kernel sums FULLY_CONNECTED and SVDF keep instead of a scratch buffer. TFLM'
 Makefile builds with ``KERNELS_OPTIMIZED_FOR_SPEED`` (its default); a build with
 ``KERNELS_OPTIMIZED_FOR_SIZE`` is not modelled.
 
+**In place** (``INPLACE_READ``): for ADD, MUL and SOFTMAX, the CMSIS-NN loops read at each
+feature level to let them write their output over an input (``aliases.INPLACE_RULES``).
+
 Everything is from the sources at TFLM commit 90b983c2b and the CMSIS-NN its
-Makefile downloads (``tools/make/downloads/cmsis_nn``). Sizes in bytes.
+Makefile downloads (``tools/make/downloads/cmsis_nn``, commit 4ab83cc3). Sizes in bytes.
 """
 
 from __future__ import annotations
@@ -571,3 +575,61 @@ def tail_rule(features: str, opcode: str) -> OpRule | None:
     """The CMSIS-NN kernel's tail rule for a builtin ``opcode``; None when the build
     runs the reference kernel (or one that allocates the same)."""
     return _TAIL[features].get(opcode)
+
+
+# ---- in place ------------------------------------------------------------------------
+
+# What was read of the CMSIS-NN kernels TFLM runs for operators on the reference
+# in-place list (``aliases.INPLACE_KERNELS``), per feature level: opcode -> level ->
+# file and loop (docs/inplace.md, "CMSIS-NN"). Each writes output byte b only after it
+# has read the input bytes b covers, and later reads stay above what it wrote, so each
+# is safe with output memory == input memory under the reference rule's conditions
+# (its input positions; the input written over has the output's shape). Those hold
+# here too: the wrappers call CMSIS-NN only when no operand broadcasts
+# (``MatchingElementsSize``) and run the reference loops otherwise, and for float32
+# and int32. No function here takes ``restrict`` pointers (CMSIS-NN's
+# ``OPTIONAL_RESTRICT_KEYWORD`` is used by its convolutions only), so the C reading
+# holds whatever the compiler does. An operator CMSIS-NN replaces that is not here
+# gets no in-place rule in a CMSIS-NN plan (``aliases.INPLACE_RULES``).
+_ADD = "cmsis_nn/add.cc EvalAddQuantizedInt8/Int16 (broadcast, float32, int32: reference)"
+_MUL = "cmsis_nn/mul.cc EvalQuantized (broadcast: reference; float32, int32: mul_common.cc)"
+_SOFTMAX = "cmsis_nn/softmax.cc SoftmaxEval (float32: reference/softmax.h Softmax)"
+_SOFTMAX_S16 = (
+    "arm_softmax_s16 (no feature paths): max loop; loop 2 reads input[col], then writes "
+    "cached_exp_results[col] (the output row); loop 3 reads and writes the output row"
+)
+INPLACE_READ: dict[str, dict[str, str]] = {
+    "ADD": {
+        "c": f"{_ADD} -> arm_elementwise_add_s8: scalar loop *in1++, *in2++, then *output++; "
+        "arm_elementwise_add_s16: arm_nn_read_q15x2_ia of each input, then "
+        "arm_nn_write_q15x2_ia of the same 4 bytes",
+        "dsp": f"{_ADD} -> arm_elementwise_add_s8 ARM_MATH_DSP: read_and_pad_reordered 4 s8 "
+        "of each input, then arm_nn_write_s8x4_ia of the same 4 bytes, scalar tail; "
+        "arm_elementwise_add_s16 as without DSP",
+        "mve": f"{_ADD} -> arm_elementwise_add_s8/_s16 ARM_MATH_MVEI: vldrbq_z_s32/"
+        "vldrhq_z_s32 of 4 lanes of each input, then vstrbq_p_s32/vstrhq_p_s32 of the "
+        "same 4 lanes (vctp32q predicates the tail)",
+    },
+    "MUL": {
+        "c": f"{_MUL} -> arm_elementwise_mul_s8: scalar loop *in1++, *in2++, then *output++; "
+        "arm_elementwise_mul_s16: arm_nn_read_q15x2_ia of each input, then "
+        "arm_nn_write_q15x2_ia of the same 4 bytes",
+        "dsp": f"{_MUL} -> arm_elementwise_mul_s8 ARM_MATH_DSP: read_and_pad_reordered 4 s8 "
+        "of each input, then arm_nn_write_s8x4_ia of the same 4 bytes, scalar tail; "
+        "arm_elementwise_mul_s16: as without DSP (SMULBB/SMULTT)",
+        "mve": f"{_MUL} -> arm_elementwise_mul_s8/_s16 ARM_MATH_MVEI: vldrbq_z_s32/"
+        "vldrhq_z_s32 of 4 lanes of each input, then vstrbq_p_s32/vstrhq_p_s32 of the "
+        "same 4 lanes (vctp32q predicates the tail)",
+    },
+    "SOFTMAX": {
+        "c": f"{_SOFTMAX} -> arm_softmax_s8 -> arm_nn_softmax_common_s8: per row a max loop "
+        "and a sum loop read the row, then loop 3 reads input[col], then writes "
+        f"output_s8[col]; {_SOFTMAX_S16}",
+        "dsp": f"{_SOFTMAX} -> arm_softmax_s8 -> arm_nn_softmax_common_s8 (no DSP path): "
+        f"as without DSP; {_SOFTMAX_S16}",
+        "mve": f"{_SOFTMAX} -> arm_softmax_s8 ARM_MATH_MVEI: per row the max (vldrbq_z_s8, "
+        "16 lanes) and sum (vldrbq_s32) passes only read; then vldrbq_s32(&input[idx]), "
+        "then vstrbq_s32(&output[idx]), 4 lanes, idx += 4, scalar tail (GCC 12.2: the "
+        f"plain C path); {_SOFTMAX_S16}",
+    },
+}

@@ -313,7 +313,7 @@ def _plan(
             return weighed
     proof = None
     if pass_names(args):
-        rw = rewrite(original, args, profile, _objective(args))
+        rw = rewrite(original, args, profile, _objective(args), base.kernels)
         plan, tiers, arena = _fit(args, rw.model, _with_aliases(base, rw), target, caps)
         if not rw.changed and not plan.aliases:  # the plan of the model as given
             planned = planned_model_bytes(data, original, plan)
@@ -352,7 +352,7 @@ def _plan_weights(
     copies that nothing here can prove (no runtime or build for the kernels), to the
     model as given without them (None), unless ``--write-unproven``."""
     if pass_names(args):
-        rw = rewrite(original, args, profile, _objective(args))
+        rw = rewrite(original, args, profile, _objective(args), options.kernels)
         done = _weights_of(args, data, original, rw.model, target, caps, _with_aliases(options, rw))
         proven = done.proof is None or done.proof.proven
         unavailable = done.proof is not None and done.proof.unavailable

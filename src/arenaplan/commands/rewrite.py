@@ -90,8 +90,11 @@ def pass_names(args: argparse.Namespace) -> tuple[str, ...]:
     return args.passes or (FIT_PASSES if args.fit is not None else ())
 
 
-def rewrite(model: Model, args: argparse.Namespace, profile: str, objective: str) -> Rewrite:
-    """Run the passes the options ask for; ``objective``: what bands minimise."""
+def rewrite(
+    model: Model, args: argparse.Namespace, profile: str, objective: str, kernels: str
+) -> Rewrite:
+    """Run the passes the options ask for; ``objective``: what bands minimise;
+    ``kernels``: the kernels the build runs (whose in-place rules apply)."""
     names = pass_names(args)
     options = {
         "max_extra_macs": args.max_extra_macs,
@@ -99,6 +102,7 @@ def rewrite(model: Model, args: argparse.Namespace, profile: str, objective: str
         "clobber_inputs": args.clobber_inputs,
         "profile": profile,
         "objective": objective,
+        "kernels": kernels,
     }
     passes = [make_pass(name, options) for name in names]
     new, records = run_passes(model, passes)

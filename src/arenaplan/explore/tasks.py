@@ -125,7 +125,7 @@ def _plan(task: Task) -> dict[str, Any]:
         raise ModelFormatError(f"{task.model}: changed since the sweep started")
     model = read_model_bytes(data)
     target = _target(task.target)
-    rewritten, aliases, clobber = _rewrite(model, task.passes)
+    rewritten, aliases, clobber = _rewrite(model, task.passes, target.kernels)
     from arenaplan.placement import PlanOptions
 
     options = PlanOptions(
@@ -149,14 +149,19 @@ def _target(name: str):
     return load_target(name) if name.endswith(".toml") else load_builtin(name)
 
 
-def _rewrite(model, passes: str):
+def _rewrite(model, passes: str, kernels: str):
     from arenaplan.passes import make_pass, run_passes
     from arenaplan.passes.inplace import alias_options
 
     if passes == NONE:
         return model, frozenset(), False
     names = passes.split("+")
-    options = {"max_extra_macs": 0.10, "clobber_inputs": False, "objective": "head"}
+    options = {
+        "max_extra_macs": 0.10,
+        "clobber_inputs": False,
+        "objective": "head",
+        "kernels": kernels,
+    }
     rewritten, _ = run_passes(model, [make_pass(n, options) for n in names])
     aliases, clobber = alias_options(names, False)
     return rewritten, aliases, clobber

@@ -131,6 +131,8 @@ class _Facts:
 
     @staticmethod
     def of(model: Model) -> _Facts:
+        # views only: every kernels variant runs the reference kernels they were read
+        # for (``aliases.VIEW_KERNELS``), so the estimate is the same for all of them
         views = alias_candidates(model, ("views",)).aliases
         return _Facts(tensor_bytes(model), compute_lifetimes(model), views)
 

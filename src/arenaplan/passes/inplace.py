@@ -4,7 +4,7 @@ The pass does not change the graph: aliasing is a decision of the planner, not a
 rewrite. It exists so that ``--passes inplace`` is listed and selected, and says
 how many operators could write over an input; the command layer turns the chosen
 passes into planner options with ``alias_options``. Which kernels are safe, and
-why, is in docs/inplace.md (``analysis.aliases.INPLACE_KERNELS``).
+why, for each kernels variant, is in docs/inplace.md (``analysis.aliases.INPLACE_RULES``).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from arenaplan.analysis.aliases import INPLACE, alias_candidates
+from arenaplan.analysis.kernels import REFERENCE
 from arenaplan.ir.model import Model
 from arenaplan.passes.base import PassResult
 
@@ -29,16 +30,18 @@ ALIASES_OF_PASS: dict[str, frozenset[str]] = {
 @dataclass(frozen=True, slots=True)
 class InPlace:
     """``clobber_inputs``: an operator may also write over a graph input (the
-    application fills the inputs again before every invoke)."""
+    application fills the inputs again before every invoke). ``kernels``: the kernels
+    the build runs (``analysis.kernels``), whose in-place rules apply."""
 
     name: ClassVar[str] = "inplace"
     summary: ClassVar[str] = (
         "plan operator outputs over inputs that die there, for TFLM kernels safe in place"
     )
     clobber_inputs: bool = False
+    kernels: str = REFERENCE
 
     def run(self, model: Model) -> PassResult:
-        found = alias_candidates(model, ("inplace",), self.clobber_inputs).aliases
+        found = alias_candidates(model, ("inplace",), self.clobber_inputs, self.kernels).aliases
         ops = len({a.op for a in found if a.kind == INPLACE})
         where = "" if self.clobber_inputs else " (graph inputs kept)"
         note = f"{ops} operator{'s' if ops != 1 else ''} may write over an input{where}"

@@ -71,7 +71,7 @@ def plan_model(model: Model, options: PlanOptions | None = None) -> Plan:
     best: _Candidate | None = None
     tried: list[tuple] = []
     for kinds in _alias_tries(options.aliases):
-        found = alias_candidates(model, kinds, options.clobber_inputs).aliases
+        found = alias_candidates(model, kinds, options.clobber_inputs, options.kernels).aliases
         layout = alias_layout(items, found)
         if layout.aliases in tried:
             continue
