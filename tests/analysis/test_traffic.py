@@ -5,16 +5,14 @@ the shared models (other paddings, strides, dilations, depth multipliers, batche
 alignments), and on the shared models. The measured tests run the real TFLM kernels
 under the arenatraffic valgrind tool and need ``python scripts/build_tflm.py
 --variants host-reference && python scripts/build_traffic.py``; without them they are
-skipped with that reason. By default they measure the models built here and three
-small shared models (about 10 s); with ARENAPLAN_SLOW=1 every shared model TFLM runs
-(about 20 s more).
+skipped with that reason. They measure the models built here and every shared model
+TFLM runs (about 30 s).
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
 import sys
 from pathlib import Path
 
@@ -42,7 +40,6 @@ from arenaplan.ir.model import Quantization
 from arenaplan.reader import read_model, read_model_bytes
 from arenaplan.verify.traffic_measure import measure_traffic, traffic_available
 
-SLOW = os.environ.get("ARENAPLAN_SLOW") == "1"
 WHY_NOT = traffic_available()
 needs_build = pytest.mark.skipif(WHY_NOT is not None, reason=f"cannot measure: {WHY_NOT}")
 
@@ -415,20 +412,8 @@ def test_measured_equals_predicted_on_built_models(name: str) -> None:
     _check_measured(BUILT[name](), name)
 
 
-FAST = (
-    "tflite-micro__hello_world_int8",
-    "tflite-micro__keyword_scrambled",
-    "tflite-micro__audio_preprocessor_int8",
-)
-
-
 def _shared_params() -> list:
-    out = []
-    for p in MODEL_PATHS:
-        if p.stem in TFLM_REFUSES:
-            continue
-        marks = [] if SLOW or p.stem in FAST else [pytest.mark.skip(reason="ARENAPLAN_SLOW=1")]
-        out.append(pytest.param(p, id=p.stem, marks=marks))
+    out = [pytest.param(p, id=p.stem) for p in MODEL_PATHS if p.stem not in TFLM_REFUSES]
     return out or [pytest.param(None, marks=pytest.mark.skip(reason="../shared/models absent"))]
 
 
