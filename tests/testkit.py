@@ -45,3 +45,9 @@ def need_prover(kernels: str = "reference") -> None:
     why = proof_runtime(kernels)[1]
     if why is not None:
         pytest.skip(why)
+
+
+# CMSIS-NN's UNIDIRECTIONAL_SEQUENCE_LSTM keeps the cell state in a scratch buffer of
+# the head, so nothing carries from one Invoke to the next; the reference kernel keeps
+# the state in the model's variable tensors. A first Invoke gives the same bytes.
+STATEFUL_LSTM = {"google-coral-test-data__keras_lstm_mnist_ptq", "tflite-micro__trained_lstm_int8"}

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from testkit import TFLM_REFUSES, model_params
+from testkit import STATEFUL_LSTM, TFLM_REFUSES, model_params
 
 from arenaplan.export.offline_plan import with_offline_plan
 from arenaplan.placement import plan_model
@@ -115,12 +115,6 @@ def test_arm32_under_qemu_gives_the_host_outputs(path: Path, variant: str) -> No
     arm, host = _native(variant, path), _native(ARM32_HOST[variant], path)
     assert arm.ok and host.ok, arm.error or host.error
     assert _same_outputs(arm, host)
-
-
-# CMSIS-NN's UNIDIRECTIONAL_SEQUENCE_LSTM keeps the cell state in a scratch buffer of
-# the head, so nothing carries from one Invoke to the next; the reference kernel keeps
-# the state in the model's variable tensors. A first Invoke gives the same bytes.
-STATEFUL_LSTM = {"google-coral-test-data__keras_lstm_mnist_ptq", "tflite-micro__trained_lstm_int8"}
 
 
 @pytest.mark.parametrize("path", model_params())

@@ -152,8 +152,9 @@ def temporary_bytes(
     requests so far plus room for 12 more, then its temporary tensors (freed only
     when it is done). While TFLM commits its plan: the requests, the subgraph
     offsets and one AllocationInfo per tensor and request (``planning_bytes``; the
-    TablePlanner keeps no working arrays). The temporary tensors' order was checked
-    for the reference kernels; with others, ``kernels``' share is an estimate."""
+    TablePlanner keeps no working arrays). ``kernels``: the build's kernels (their
+    scratch requests; the temporary tensors of CMSIS-NN's kernels follow the same
+    orders, measured on every shared model in the arm32-cmsis_nn build)."""
     p = _profile(profile)
     requests = scratch_requests(model, tensor_bytes(model), p.pointer, kernels)
     most = planning_bytes(len(requests), model.tensor_count, 0, len(model.subgraphs), p.pointer)
@@ -162,7 +163,7 @@ def temporary_bytes(
         for op in sg.operators:
             before = sum(1 for r in requests if (r.subgraph, r.op) < (sg.index, op.index))
             tensors, checked = _temporary_tensors(op)
-            if not checked or kernels != REFERENCE:
+            if not checked:
                 estimated[op.opcode] = None
             start = (before + MAX_SCRATCH_PER_OP) * SCRATCH_REQUEST[p.pointer]
             most = max(most, _temporary_end(start, sg, tensors, p))
