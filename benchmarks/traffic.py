@@ -132,7 +132,7 @@ def main() -> int:
                 }
             )
         if args.fixed:
-            for kernel, roles in fixed_terms(model, meas):
+            for kernel, roles, _ in fixed_terms(model, meas):
                 fixed[kernel][tuple(sorted(roles.items()))].add(name)
         mb = sum(t.bytes for m in meas.values() for k, t in m.items() if k != ("other",))
         pb = sum(total(m.values()).bytes for m in pred.values())

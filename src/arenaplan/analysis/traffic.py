@@ -160,7 +160,8 @@ HOST_REFERENCE = Build()
 @dataclass(frozen=True, slots=True)
 class OpTraffic:
     """One operator's predicted traffic. ``kernel`` names the modelled kernel path;
-    ``exact`` is False where the kernel is not modelled (a lower bound)."""
+    ``exact`` is False where the kernel is not modelled (a lower bound); ``variables``
+    are the values its fixed terms' counts may use (rK, qK, n, the kernel's own)."""
 
     subgraph: int
     op: int
@@ -168,6 +169,7 @@ class OpTraffic:
     kernel: str
     exact: bool
     traffic: dict[Key, Traffic] = field(default_factory=dict)
+    variables: dict[str, int] = field(default_factory=dict)
 
     @property
     def total(self) -> Traffic:
@@ -990,17 +992,23 @@ def _fixed(spec: str, names: dict[str, int]) -> Traffic:
     return out
 
 
-def _add_fixed(c: _Ctx) -> bool:
-    spec = fixed_table().get(c.kernel)
-    if spec is None:
-        return False
-    sg, op = c.sg.index, c.op.index
+def _variables(c: _Ctx) -> dict[str, int]:
+    """What a fixed term's count may use: rK/qK the rank of input/output K, n the
+    inputs, and the kernel's own variables."""
     names = dict(c.vars)
     for k, i in enumerate(c.op.inputs):
         names[f"r{k}"] = len(c.sg.tensors[i].shape) if i >= 0 else 0
     for k, i in enumerate(c.op.outputs):
         names[f"q{k}"] = len(c.sg.tensors[i].shape)
     names["n"] = sum(1 for i in c.op.inputs if i >= 0)
+    return names
+
+
+def _add_fixed(c: _Ctx, names: dict[str, int]) -> bool:
+    spec = fixed_table().get(c.kernel)
+    if spec is None:
+        return False
+    sg, op = c.sg.index, c.op.index
     for role, s in spec.items():
         t = _fixed(s, names)
         if role == "in*":  # every input
@@ -1061,11 +1069,14 @@ def traffic_details(
                 ZeroDivisionError,
             ):  # shapes or options the formula does not cover: the lower bound instead
                 exact, c.acc, c.kernel = False, {}, op.opcode
+            names = _variables(c)
             if not exact:
                 _fallback(c)
             elif fixed:
-                exact = _add_fixed(c)
-            out.append(OpTraffic(sg.index, op.index, op.opcode, c.kernel, exact, dict(c.acc)))
+                exact = _add_fixed(c, names)
+            out.append(
+                OpTraffic(sg.index, op.index, op.opcode, c.kernel, exact, dict(c.acc), names)
+            )
     return out
 
 
@@ -1168,13 +1179,14 @@ def _minus(m: Traffic, p: Traffic) -> str:
 
 def fixed_terms(
     model: Model, measured: dict[tuple[int, int], dict[Key, Traffic]]
-) -> list[tuple[str, dict[str, str]]]:
-    """Per modelled operator, (kernel path, role -> the measured fixed term): what a
-    measurement says :func:`fixed_table` should hold (the measured traffic of each
-    role less the data terms): what ``scripts/gen_traffic_fixed.py`` fits the table to."""
+) -> list[tuple[str, dict[str, str], dict[str, int]]]:
+    """Per modelled operator, (kernel path, role -> the measured fixed term, the
+    variables of its counts): what a measurement says :func:`fixed_table` should hold
+    (the measured traffic of each role less the data terms), which
+    ``scripts/gen_traffic_fixed.py`` fits the table to."""
     out = []
     for d in traffic_details(model, fixed=False):
-        if d.kernel == d.opcode and d.opcode not in _KERNELS:
+        if not d.exact:  # not modelled, or shapes its formula does not cover
             continue
         m = measured.get((d.subgraph, d.op), {})
         op = model.subgraphs[d.subgraph].operators[d.op]
@@ -1191,5 +1203,5 @@ def fixed_terms(
             text = _minus(m.get(key, Traffic()), d.traffic.get(key, Traffic()))
             if text:
                 roles[role] = text
-        out.append((d.kernel, roles))
+        out.append((d.kernel, roles, d.variables))
     return out
