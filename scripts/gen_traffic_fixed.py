@@ -44,7 +44,7 @@ sys.path[:0] = [str(REPO / "src"), str(REPO / "tests"), str(REPO / "tests" / "an
 
 from traffic_models import NOT_MEASURED, fixed_models  # noqa: E402
 
-from arenaplan.analysis.traffic import fixed_terms  # noqa: E402
+from arenaplan.analysis.traffic import Item, fixed_terms, role_items, role_text  # noqa: E402
 from arenaplan.reader import read_model_bytes  # noqa: E402
 from arenaplan.verify.native import bundle_key, variant_dir  # noqa: E402
 from arenaplan.verify.traffic_measure import measure_traffic, traffic_available  # noqa: E402
@@ -105,7 +105,6 @@ NOT_FIXED = {
     "ABS/int8": "its node is read once per element",
     "FLOOR_DIV/float32/same": "input 1's eval tensor and the flatbuffer are read per element",
 }
-Item = tuple[str, int]  # ("L" or "S", width in bytes)
 
 
 class TableError(Exception):
@@ -119,25 +118,6 @@ class Instance:
     model: str
     roles: dict[str, str]  # role -> measured "width:count" items
     variables: dict[str, int]  # what the counts may use (rK, qK, n, kernel variables)
-
-
-def parse(text: str) -> dict[Item, str]:
-    """The items of a role: ``4:1 8:6+2*n / 8:1`` -> {(L, 4): 1, (L, 8): 6+2*n, (S, 8): 1}."""
-    loads, _, stores = text.partition("/")
-    out = {}
-    for kind, part in (("L", loads), ("S", stores)):
-        for item in part.split():
-            width, _, count = item.partition(":")
-            out[(kind, int(width))] = count
-    return out
-
-
-def unparse(items: dict[Item, str]) -> str:
-    parts = [
-        " ".join(f"{w}:{items[(kind, w)]}" for _, w in sorted(k for k in items if k[0] == kind))
-        for kind in ("L", "S")
-    ]
-    return parts[0] + (f" / {parts[1]}" if parts[1] else "")
 
 
 def _value(expr: str, names: dict[str, int]) -> int:
@@ -179,11 +159,11 @@ def _forms(path: str) -> dict[str, str]:
 
 
 def _roles(instance: Instance, every_input: bool) -> dict[str, dict[Item, str]]:
-    roles = {role: parse(text) for role, text in instance.roles.items()}
+    roles = {role: role_items(text) for role, text in instance.roles.items()}
     if not every_input:
         return roles
     inputs = {r: roles.pop(r) for r in list(roles) if re.fullmatch(r"in\d+", r)}
-    if len({unparse(items) for items in inputs.values()}) > 1:
+    if len({role_text(items) for items in inputs.values()}) > 1:
         raise TableError(f"{instance.model}: its inputs differ: {inputs}")
     if inputs:
         roles["in*"] = next(iter(inputs.values()))
@@ -196,7 +176,7 @@ def path_entry(path: str, instances: list[Instance]) -> dict[str, str]:
     seen = [(i, _roles(i, "in*" in forms)) for i in instances]
     entry = {}
     for role in sorted({r for _, roles in seen for r in roles}, key=_role_order):
-        form = parse(forms.get(role, ""))
+        form = role_items(forms.get(role, ""))
         items = {}
         for item in sorted({k for _, roles in seen for k in roles.get(role, {})} | set(form)):
             rows = [(i.variables, int(roles.get(role, {}).get(item, "0"))) for i, roles in seen]
@@ -214,7 +194,7 @@ def path_entry(path: str, instances: list[Instance]) -> dict[str, str]:
             if counts != {0}:
                 items[item] = str(counts.pop())
         if items:
-            entry[role] = unparse(items)
+            entry[role] = role_text(items)
     return entry
 
 

@@ -981,14 +981,35 @@ def fixed_table() -> dict[str, dict[str, str]]:
     return json.loads(data.read_text())["paths"]
 
 
-def _fixed(spec: str, names: dict[str, int]) -> Traffic:
-    loads, _, stores = spec.partition("/")
-    out = Traffic()
-    for part, make in ((loads, Traffic.reads), (stores, Traffic.writes)):
+Item = tuple[str, int]  # ("L" loads or "S" stores, width in bytes)
+
+
+def role_items(text: str) -> dict[Item, str]:
+    """A role's items in the fixed table: "4:1 8:6+2*n / 8:1" -> {("L", 4): "1",
+    ("L", 8): "6+2*n", ("S", 8): "1"}."""
+    loads, _, stores = text.partition("/")
+    out = {}
+    for kind, part in (("L", loads), ("S", stores)):
         for item in part.split():
             width, _, count = item.partition(":")
-            n = eval(count, {"__builtins__": {}}, names)  # our own table, not input
-            out = out + make(n, int(width))
+            out[(kind, int(width))] = count
+    return out
+
+
+def role_text(items: dict[Item, str]) -> str:
+    """The inverse of :func:`role_items`: widths ascending, loads then "/" stores."""
+    parts = [
+        " ".join(f"{w}:{items[(kind, w)]}" for _, w in sorted(k for k in items if k[0] == kind))
+        for kind in ("L", "S")
+    ]
+    return parts[0] + (f" / {parts[1]}" if parts[1] else "")
+
+
+def _fixed(spec: str, names: dict[str, int]) -> Traffic:
+    out = Traffic()
+    for (kind, width), count in role_items(spec).items():
+        n = eval(count, {"__builtins__": {}}, names)  # our own table, not input
+        out = out + (Traffic.reads if kind == "L" else Traffic.writes)(n, width)
     return out
 
 
@@ -1168,13 +1189,16 @@ _ROLE_KEYS = {
 
 
 def _minus(m: Traffic, p: Traffic) -> str:
-    parts = []
-    for mine, theirs in ((m.load_widths, p.load_widths), (m.store_widths, p.store_widths)):
-        d = dict(mine)
+    items: dict[Item, int] = {}
+    for kind, mine, theirs in (
+        ("L", m.load_widths, p.load_widths),
+        ("S", m.store_widths, p.store_widths),
+    ):
+        for w, n in mine:
+            items[(kind, w)] = items.get((kind, w), 0) + n
         for w, n in theirs:
-            d[w] = d.get(w, 0) - n
-        parts.append(" ".join(f"{w}:{n}" for w, n in sorted(d.items()) if n))
-    return parts[0] + (f" / {parts[1]}" if parts[1] else "")
+            items[(kind, w)] = items.get((kind, w), 0) - n
+    return role_text({k: str(n) for k, n in items.items() if n})
 
 
 def fixed_terms(
