@@ -5,23 +5,28 @@
 
 For every struct of ``OPTIONS`` (what a ``Parse*`` function of
 ``flatbuffer_conversions.cc`` allocates) and ``STATE`` (what a kernel allocates in Init
-or Prepare), a probe: a copy of the translation unit that allocates it (so that types
-in anonymous namespaces resolve) with ``sizeof`` and ``alignof`` appended as an array,
-compiled to assembly, the values read from it. Against the TFLM tree of the build root
-(``<root>/tflite-micro``, which ``scripts/build_tflm.py`` extracts with the CMSIS and
-CMSIS-NN downloads), with ``-DTF_LITE_STATIC_MEMORY``, per profile:
+or Prepare), a probe: ``sizeof`` and ``alignof`` appended as an array to a copy of the
+translation unit that defines the struct (so that types in anonymous namespaces
+resolve; the structs headers define, and the options, share one unit that includes
+those headers), compiled to assembly, the values read from it. Against the TFLM tree
+of the build root (``<root>/tflite-micro``, which ``scripts/build_tflm.py`` extracts
+with the CMSIS and CMSIS-NN downloads), with ``-DTF_LITE_STATIC_MEMORY``, per profile:
 
 - ``host``: g++ (x86-64), the source as ``verify.native`` builds it;
 - ``pypi``: g++ with ``-DUSE_TFLM_COMPRESSION`` (the wheel is a compression build),
   and the options read from the wheel itself: the size and alignment each ``Parse*``
   of its ``_runtime.so`` passes to the allocator (objdump; the wheel is a newer TFLM
-  than the bundle, its ``TfLiteFullyConnectedParams`` 32/8 where the source's is 16/4);
+  than the bundle, its ``TfLiteFullyConnectedParams`` 32/8 where the source's is 16/4).
+  Its kernel state is not read from the wheel: some Init functions there are
+  anonymous (two are named ``Init``) and others allocate in Prepare, so no symbol
+  names the struct; the compression probes give what the wheel allocates;
 - ``arm32``: arm-none-eabi-g++ ``-mcpu=cortex-m4 -mthumb`` (its default one-byte enums);
 - ``int32``: the same with ``-fno-short-enums`` (int-sized enums: RISC-V, Xtensa, i386).
 
 The ``cmsis_nn:`` rows and the other structs of ``kernels/cmsis_nn`` are compiled with
 ``-DCMSIS_NN`` and CMSIS-NN's headers. The header records the TFLM bundle, the
-compilers, the wheel's version and this command. About two minutes with two jobs.
+compilers, the wheel's version and this command. Two to four minutes with two jobs
+(180 compiles, the common headers precompiled per profile).
 Exit status 0, 1 when a probe fails, 2 when a tool or the tree is absent.
 """
 

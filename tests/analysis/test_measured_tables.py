@@ -7,8 +7,8 @@ tools in the header are not compared (the compilers', valgrind's and the PyPI wh
 version lines): another patch level of a tool may give the same figures, and where it
 does not, the entries differ. Needs the native builds (``scripts/build_tflm.py``,
 ``scripts/build_traffic.py``) and arm-none-eabi-g++; without them each test skips
-naming the command. The traffic table takes about a minute, the struct sizes about
-two (two compilers at once).
+naming the command. The traffic table takes under a minute, the struct sizes two to
+four (two compilers at once).
 """
 
 from __future__ import annotations
