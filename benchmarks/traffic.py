@@ -14,7 +14,7 @@ Prints: per model (operators, how many modelled, figures within 5%, bytes measur
 predicted), per kernel path the worst error on data (tensors, scratch buffers,
 operator data) and on bookkeeping (eval tensors, nodes, framework, flatbuffer), and
 the N worst figures. --fixed prints the fixed per-invoke terms each kernel path
-measured (what analysis/traffic.py's _FIXED holds), with the variants where they
+measured (what analysis/data/traffic_fixed.json holds), with the variants where they
 differ. Needs: python scripts/build_tflm.py --variants host-reference &&
 python scripts/build_traffic.py.
 """
@@ -132,7 +132,7 @@ def main() -> int:
                 }
             )
         if args.fixed:
-            for kernel, roles in fixed_terms(model, meas):
+            for kernel, roles, _ in fixed_terms(model, meas):
                 fixed[kernel][tuple(sorted(roles.items()))].add(name)
         mb = sum(t.bytes for m in meas.values() for k, t in m.items() if k != ("other",))
         pb = sum(total(m.values()).bytes for m in pred.values())

@@ -1,12 +1,12 @@
 """The memory traffic model (analysis/traffic.py) and its measurement (verify/traffic_measure.py).
 
-Formula tests run on small models built here with the project's writer, shaped unlike
-the shared models (other paddings, strides, dilations, depth multipliers, batches,
-alignments), and on the shared models. The measured tests run the real TFLM kernels
-under the arenatraffic valgrind tool and need ``python scripts/build_tflm.py
---variants host-reference && python scripts/build_traffic.py``; without them they are
-skipped with that reason. They measure the models built here and every shared model
-TFLM runs (about 30 s).
+Formula tests run on small models built with the project's writer
+(``traffic_models.py``), shaped unlike the shared models (other paddings, strides,
+dilations, depth multipliers, batches, alignments), and on the shared models. The
+measured tests run the real TFLM kernels under the arenatraffic valgrind tool and need
+``python scripts/build_tflm.py --variants host-reference && python
+scripts/build_traffic.py``; without them they are skipped with that reason. They
+measure the built models and every shared model TFLM runs (about 30 s).
 """
 
 from __future__ import annotations
@@ -16,13 +16,23 @@ import math
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 from testkit import MODEL_PATHS, TFLM_REFUSES, model_path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from opmodels import I8, I16, I32, Net, q
+from opmodels import Net, q
+from traffic_models import (
+    BUILT,
+    add_model,
+    concat_model,
+    conv_model,
+    fc_model,
+    mean_model,
+    softmax_model,
+    strided_slice_model,
+    svdf_model,
+)
 
 from arenaplan.analysis.traffic import (
     Traffic,
@@ -42,190 +52,6 @@ from arenaplan.verify.traffic_measure import measure_traffic, traffic_available
 
 WHY_NOT = traffic_available()
 needs_build = pytest.mark.skipif(WHY_NOT is not None, reason=f"cannot measure: {WHY_NOT}")
-
-# ---- small models ----------------------------------------------------------------
-
-
-def conv_model(
-    depthwise: bool = False,
-    in_hw: tuple[int, int] = (9, 7),
-    c_in: int = 3,
-    c_out: int = 5,
-    k: tuple[int, int] = (3, 2),
-    stride: tuple[int, int] = (2, 1),
-    dilation: tuple[int, int] = (1, 2),
-    padding: str = "SAME",
-) -> bytes:
-    n = Net("conv_t", seed=3)
-    h, w = in_hw
-    x = n.act((1, h, w, c_in))
-    wt = n.weights((1, *k, c_out), 3) if depthwise else n.weights((c_out, *k, c_in), 0)
-    b = n.bias(c_out, I32, c_out)
-
-    def out_size(size: int, kk: int, s: int, d: int) -> int:
-        eff = (kk - 1) * d + 1
-        return (size + s - 1) // s if padding == "SAME" else (size - eff + s) // s
-
-    oh, ow = out_size(h, k[0], stride[0], dilation[0]), out_size(w, k[1], stride[1], dilation[1])
-    y = n.act((1, oh, ow, c_out))
-    opts = dict(
-        padding=padding,
-        stride_h=stride[0],
-        stride_w=stride[1],
-        dilation_h_factor=dilation[0],
-        dilation_w_factor=dilation[1],
-    )
-    if depthwise:
-        n.op("DEPTHWISE_CONV_2D", [x, wt, b], [y], depth_multiplier=c_out // c_in, **opts)
-    else:
-        n.op("CONV_2D", [x, wt, b], [y], **opts)
-    return n.done([x], [y])
-
-
-def fc_model(batch: int = 3, depth: int = 10, units: int = 7, per_channel: bool = True) -> bytes:
-    n = Net("fc_t", seed=4)
-    x = n.act((batch, depth))
-    w = n.weights((units, depth), 0 if per_channel else None)
-    b = n.bias(units, I32, units if per_channel else 1)
-    y = n.act((batch, units))
-    n.op("FULLY_CONNECTED", [x, w, b], [y])
-    return n.done([x], [y])
-
-
-def pool_model(opcode: str = "AVERAGE_POOL_2D", padding: str = "SAME") -> bytes:
-    n = Net("pool_t")
-    x = n.act((1, 7, 6, 3))
-    y = n.act((1, 4, 3, 3) if padding == "SAME" else (1, 3, 2, 3))
-    n.op(opcode, [x], [y], padding=padding, stride_h=2, stride_w=2, filter_height=3, filter_width=3)
-    return n.done([x], [y])
-
-
-def softmax_model(rows: int = 3, depth: int = 7) -> bytes:
-    n = Net("softmax_t")
-    x = n.act((rows, depth))
-    y = n.act((rows, depth), I8, scale=1 / 256, zero=-128)
-    n.op("SOFTMAX", [x], [y], beta=1.0)
-    return n.done([x], [y])
-
-
-def add_model(shape=(1, 5, 3, 6)) -> bytes:
-    n = Net("add_t")
-    a, b, y = n.act(shape), n.act(shape), n.act(shape)
-    n.op("ADD", [a, b], [y])
-    return n.done([a, b], [y])
-
-
-def add_int32_broadcast_model() -> bytes:
-    n = Net("add_b")
-    a, b, y = n.act((2, 3, 4), I32), n.act((2, 1, 1), I32), n.act((2, 3, 4), I32)
-    n.op("ADD", [a, b], [y])
-    return n.done([a, b], [y])
-
-
-def pad_model() -> bytes:
-    n = Net("pad_t")
-    x = n.act((1, 3, 5, 3))
-    pads = n.const([[0, 0], [2, 1], [0, 3], [0, 0]], I32)
-    y = n.act((1, 6, 8, 3))
-    n.op("PAD", [x, pads], [y])
-    return n.done([x], [y])
-
-
-def concat_model() -> bytes:
-    """Odd channel counts on the last axis: memcpy runs of every alignment."""
-    n = Net("concat_t")
-    a, b, c = n.act((1, 3, 4, 3)), n.act((1, 3, 4, 5)), n.act((1, 3, 4, 9))
-    y = n.act((1, 3, 4, 17))
-    n.op("CONCATENATION", [a, b, c], [y], axis=3)
-    return n.done([a, b, c], [y])
-
-
-def strided_slice_model(strides=(1, 1, 1, 1)) -> bytes:
-    n = Net("slice_t")
-    x = n.act((1, 6, 5, 7))
-    begin, end = [0, 1, 1, 2], [1, 6, 5, 7]
-    shape = [len(range(b, e, s)) for b, e, s in zip(begin, end, strides, strict=True)]
-    consts = [n.const(v, I32) for v in (begin, end, list(strides))]
-    y = n.act(tuple(shape))
-    n.op("STRIDED_SLICE", [x, *consts], [y])
-    return n.done([x], [y])
-
-
-def quantize_model() -> bytes:
-    n = Net("quant_t")
-    x = n.act((2, 3, 5), DType.FLOAT32)
-    y = n.act((2, 3, 5))
-    n.op("QUANTIZE", [x], [y])
-    r = n.act((6, 5))
-    shape = n.const([6, 5], I32)
-    n.op("RESHAPE", [y, shape], [r])
-    return n.done([x], [r])
-
-
-def mean_model(shape=(3, 5, 6), axes=(1,), keep=True, dtype=I8, opcode="MEAN") -> bytes:
-    n = Net("mean_t")
-    x = n.act(shape, dtype)
-    axis = n.const(list(axes), I32)
-    rank = len(shape)
-    resolved = {a % rank for a in axes}
-    out = tuple(1 if i in resolved else d for i, d in enumerate(shape) if keep or i not in resolved)
-    y = n.act(out, dtype)
-    n.op(opcode, [x, axis], [y], keep_dims=keep)
-    return n.done([x], [y])
-
-
-def svdf_model(batch: int = 2, inputs: int = 12, filters: int = 8, memory: int = 5, rank: int = 2):
-    n = Net("svdf_t", seed=5)
-    x = n.act((batch, inputs), I8, scale=0.05)
-    wf = n.weights((filters, inputs), None)
-    wt = n.b.add_tensor(
-        "wt",
-        (filters, memory),
-        I16,
-        data=n.rng.integers(-1000, 1000, (filters, memory)).astype(np.int16),
-        quantization=q(0.0005),
-    )
-    units = filters // rank
-    b = n.const(np.zeros(units), I32, q(0.002 * 0.0005))  # scale: state's x weights_time's
-    state = n.b.add_tensor(
-        "state", (batch, filters * memory), I16, quantization=q(0.002), is_variable=True
-    )
-    y = n.act((batch, filters // rank), I8, scale=0.1)
-    n.op("SVDF", [x, wf, wt, b, state], [y], rank=rank, fused_activation_function="RELU")
-    return n.done([x], [y])
-
-
-def rfft_model(length: int = 128, frame: int = 100) -> bytes:
-    n = Net("rfft_t")
-    x = n.act((2, frame), I16)
-    y = n.act((2, 2 * (length // 2 + 1)), I16)
-    n.custom("SignalRfft", [x], [y], T=DType.INT16.code, fft_length=length)
-    return n.done([x], [y])
-
-
-BUILT = {
-    "conv_same_stride_dilated": conv_model,
-    "conv_valid": lambda: conv_model(padding="VALID", stride=(1, 2), dilation=(1, 1)),
-    "depthwise_multiplier_2": lambda: conv_model(True, c_in=3, c_out=6, dilation=(2, 1)),
-    "fc_per_channel_batch_3": fc_model,
-    "fc_per_tensor": lambda: fc_model(batch=1, depth=33, units=5, per_channel=False),
-    "avg_pool_same": pool_model,
-    "max_pool_valid": lambda: pool_model("MAX_POOL_2D", "VALID"),
-    "softmax_rows": softmax_model,
-    "add_int8": add_model,
-    "add_int32_broadcast": add_int32_broadcast_model,
-    "pad_int8": pad_model,
-    "concat_odd": concat_model,
-    "strided_slice_runs": strided_slice_model,
-    "strided_slice_strided": lambda: strided_slice_model((1, 2, 1, 3)),
-    "quantize_reshape": quantize_model,
-    "svdf_rank_2_batch_2": svdf_model,
-    "mean_int8_rank_3": mean_model,
-    "mean_int8_three_axes": lambda: mean_model((2, 3, 4, 5), (1, 2, 3), keep=False),
-    "sum_int16_axes_reversed": lambda: mean_model((1, 4, 6, 3), (2, 1), True, I16, "SUM"),
-    "mean_float_spatial": lambda: mean_model((1, 5, 4, 3), (1, 2), True, DType.FLOAT32),
-    "rfft_128_two_frames": rfft_model,
-}
 
 
 def _traffic(data: bytes):

@@ -53,15 +53,20 @@ them; the fixed per-invoke terms (eval tensors, node, framework, model, the scal
 fields of operator data) are the counts of one build, :data:`HOST_REFERENCE`
 (``scripts/build_tflm.py`` host-reference: x86-64, gcc 12, TFLM's ``-O2`` for kernels,
 ``-Os`` for the framework, 8-byte pointers, the runner's plain memcpy), measured per
-kernel path and listed in ``_FIXED``. Operators whose kernel is not modelled get a
-lower bound (each input read once, each output written once) and ``exact=False``.
+kernel path in the package's ``data/traffic_fixed.json`` (:func:`fixed_table`), which
+``scripts/gen_traffic_fixed.py`` writes from those measurements. Operators whose kernel
+is not modelled get a lower bound (each input read once, each output written once) and
+``exact=False``.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from importlib import resources
 
 from arenaplan.analysis.sizes import tensor_bytes
 from arenaplan.errors import ArenaplanError
@@ -155,7 +160,8 @@ HOST_REFERENCE = Build()
 @dataclass(frozen=True, slots=True)
 class OpTraffic:
     """One operator's predicted traffic. ``kernel`` names the modelled kernel path;
-    ``exact`` is False where the kernel is not modelled (a lower bound)."""
+    ``exact`` is False where the kernel is not modelled (a lower bound); ``variables``
+    are the values its fixed terms' counts may use (rK, qK, n, the kernel's own)."""
 
     subgraph: int
     op: int
@@ -163,6 +169,7 @@ class OpTraffic:
     kernel: str
     exact: bool
     traffic: dict[Key, Traffic] = field(default_factory=dict)
+    variables: dict[str, int] = field(default_factory=dict)
 
     @property
     def total(self) -> Traffic:
@@ -961,941 +968,68 @@ def _mean_sum(c: _Ctx) -> None:
 
 # ---------------------------------------------------------------- fixed terms
 
-# Per kernel path, the fixed loads (and stores, after "/") of one invoke, by role:
-# inK/outK the eval tensor of input/output K, node, fw (framework), model, opdata
-# (the scalar fields of the operator data), handles (scratch handles). Each item is
-# "width:count"; a count may use rK/qK (rank of input/output K), n (inputs) and the
-# kernel's own variables; "in*" is every input. Measured on HOST_REFERENCE, one kernel
-# path at a time (benchmarks/traffic.py --fixed prints what a build measures).
-_FIXED: dict[str, dict[str, str]] = {
-    "ADD/float32/same": {
-        "fw": "4:1 8:7 / 8:1",
-        "in0": "8:2",
-        "in1": "8:2",
-        "model": "4:10+r0+r1+q0",
-        "node": "8:5",
-        "opdata": "1:1 8:1",
-        "out0": "4:2 8:2",
-    },
-    "ADD/int16/same": {
-        "fw": "4:1 8:7 / 8:1",
-        "in0": "8:3",
-        "in1": "8:3",
-        "model": "4:20+r0+r1+q0",
-        "node": "8:5",
-        "opdata": "4:12",
-        "out0": "4:2 8:2",
-    },
-    "ADD/int32/broadcast": {
-        "fw": "4:1 8:7 / 8:1",
-        "in0": "8:2",
-        "in1": "8:2",
-        "model": "4:10+r0+r1+q0",
-        "node": "8:5",
-        "opdata": "1:1",
-        "out0": "4:2 8:2",
-    },
-    "ADD/int8/same": {
-        "fw": "4:1 8:7 / 8:1",
-        "in0": "8:3",
-        "in1": "8:3",
-        "model": "4:20+r0+r1+q0",
-        "node": "8:5",
-        "opdata": "4:12",
-        "out0": "4:2 8:2",
-    },
-    "AVERAGE_POOL_2D/int8": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "4:1 8:2",
-        "model": "4:14",
-        "node": "4:4 8:4",
-        "opdata": "2:2 4:2",
-        "out0": "8:2",
-    },
-    "CAST/float32/int32": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "4:1 8:2",
-        "model": "4:12",
-        "node": "8:2",
-        "out0": "4:1 8:2",
-    },
-    "CAST/int16/int32": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "4:1 8:2",
-        "model": "4:8",
-        "node": "8:2",
-        "out0": "4:1 8:2",
-    },
-    "CAST/int32/int8": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "4:1 8:2",
-        "model": "4:8",
-        "node": "8:2",
-        "out0": "4:1 8:2",
-    },
-    "CAST/int32/uint32": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "4:1 8:2",
-        "model": "4:8",
-        "node": "8:2",
-        "out0": "4:1 8:2",
-    },
-    "CAST/uint32/int32": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "4:1 8:2",
-        "model": "4:8",
-        "node": "8:2",
-        "out0": "4:1 8:2",
-    },
-    "CEIL/float32": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "8:2",
-        "model": "4:12",
-        "node": "8:2",
-        "out0": "8:2",
-    },
-    "CONCATENATION/float32": {
-        "fw": "4:1 8:6+2*n / 8:1",
-        "in*": "8:2",
-        "model": "4:4+9*n+(n+1)*q0",
-        "node": "8:4+4*n",
-        "opdata": "4:2",
-        "out0": "4:1 8:2",
-    },
-    "CONCATENATION/int16": {
-        "fw": "4:1 8:6+2*n / 8:1",
-        "in*": "8:2",
-        "model": "4:4+9*n+(n+1)*q0",
-        "node": "8:4+4*n",
-        "opdata": "4:2",
-        "out0": "4:1 8:2",
-    },
-    "CONCATENATION/int32": {
-        "fw": "4:1 8:6+2*n / 8:1",
-        "in*": "8:2",
-        "model": "4:4+9*n+(n+1)*q0",
-        "node": "8:4+4*n",
-        "opdata": "4:2",
-        "out0": "4:1 8:2",
-    },
-    "CONCATENATION/int8": {
-        "fw": "4:1 8:6+2*n / 8:1",
-        "in*": "8:2",
-        "model": "4:4+9*n+(n+1)*q0",
-        "node": "8:4+4*n",
-        "opdata": "4:2",
-        "out0": "4:1 8:2",
-    },
-    "CONV_2D/float32": {
-        "fw": "4:1 8:8 / 8:1",
-        "in0": "4:1 8:2",
-        "in1": "8:2",
-        "in2": "8:2",
-        "model": "4:28",
-        "node": "2:4 4:2 8:7",
-        "opdata": "4:2",
-        "out0": "8:2",
-    },
-    "CONV_2D/int16": {
-        "fw": "4:1 8:8 / 8:1",
-        "in0": "4:1 8:2",
-        "in1": "8:2",
-        "in2": "4:1 8:2",
-        "model": "4:28",
-        "node": "2:4 4:1 8:7",
-        "opdata": "4:7 8:3",
-        "out0": "8:2",
-    },
-    "CONV_2D/int8": {
-        "fw": "4:1 8:8 / 8:1",
-        "in0": "4:1 8:2",
-        "in1": "4:1 8:2",
-        "in2": "8:2",
-        "model": "4:28",
-        "node": "2:4 4:1 8:7",
-        "opdata": "4:7 8:3",
-        "out0": "8:2",
-    },
-    "COS/float32": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "4:1 8:2",
-        "model": "4:8",
-        "node": "8:2",
-        "out0": "8:1",
-    },
-    "DEPTHWISE_CONV_2D/float32": {
-        "fw": "4:1 8:8 / 8:1",
-        "in0": "4:1 8:2",
-        "in1": "8:2",
-        "in2": "8:2",
-        "model": "4:28",
-        "node": "2:4 4:3 8:7",
-        "opdata": "4:2",
-        "out0": "8:2",
-    },
-    "DEPTHWISE_CONV_2D/int16": {
-        "fw": "4:1 8:8 / 8:1",
-        "in0": "4:1 8:2",
-        "in1": "4:1 8:2",
-        "in2": "8:2",
-        "model": "4:28",
-        "node": "2:4 4:2 8:7",
-        "opdata": "4:7 8:3",
-        "out0": "8:2",
-    },
-    "DEPTHWISE_CONV_2D/int8": {
-        "fw": "4:1 8:8 / 8:1",
-        "in0": "4:1 8:2",
-        "in1": "4:1 8:2",
-        "in2": "8:2",
-        "model": "4:28",
-        "node": "2:4 4:2 8:7",
-        "opdata": "4:7 8:3",
-        "out0": "8:2",
-    },
-    "DEQUANTIZE/int16/float32": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "4:1 8:2",
-        "model": "4:10",
-        "node": "8:3",
-        "opdata": "4:1 8:1",
-        "out0": "4:1 8:2",
-    },
-    "DEQUANTIZE/int8/float32": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "4:1 8:2",
-        "model": "4:10",
-        "node": "8:3",
-        "opdata": "4:1 8:1",
-        "out0": "4:1 8:2",
-    },
-    "DIV/float32/same": {
-        "fw": "4:1 8:7 / 8:1",
-        "in0": "8:3",
-        "in1": "8:3",
-        "model": "4:20+r0+r1+q0",
-        "node": "4:1 8:5",
-        "out0": "4:1 8:2",
-    },
-    "DIV/int32/broadcast": {
-        "fw": "4:1 8:7 / 8:1",
-        "in0": "8:3",
-        "in1": "8:3",
-        "model": "4:13+r0+r1+q0",
-        "node": "4:1 8:5",
-        "out0": "4:1 8:2",
-    },
-    "ELU/int8": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "4:1 8:2",
-        "model": "4:14",
-        "node": "8:3",
-        "out0": "8:2",
-    },
-    "EQUAL/int8/same": {
-        "fw": "4:1 8:7 / 8:1",
-        "in0": "4:1 8:3",
-        "in1": "8:3",
-        "model": "4:21 32:2",
-        "node": "8:4",
-        "opdata": "4:7",
-        "out0": "8:2",
-    },
-    "EXP/float32": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "4:1 8:2",
-        "model": "4:12",
-        "node": "8:2",
-        "out0": "8:2",
-    },
-    "EXPAND_DIMS": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "4:1 8:2",
-        "model": "4:8",
-        "node": "8:2",
-        "out0": "8:1",
-    },
-    "FLOOR/float32": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "4:1 8:2",
-        "model": "4:12",
-        "node": "8:2",
-        "out0": "8:2",
-    },
-    "FLOOR_MOD/float32/same": {
-        "fw": "4:1 8:7 / 8:1",
-        "in0": "4:1 8:3",
-        "in1": "8:3",
-        "model": "4:21 32:2",
-        "node": "8:3",
-        "out0": "8:2",
-    },
-    "FULLY_CONNECTED/float32": {
-        "fw": "4:1 8:8 / 8:1",
-        "in0": "4:1 8:2",
-        "in1": "8:2",
-        "in2": "8:2",
-        "model": "4:21",
-        "node": "4:1 8:6",
-        "out0": "8:2",
-    },
-    "FULLY_CONNECTED/int16": {
-        "fw": "4:1 8:8 / 8:1",
-        "in0": "4:1 8:2",
-        "in1": "4:1 8:2",
-        "in2": "4:1 8:2",
-        "model": "4:21",
-        "node": "8:6",
-        "opdata": "1:1 4:5 8:1",
-        "out0": "8:2",
-    },
-    "FULLY_CONNECTED/int16/per_channel": {
-        "fw": "4:1 8:8 / 8:1",
-        "in0": "4:1 8:2",
-        "in1": "4:1 8:2",
-        "in2": "4:1 8:2",
-        "model": "4:21",
-        "node": "8:6",
-        "opdata": "1:1 4:5 8:3",
-        "out0": "8:2",
-    },
-    "FULLY_CONNECTED/int8": {
-        "fw": "4:1 8:8 / 8:1",
-        "in0": "4:1 8:2",
-        "in1": "4:1 8:2",
-        "in2": "8:2",
-        "model": "4:19+r0",
-        "node": "8:6",
-        "opdata": "1:1 4:5 8:1",
-        "out0": "8:2",
-    },
-    "FULLY_CONNECTED/int8/per_channel": {
-        "fw": "4:1 8:8 / 8:1",
-        "in0": "4:1 8:2",
-        "in1": "4:1 8:2",
-        "in2": "8:2",
-        "model": "4:21",
-        "node": "8:6",
-        "opdata": "1:1 4:5 8:3",
-        "out0": "8:2",
-    },
-    "GREATER/int8/same": {
-        "fw": "4:1 8:7 / 8:1",
-        "in0": "4:1 8:3",
-        "in1": "8:3",
-        "model": "4:21 32:2",
-        "node": "8:4",
-        "opdata": "4:7",
-        "out0": "8:2",
-    },
-    "GREATER_EQUAL/int8/same": {
-        "fw": "4:1 8:7 / 8:1",
-        "in0": "4:1 8:3",
-        "in1": "8:3",
-        "model": "4:21 32:2",
-        "node": "8:4",
-        "opdata": "4:7",
-        "out0": "8:2",
-    },
-    "HARD_SWISH/int8": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "4:1 8:2",
-        "model": "4:14",
-        "node": "8:3",
-        "out0": "8:2",
-    },
-    "LEAKY_RELU/int16": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "4:1 8:2",
-        "model": "4:14",
-        "node": "8:3",
-        "opdata": "4:6",
-        "out0": "8:2",
-    },
-    "LEAKY_RELU/int8": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "4:1 8:2",
-        "model": "4:14",
-        "node": "8:3",
-        "opdata": "4:6",
-        "out0": "8:2",
-    },
-    "LESS/int8/same": {
-        "fw": "4:1 8:7 / 8:1",
-        "in0": "4:1 8:3",
-        "in1": "8:3",
-        "model": "4:21 32:2",
-        "node": "8:4",
-        "opdata": "4:7",
-        "out0": "8:2",
-    },
-    "LESS_EQUAL/int8/same": {
-        "fw": "4:1 8:7 / 8:1",
-        "in0": "4:1 8:3",
-        "in1": "8:3",
-        "model": "4:21 32:2",
-        "node": "8:4",
-        "opdata": "4:7",
-        "out0": "8:2",
-    },
-    "LOG/float32": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "4:1 8:2",
-        "model": "4:8",
-        "node": "8:2",
-        "out0": "8:1",
-    },
-    "LOGICAL_AND/bool/same": {
-        "fw": "4:1 8:7 / 8:1",
-        "in0": "8:3",
-        "in1": "8:3",
-        "model": "4:21 32:2",
-        "node": "8:3",
-        "out0": "8:2",
-    },
-    "LOGICAL_NOT/bool": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "4:1 8:2",
-        "model": "4:8",
-        "node": "8:2",
-        "out0": "8:1",
-    },
-    "LOGICAL_OR/bool/same": {
-        "fw": "4:1 8:7 / 8:1",
-        "in0": "8:3",
-        "in1": "8:3",
-        "model": "4:21 32:2",
-        "node": "8:3",
-        "out0": "8:2",
-    },
-    "LOGISTIC/int16": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "4:1 8:2",
-        "model": "4:9",
-        "node": "8:3",
-        "opdata": "4:2",
-        "out0": "4:1 8:1",
-    },
-    "LOGISTIC/int8": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "4:1 8:2",
-        "model": "4:9",
-        "node": "8:3",
-        "opdata": "4:4",
-        "out0": "4:1 8:1",
-    },
-    "MAXIMUM/float32/same": {
-        "fw": "4:1 8:7 / 8:1",
-        "in0": "8:2",
-        "in1": "8:2",
-        "model": "4:10+r0+r1+q0",
-        "node": "8:3",
-        "out0": "4:1 8:2",
-    },
-    "MAXIMUM/int32/broadcast": {
-        "fw": "4:1 8:7 / 8:1",
-        "in0": "8:2",
-        "in1": "8:2",
-        "model": "4:10+r0+r1+q0",
-        "node": "8:3",
-        "out0": "4:1 8:2",
-    },
-    "MAX_POOL_2D/int16": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "4:1 8:2",
-        "model": "4:14",
-        "node": "8:4 16:1",
-        "opdata": "4:2 8:1",
-        "out0": "8:2",
-    },
-    "MAX_POOL_2D/int8": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "4:1 8:2",
-        "model": "4:14",
-        "node": "8:4 16:1",
-        "opdata": "4:2 8:1",
-        "out0": "8:2",
-    },
-    "MEAN/float32": {
-        "fw": "4:1 8:7 / 8:1",
-        "handles": "8:2",
-        "in0": "4:1 8:3",
-        "in1": "8:2",
-        "model": "4:20",
-        "node": "1:1 8:5",
-        "opdata": "4:2",
-        "out0": "8:2",
-    },
-    "MEAN/int16": {
-        "fw": "4:1 8:10 / 8:1",
-        "handles": "8:3",
-        "in0": "4:1 8:2",
-        "in1": "8:2",
-        "model": "4:18+r0+k+q0",
-        "node": "8:8",
-        "opdata": "4:8",
-        "out0": "8:2",
-    },
-    "MEAN/int8": {
-        "fw": "4:1 8:10 / 8:1",
-        "handles": "8:3",
-        "in0": "4:1 8:2",
-        "in1": "8:2",
-        "model": "4:18+r0+k+q0",
-        "node": "8:8",
-        "opdata": "4:8",
-        "out0": "8:2",
-    },
-    "MINIMUM/int32/broadcast": {
-        "fw": "4:1 8:7 / 8:1",
-        "in0": "8:2",
-        "in1": "8:2",
-        "model": "4:10+r0+r1+q0",
-        "node": "8:3",
-        "out0": "4:1 8:2",
-    },
-    "MINIMUM/int8/same": {
-        "fw": "4:1 8:7 / 8:1",
-        "in0": "8:2",
-        "in1": "8:2",
-        "model": "4:10+r0+r1+q0",
-        "node": "8:3",
-        "out0": "4:1 8:2",
-    },
-    "MUL/int16/same": {
-        "fw": "4:1 8:7 / 8:1",
-        "in0": "4:2 8:3",
-        "in1": "8:3",
-        "model": "4:20+r0+r1+q0",
-        "node": "8:5",
-        "opdata": "4:6 8:1",
-        "out0": "8:2",
-    },
-    "MUL/int32/broadcast": {
-        "fw": "4:1 8:7 / 8:1",
-        "in0": "4:2 8:3",
-        "in1": "8:3",
-        "model": "4:13+r0+r1+q0",
-        "node": "8:5",
-        "opdata": "4:6 8:1",
-        "out0": "8:2",
-    },
-    "MUL/int8/same": {
-        "fw": "4:1 8:7 / 8:1",
-        "in0": "4:2 8:3",
-        "in1": "8:3",
-        "model": "4:20+r0+r1+q0",
-        "node": "8:5",
-        "opdata": "4:6 8:1",
-        "out0": "8:2",
-    },
-    "NEG/float32": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "4:1 8:2",
-        "model": "4:12",
-        "node": "8:2",
-        "out0": "8:2",
-    },
-    "NOT_EQUAL/int8/same": {
-        "fw": "4:1 8:7 / 8:1",
-        "in0": "4:1 8:3",
-        "in1": "8:3",
-        "model": "4:21 32:2",
-        "node": "8:4",
-        "opdata": "4:7",
-        "out0": "8:2",
-    },
-    "PAD/float32": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "4:1 8:2",
-        "model": "4:15",
-        "node": "8:4",
-        "opdata": "1:2 8:6",
-        "out0": "8:2",
-    },
-    "PAD/int16": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "4:1 8:2",
-        "model": "4:15",
-        "node": "8:4",
-        "opdata": "1:2 8:6",
-        "out0": "8:2",
-    },
-    "PAD/int8": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "4:1 8:2",
-        "model": "4:15",
-        "node": "8:4",
-        "opdata": "1:3 8:6",
-        "out0": "8:2",
-    },
-    "PADV2/int8": {
-        "fw": "4:1 8:7 / 8:1",
-        "in0": "4:1 8:2",
-        "in2": "8:1",
-        "model": "4:18",
-        "node": "8:5",
-        "opdata": "1:2 8:6",
-        "out0": "8:2",
-    },
-    "QUANTIZE/float32/int8": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "4:1 8:2",
-        "model": "4:6+r0+q0",
-        "node": "8:3",
-        "opdata": "4:1 8:1",
-        "out0": "4:1 8:2",
-    },
-    "QUANTIZE/int16/int32": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "4:1 8:2",
-        "model": "4:5+r0",
-        "node": "8:3",
-        "opdata": "4:4",
-        "out0": "4:1 8:1",
-    },
-    "QUANTIZE/int16/int8": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "4:1 8:2",
-        "model": "4:5+r0",
-        "node": "8:3",
-        "opdata": "4:4",
-        "out0": "4:1 8:1",
-    },
-    "QUANTIZE/int8/int16": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "4:1 8:2",
-        "model": "4:7",
-        "node": "8:3",
-        "opdata": "4:4",
-        "out0": "4:1 8:1",
-    },
-    "QUANTIZE/int8/int8": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "4:1 8:2",
-        "model": "4:7",
-        "node": "8:3",
-        "opdata": "4:4",
-        "out0": "4:1 8:1",
-    },
-    "QUANTIZE/int8/uint8": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "4:1 8:2",
-        "model": "4:5+r0",
-        "node": "8:3",
-        "opdata": "4:4",
-        "out0": "4:1 8:1",
-    },
-    "QUANTIZE/uint8/int8": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "4:1 8:2",
-        "model": "4:5+r0",
-        "node": "8:3",
-        "opdata": "4:4",
-        "out0": "4:1 8:1",
-    },
-    "RELU/float32": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "4:1 8:2",
-        "model": "4:14",
-        "node": "8:3",
-        "out0": "8:2",
-    },
-    "RELU/int8": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "4:1 8:2",
-        "model": "4:6+2*r0",
-        "node": "8:3",
-        "out0": "8:2",
-    },
-    "RELU6/int8": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "4:1 8:2",
-        "model": "4:14",
-        "node": "8:3",
-        "opdata": "1:2",
-        "out0": "8:2",
-    },
-    "RESHAPE": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "4:1 8:2",
-        "model": "4:5+r0",
-        "node": "8:2",
-        "out0": "8:1",
-    },
-    "ROUND/float32": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "8:2",
-        "model": "4:12",
-        "node": "8:2",
-        "out0": "8:2",
-    },
-    "RSQRT/float32": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "4:1 8:2",
-        "model": "4:9",
-        "node": "8:3",
-        "opdata": "4:1",
-        "out0": "8:1",
-    },
-    "SIN/float32": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "4:1 8:2",
-        "model": "4:8",
-        "node": "8:2",
-        "out0": "8:1",
-    },
-    "SOFTMAX/float32/float32": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "4:1 8:2",
-        "model": "4:10",
-        "node": "8:3",
-        "opdata": "16:5",
-        "out0": "8:2",
-    },
-    "SOFTMAX/int16/int16": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "4:1 8:2",
-        "model": "4:10",
-        "node": "8:3",
-        "opdata": "16:5",
-        "out0": "8:2",
-    },
-    "SOFTMAX/int8/int16": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "4:1 8:2",
-        "model": "4:6+r0+q0",
-        "node": "8:3",
-        "opdata": "16:5",
-        "out0": "4:1 8:2",
-    },
-    "SOFTMAX/int8/int8": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "4:1 8:2",
-        "model": "4:10",
-        "node": "8:3",
-        "opdata": "16:5",
-        "out0": "4:1 8:2",
-    },
-    "SQRT/float32": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "4:1 8:2",
-        "model": "4:8",
-        "node": "8:2",
-        "out0": "8:1",
-    },
-    "SQUARE/float32": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "4:1 8:2",
-        "model": "4:8",
-        "node": "8:2",
-        "out0": "8:1",
-    },
-    "SQUARED_DIFFERENCE/int8/same": {
-        "fw": "4:1 8:7 / 8:1",
-        "in0": "8:2",
-        "in1": "8:1",
-        "model": "4:0+r0+r1+q0",
-        "node": "8:5",
-        "opdata": "1:1 4:4",
-        "out0": "4:1 8:1",
-    },
-    "SQUEEZE": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "4:2 8:2",
-        "model": "4:13",
-        "node": "8:2",
-        "out0": "4:1 8:2",
-    },
-    "STRIDED_SLICE/elements": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "8:2",
-        "model": "4:6+2*r0",
-        "node": "8:3",
-        "opdata": "1:4 2:3 4:1 16:5",
-        "out0": "4:2 8:2",
-    },
-    "STRIDED_SLICE/memcpy": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "8:2",
-        "model": "4:6+2*r0",
-        "node": "8:3",
-        "opdata": "1:4 2:3 4:1 16:5",
-        "out0": "4:2 8:2",
-    },
-    "SUB/int8/same": {
-        "fw": "4:1 8:7 / 8:1",
-        "in0": "8:3",
-        "in1": "8:3",
-        "model": "4:20+r0+r1+q0",
-        "node": "8:5",
-        "opdata": "4:12",
-        "out0": "4:2 8:2",
-    },
-    "SUM/int16": {
-        "fw": "4:1 8:10 / 8:1",
-        "handles": "8:3",
-        "in0": "4:2 8:2",
-        "in1": "8:2",
-        "model": "4:18+r0+k+q0",
-        "node": "8:7",
-        "opdata": "4:8",
-        "out0": "4:1 8:2",
-    },
-    "SVDF/int8/int16": {
-        "fw": "4:1 8:10 / 8:1",
-        "handles": "8:2",
-        "in0": "8:2",
-        "in1": "4:1 8:2",
-        "in2": "4:1 8:2",
-        "in3": "8:1",
-        "in4": "8:2",
-        "model": "4:21",
-        "node": "4:1 8:9",
-        "opdata": "4:2",
-        "out0": "8:B*U",
-    },
-    "SignalEnergy/int16": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "8:1",
-        "model": "4:4",
-        "node": "8:3",
-        "out0": "8:1",
-    },
-    "SignalFftAutoScale/int16": {
-        "fw": "4:1 8:7 / 8:1",
-        "in0": "8:1",
-        "model": "4:6",
-        "node": "8:3",
-        "out0": "8:2",
-        "out1": "8:1",
-    },
-    "SignalFilterBank/uint32": {
-        "fw": "4:1 8:11 / 8:1",
-        "in0": "8:1",
-        "in1": "8:1",
-        "in2": "8:1",
-        "in3": "8:1",
-        "in4": "8:1",
-        "in5": "8:1",
-        "model": "4:21",
-        "node": "8:8",
-        "opdata": "4:1 8:5 / 8:5",
-        "out0": "4:1 8:2",
-    },
-    "SignalFilterBankLog/uint32": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "8:2",
-        "model": "4:5",
-        "node": "8:3",
-        "out0": "8:1",
-    },
-    "SignalFilterBankSpectralSubtraction/uint32": {
-        "fw": "4:1 8:7 / 8:1",
-        "in0": "8:1",
-        "model": "4:5",
-        "node": "8:4",
-        "opdata": "1:1 4:2 8:3",
-        "out0": "8:1",
-        "out1": "8:1",
-    },
-    "SignalFilterBankSquareRoot/uint64": {
-        "fw": "4:1 8:7 / 8:1",
-        "in0": "8:2",
-        "in1": "8:1",
-        "model": "4:8",
-        "node": "8:3",
-        "out0": "8:1",
-    },
-    "SignalPCAN/uint32": {
-        "fw": "4:1 8:8 / 8:1",
-        "in0": "8:2",
-        "in1": "8:1",
-        "in2": "8:1",
-        "model": "4:13",
-        "node": "8:5",
-        "out0": "4:1 8:2",
-    },
-    "SignalRfft/int16": {
-        "fw": "4:1 8:6 / 8:1",
-        "handles": "8:1",
-        "in0": "8:1",
-        "model": "4:4",
-        "node": "8:4",
-        "out0": "8:1",
-    },
-    "SignalWindow/int16": {
-        "fw": "4:1 8:7 / 8:1",
-        "in0": "8:1",
-        "in1": "8:2",
-        "model": "4:8",
-        "node": "8:4",
-        "out0": "8:1",
-    },
-    "TANH/int16": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "4:1 8:2",
-        "model": "4:14",
-        "node": "8:3",
-        "opdata": "4:2",
-        "out0": "8:2",
-    },
-    "TANH/int8": {
-        "fw": "4:1 8:6 / 8:1",
-        "in0": "4:1 8:2",
-        "model": "4:14",
-        "node": "8:3",
-        "opdata": "4:4",
-        "out0": "8:2",
-    },
-    "UNIDIRECTIONAL_SEQUENCE_LSTM/int8": {
-        "fw": "4:1 8:20 / 8:1",
-        "handles": "8:4",
-        "in0": "4:1 8:8*N",
-        "in1": "4:1 8:2*N",
-        "in2": "8:2*N",
-        "in3": "8:2*N",
-        "in4": "8:2*N",
-        "in5": "8:2*N",
-        "in6": "8:2*N",
-        "in7": "8:2*N",
-        "in8": "8:2*N",
-        "in12": "8:2*N",
-        "in13": "8:2*N",
-        "in14": "8:2*N",
-        "in15": "8:2*N",
-        "in18": "8:11*N",
-        "in19": "8:6*N",
-        "model": "4:75*N+8",
-        "node": "8:26",
-        "opdata": "4:35 1:1",
-        "out0": "8:2*N",
-    },
-}
+
+@functools.cache
+def fixed_table() -> dict[str, dict[str, str]]:
+    """Kernel path -> role -> the fixed loads (and stores, after "/") of one invoke:
+    inK/outK the eval tensor of input/output K ("in*" every input), node, fw
+    (framework), model, opdata (the scalar fields of the operator data), handles
+    (scratch handles). Each item is "width:count" (bytes, accesses); a count may use
+    rK/qK (rank of input/output K), n (inputs) and the kernel's own variables.
+    Measured on HOST_REFERENCE: the package's data/traffic_fixed.json, read once."""
+    data = resources.files("arenaplan.analysis") / "data" / "traffic_fixed.json"
+    return json.loads(data.read_text())["paths"]
 
 
-def _fixed(spec: str, names: dict[str, int]) -> Traffic:
-    loads, _, stores = spec.partition("/")
-    out = Traffic()
-    for part, make in ((loads, Traffic.reads), (stores, Traffic.writes)):
+Item = tuple[str, int]  # ("L" loads or "S" stores, width in bytes)
+
+
+def role_items(text: str) -> dict[Item, str]:
+    """A role's items in the fixed table: "4:1 8:6+2*n / 8:1" -> {("L", 4): "1",
+    ("L", 8): "6+2*n", ("S", 8): "1"}."""
+    loads, _, stores = text.partition("/")
+    out = {}
+    for kind, part in (("L", loads), ("S", stores)):
         for item in part.split():
             width, _, count = item.partition(":")
-            n = eval(count, {"__builtins__": {}}, names)  # our own table, not input
-            out = out + make(n, int(width))
+            out[(kind, int(width))] = count
     return out
 
 
-def _add_fixed(c: _Ctx) -> bool:
-    spec = _FIXED.get(c.kernel)
-    if spec is None:
-        return False
-    sg, op = c.sg.index, c.op.index
+def role_text(items: dict[Item, str]) -> str:
+    """The inverse of :func:`role_items`: widths ascending, loads then "/" stores."""
+    parts = [
+        " ".join(f"{w}:{items[(kind, w)]}" for _, w in sorted(k for k in items if k[0] == kind))
+        for kind in ("L", "S")
+    ]
+    return parts[0] + (f" / {parts[1]}" if parts[1] else "")
+
+
+def _fixed(spec: str, names: dict[str, int]) -> Traffic:
+    out = Traffic()
+    for (kind, width), count in role_items(spec).items():
+        n = eval(count, {"__builtins__": {}}, names)  # our own table, not input
+        out = out + (Traffic.reads if kind == "L" else Traffic.writes)(n, width)
+    return out
+
+
+def _variables(c: _Ctx) -> dict[str, int]:
+    """What a fixed term's count may use: rK/qK the rank of input/output K, n the
+    inputs, and the kernel's own variables."""
     names = dict(c.vars)
     for k, i in enumerate(c.op.inputs):
         names[f"r{k}"] = len(c.sg.tensors[i].shape) if i >= 0 else 0
     for k, i in enumerate(c.op.outputs):
         names[f"q{k}"] = len(c.sg.tensors[i].shape)
     names["n"] = sum(1 for i in c.op.inputs if i >= 0)
+    return names
+
+
+def _add_fixed(c: _Ctx, names: dict[str, int]) -> bool:
+    spec = fixed_table().get(c.kernel)
+    if spec is None:
+        return False
+    sg, op = c.sg.index, c.op.index
     for role, s in spec.items():
         t = _fixed(s, names)
         if role == "in*":  # every input
@@ -1956,11 +1090,14 @@ def traffic_details(
                 ZeroDivisionError,
             ):  # shapes or options the formula does not cover: the lower bound instead
                 exact, c.acc, c.kernel = False, {}, op.opcode
+            names = _variables(c)
             if not exact:
                 _fallback(c)
             elif fixed:
-                exact = _add_fixed(c)
-            out.append(OpTraffic(sg.index, op.index, op.opcode, c.kernel, exact, dict(c.acc)))
+                exact = _add_fixed(c, names)
+            out.append(
+                OpTraffic(sg.index, op.index, op.opcode, c.kernel, exact, dict(c.acc), names)
+            )
     return out
 
 
@@ -2052,24 +1189,28 @@ _ROLE_KEYS = {
 
 
 def _minus(m: Traffic, p: Traffic) -> str:
-    parts = []
-    for mine, theirs in ((m.load_widths, p.load_widths), (m.store_widths, p.store_widths)):
-        d = dict(mine)
+    items: dict[Item, int] = {}
+    for kind, mine, theirs in (
+        ("L", m.load_widths, p.load_widths),
+        ("S", m.store_widths, p.store_widths),
+    ):
+        for w, n in mine:
+            items[(kind, w)] = items.get((kind, w), 0) + n
         for w, n in theirs:
-            d[w] = d.get(w, 0) - n
-        parts.append(" ".join(f"{w}:{n}" for w, n in sorted(d.items()) if n))
-    return parts[0] + (f" / {parts[1]}" if parts[1] else "")
+            items[(kind, w)] = items.get((kind, w), 0) - n
+    return role_text({k: str(n) for k, n in items.items() if n})
 
 
 def fixed_terms(
     model: Model, measured: dict[tuple[int, int], dict[Key, Traffic]]
-) -> list[tuple[str, dict[str, str]]]:
-    """Per modelled operator, (kernel path, role -> the measured fixed term): what a
-    measurement says ``_FIXED`` should hold (the measured traffic of each role less
-    the data terms). How the table was made, and how to check it on a new build."""
+) -> list[tuple[str, dict[str, str], dict[str, int]]]:
+    """Per modelled operator, (kernel path, role -> the measured fixed term, the
+    variables of its counts): what a measurement says :func:`fixed_table` should hold
+    (the measured traffic of each role less the data terms), which
+    ``scripts/gen_traffic_fixed.py`` fits the table to."""
     out = []
     for d in traffic_details(model, fixed=False):
-        if d.kernel == d.opcode and d.opcode not in _KERNELS:
+        if not d.exact:  # not modelled, or shapes its formula does not cover
             continue
         m = measured.get((d.subgraph, d.op), {})
         op = model.subgraphs[d.subgraph].operators[d.op]
@@ -2086,5 +1227,5 @@ def fixed_terms(
             text = _minus(m.get(key, Traffic()), d.traffic.get(key, Traffic()))
             if text:
                 roles[role] = text
-        out.append((d.kernel, roles))
+        out.append((d.kernel, roles, d.variables))
     return out
