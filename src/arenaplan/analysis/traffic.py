@@ -1108,16 +1108,6 @@ def operator_traffic(
     return {(d.subgraph, d.op): d.traffic for d in traffic_details(model, build)}
 
 
-def key_traffic(model: Model, build: Build = HOST_REFERENCE) -> dict[Key, Traffic]:
-    """Per key, the traffic of one invoke summed over every operator: how often each
-    weight tensor is read, to choose which constants may stay in slow memory."""
-    out: dict[Key, Traffic] = {}
-    for d in traffic_details(model, build):
-        for key, t in d.traffic.items():
-            out[key] = out[key] + t if key in out else t
-    return out
-
-
 # ---------------------------------------------------------------- comparison
 
 FIGURES = ("loads", "stores", "load_bytes", "store_bytes")
