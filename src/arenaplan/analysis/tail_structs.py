@@ -14,7 +14,8 @@ Columns, in ``PROFILE_COLUMNS`` order:
 - ``arm32``: ``sizeof``/``alignof`` from arm-none-eabi-g++ 12 on the TFLM source
   (commit 90b983c2b) with ``-DTF_LITE_STATIC_MEMORY``, its default one-byte enums.
 - ``int32``: the same compiler with ``-fno-short-enums`` (int-sized enums, as on
-  RISC-V, Xtensa, i386).
+  RISC-V, Xtensa, i386). TFLM built so (``verify.native``'s ``arm32-int32-reference``)
+  has the tail these sizes predict on every shared model and small test model.
 
 The ``cmsis_nn:*`` rows are the OpData of TFLM's CMSIS-NN kernels (compiled with
 ``-DCMSIS_NN`` and CMSIS-NN's headers; arm32 with ``-mcpu=cortex-m4``, the same
