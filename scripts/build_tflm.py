@@ -5,15 +5,17 @@
 
 For each variant (``arenaplan.verify.native.VARIANTS``): TFLM's ``microlite`` library
 with TFLM's own Makefile, then ``native/tflm_runner.cc`` compiled and linked with the
-same flags, into ``DIR/<variant>-<options key>/`` (``tflm_runner``, TFLM's ``gen``
-folder, ``build.log`` and ``build.json``: arguments, compiler, seconds, the runner
-source's hash). The tarball (``../shared/third_party``) carries every third-party
-download, so nothing is fetched. DIR defaults to ``$ARENAPLAN_TFLM_BUILD``, else the
-user's cache, ``~/.cache/arenaplan/tflm/<bundle key>`` (``verify.native.build_root``):
-keyed by the bundle's hash, each variant by its make arguments and compiler, so a
-later run on the machine, from any clone, reuses what is built. It must lie outside
-the repository. Extracts once; skips a variant whose library is built and whose
-runner was compiled from the same source; one build at a time per DIR (a lock).
+same flags (for the Cortex-M55 board, with ``native/m55_startup.c`` and the linker
+script ``native/an547.ld``), into ``DIR/<variant>-<options key>/`` (``tflm_runner``,
+TFLM's ``gen`` folder, ``build.log`` and ``build.json``: arguments, compiler,
+seconds, the runner sources' hash). The tarball (``../shared/third_party``) carries
+every third-party download, so nothing is fetched. DIR defaults to
+``$ARENAPLAN_TFLM_BUILD``, else the user's cache, ``~/.cache/arenaplan/tflm/<bundle
+key>`` (``verify.native.build_root``): keyed by the bundle's hash, each variant by its
+make arguments, runner link and compiler, so a later run on the machine, from any
+clone, reuses what is built. It must lie outside the repository. Extracts once; skips
+a variant whose library is built and whose runner was compiled from the same sources;
+one build at a time per DIR (a lock).
 """
 
 from __future__ import annotations
@@ -34,10 +36,13 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
 from arenaplan.verify.native import (  # noqa: E402
-    ARM_CPU,
-    ARM_LINK,
     BUNDLE,
+    M55_LD,
+    M55_STARTUP,
     QEMU_CPU,
+    QEMU_MACHINE,
+    QEMU_SYSTEM,
+    QEMU_USER,
     VARIANTS,
     Variant,
     build_root,
@@ -47,19 +52,31 @@ from arenaplan.verify.native import (  # noqa: E402
 
 TARBALL = BUNDLE
 TFLM_COMMIT = "90b983c2b3f1480642e040bbd2ddb37b998f3424"
-RUNNER_SRC = REPO / "native" / "tflm_runner.cc"
+NATIVE = REPO / "native"
+RUNNER_SRC = NATIVE / "tflm_runner.cc"
 MAKEFILE = "tensorflow/lite/micro/tools/make/Makefile"
 EXTRACTED = ".arenaplan-extracted"  # marker: the tree was extracted whole
 
 # Appended to TFLM's Makefile (make -f Makefile -f runner.mk): the runner is compiled
-# with the library's own CXXFLAGS and INCLUDES, and linked as RUNNER_LINK says.
+# with the library's own CXXFLAGS and INCLUDES (a startup file, if RUNNER_STARTUP
+# names one, with its CCFLAGS), and linked as RUNNER_LINK says. ARENAPLAN_CFLAGS, a
+# variant's make argument, adds compile flags to the library's and the runner's alike
+# (TFLM's Makefile has no variable for that; its recipes expand the flags when they
+# run, after this file is read).
 RUNNER_MK = """\
 # Written by arenaplan's scripts/build_tflm.py: the runner, with the library's flags.
+CXXFLAGS += $(ARENAPLAN_CFLAGS)
+CCFLAGS += $(ARENAPLAN_CFLAGS)
 $(RUNNER_OUT).o: $(RUNNER_SRC)
 \t$(MKDIR_P) $(dir $@)
 \t$(CXX) $(CXXFLAGS) $(CORE_OPTIMIZATION_LEVEL) $(RUNNER_DEFINES) $(INCLUDES) -c $< -o $@
-$(RUNNER_OUT): $(RUNNER_OUT).o $(MICROLITE_LIB_PATH)
-\t$(CXX) $(RUNNER_LINK) -o $@ $< $(MICROLITE_LIB_PATH) $(LDFLAGS) $(MICROLITE_LIBS)
+$(RUNNER_OUT)_startup.o: $(RUNNER_STARTUP)
+\t$(MKDIR_P) $(dir $@)
+\t$(CC) $(CCFLAGS) $(CORE_OPTIMIZATION_LEVEL) -c $< -o $@
+$(RUNNER_OUT): $(RUNNER_OUT).o $(if $(RUNNER_STARTUP),$(RUNNER_OUT)_startup.o) \
+\t\t$(MICROLITE_LIB_PATH)
+\t$(CXX) $(RUNNER_LINK) -o $@ $(filter %.o,$^) $(MICROLITE_LIB_PATH) $(LDFLAGS) \
+\t\t$(MICROLITE_LIBS)
 tflm_runner: $(RUNNER_OUT)
 """
 
@@ -189,12 +206,12 @@ def _build(variant: Variant, root: Path, tree: Path, jobs: int) -> None:
     runner = out / "tflm_runner"
     library = out / "gen" / variant.gendir / "lib" / "libtensorflow-microlite.a"
     record = out / "build.json"
-    source_hash = hashlib.sha256(RUNNER_SRC.read_bytes()).hexdigest()
+    source_hash = _sources_hash(variant)
     if _up_to_date(runner, library, record, source_hash):
         print(f"{variant.name}: up to date ({runner})")
         return
-    for stale in (runner, Path(f"{runner}.o"), record):  # relinked from this source
-        stale.unlink(missing_ok=True)
+    for stale in (runner, Path(f"{runner}.o"), Path(f"{runner}_startup.o"), record):
+        stale.unlink(missing_ok=True)  # relinked from these sources
     runner_mk = root / "runner.mk"
     if not runner_mk.is_file() or runner_mk.read_text() != RUNNER_MK:
         runner_mk.write_text(RUNNER_MK)
@@ -203,7 +220,10 @@ def _build(variant: Variant, root: Path, tree: Path, jobs: int) -> None:
     if variant.arm32:
         toolchain = Path(shutil.which("arm-none-eabi-g++") or "").parent
         make_args.append(f"TARGET_TOOLCHAIN_ROOT={toolchain}/")
-        runner_vars += [f"RUNNER_LINK={ARM_LINK}", "RUNNER_DEFINES=-DTFLM_RUNNER_LOG_CALLBACK"]
+        runner_vars += [f"RUNNER_LINK={_link(variant)}"]
+        runner_vars += ["RUNNER_DEFINES=-DTFLM_RUNNER_LOG_CALLBACK"]
+    if variant.runs == QEMU_SYSTEM:
+        runner_vars.append(f"RUNNER_STARTUP={NATIVE / M55_STARTUP}")
     command = ["make", "-f", MAKEFILE, "-f", str(runner_mk), f"-j{jobs}", *make_args]
     command += [*runner_vars, "microlite", "tflm_runner"]
     log_path = out / "build.log"
@@ -239,13 +259,40 @@ def _build(variant: Variant, root: Path, tree: Path, jobs: int) -> None:
         "seconds": seconds,
     }
     if variant.arm32:
-        facts |= {"compiled_for": ARM_CPU, "link": ARM_LINK, "qemu_cpu": QEMU_CPU}
+        facts |= {"compiled_for": variant.cpu, "link": _link(variant)}
+    if variant.runs == QEMU_USER:
+        facts["qemu_cpu"] = QEMU_CPU
+    if variant.runs == QEMU_SYSTEM:
+        facts["qemu_machine"] = QEMU_MACHINE
     record.write_text(json.dumps(facts, indent=2) + "\n")
     print(f"{variant.name}: built in {seconds} s ({runner})", flush=True)
 
 
+def _sources(variant: Variant) -> list[Path]:
+    """The files of native/ the variant's runner is made of (the runner first)."""
+    if variant.runs == QEMU_SYSTEM:
+        return [RUNNER_SRC, NATIVE / M55_STARTUP, NATIVE / M55_LD]
+    return [RUNNER_SRC]
+
+
+def _sources_hash(variant: Variant) -> str:
+    """SHA-256 of the runner's sources, one after the other (of tflm_runner.cc alone
+    where that is all: the hash earlier builds recorded)."""
+    digest = hashlib.sha256()
+    for path in _sources(variant):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _link(variant: Variant) -> str:
+    """The runner's link flags: the variant's, and the board's memory map."""
+    if variant.runs == QEMU_SYSTEM:
+        return f"{variant.link} -T {NATIVE / M55_LD}"
+    return variant.link
+
+
 def _up_to_date(runner: Path, library: Path, record: Path, source_hash: str) -> bool:
-    """The library is built and the runner was linked from this source (by content:
+    """The library is built and the runner was linked from these sources (by content:
     each clone's checkout has new file times)."""
     if not (runner.is_file() and library.is_file() and record.is_file()):
         return False

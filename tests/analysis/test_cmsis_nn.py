@@ -5,10 +5,10 @@ The size functions are checked against values worked out by hand from CMSIS-NN's
 ``*_get_buffer_sizes_*.c`` (each case says which branch it takes). The native cases
 plan every shared model (and small models shaped for CMSIS-NN's branches) with
 ``kernels`` set, write our offline plan into it, run it in the ``host-cmsis_nn``
-build (plain C) and the ``arm32-cmsis_nn`` one (Cortex-M4: DSP) and require the
-measured head and tail to equal the prediction; each is skipped, naming the build
-command, when its build is absent. MVE (``cmsis_nn+mve``) has no build to run: its
-sizes are checked by hand only.
+build (plain C), the ``arm32-cmsis_nn`` one (Cortex-M4 under qemu-arm: DSP) and the
+``m55-cmsis_nn`` one (Cortex-M55 on qemu-system-arm's Corstone-300 board: MVE) and
+require the measured head and tail to equal the prediction; each is skipped, naming
+the build command, when its build is absent.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from analysis.opmodels import I8, I16, I32, I64, OP_MODELS, SHAPED, Net
-from testkit import TFLM_REFUSES, model_params, model_path
+from testkit import TFLM_REFUSES, model_params, model_path, need_prover
 
 from arenaplan.analysis import cmsis_nn as c
 from arenaplan.analysis.cmsis_nn import Dims, Window
@@ -212,6 +212,7 @@ CMSIS_MODELS = {
     "conv_1x1_int8": lambda: _conv((1, 10, 10, 16), (1, 1), 8, padding="VALID"),
     "conv_1x1_stride2_int8": lambda: _conv((1, 10, 10, 16), (1, 1), 8, 2, "VALID"),
     "conv_1xn_int8": lambda: _conv((1, 1, 16, 8), (1, 3), 4),
+    "conv_1xn_stride2_int8": lambda: _conv((1, 1, 16, 8), (1, 3), 4, 2),
     "conv_3x3_int16_int64_bias": lambda: _conv((1, 10, 10, 3), (3, 3), 8, dtype=I16),
     "conv_3x3_int16_int32_bias": lambda: _conv(
         (1, 10, 10, 3), (3, 3), 8, dtype=I16, bias_dtype=I32
@@ -219,6 +220,7 @@ CMSIS_MODELS = {
     "depthwise_3x3_int8": lambda: _depthwise(8, 3),
     "depthwise_5x5_int8": lambda: _depthwise(8, 5),
     "depthwise_multiplier_2_int8": lambda: _depthwise(4, 3, 2),
+    "depthwise_one_input_channel_int8": lambda: _depthwise(1, 3, 8),
     "fc_rank3_per_tensor": lambda: _fc_rank3(False),
     "fc_rank3_per_channel": lambda: _fc_rank3(True),
     "transpose_conv_reverse_int8": lambda: _transpose_conv(20),
@@ -235,15 +237,28 @@ EXPECTED_SCRATCH = {
     ("conv_1x1_stride2_int8", "cmsis_nn"): [],
     ("conv_1xn_int8", "cmsis_nn+dsp"): [96],
     ("conv_1xn_int8", "cmsis_nn+mve"): [32],
+    # stride 2, SAME: 8 outputs, padding 0 before and 1 after (asymmetric): no left
+    # padded output, 1 right, 7 middle; max(24 + 0, 24 - 8 + 1 * 8) = 24
+    ("conv_1xn_stride2_int8", "cmsis_nn+mve"): [24],
+    ("conv_1xn_stride2_int8", "cmsis_nn+dsp"): [96],
     ("conv_3x3_int16_int64_bias", "cmsis_nn"): [108],
     ("conv_3x3_int16_int32_bias", "cmsis_nn"): [108],  # the bias check reads no bias
+    ("conv_3x3_int16_int64_bias", "cmsis_nn+mve"): [4 * 4 * 8 * 2],  # 27 -> 4 lanes of 8
     ("depthwise_3x3_int8", "cmsis_nn+dsp"): [],
     ("depthwise_5x5_int8", "cmsis_nn"): [],
     ("depthwise_5x5_int8", "cmsis_nn+dsp"): [8 * 25 * 2],
     ("depthwise_multiplier_2_int8", "cmsis_nn+dsp"): [],
+    ("depthwise_3x3_int8", "cmsis_nn+mve"): [4 * 124 * 9],  # no 3x3 exception with MVE
+    ("depthwise_5x5_int8", "cmsis_nn+mve"): [4 * 124 * 25],
+    # one input channel, 8 outputs: MVE runs it as a convolution (im2col of 9 columns
+    # in one 16-lane block, four rows: 64) and reorders the 72-byte filter
+    ("depthwise_one_input_channel_int8", "cmsis_nn+mve"): [64 + 72],
+    ("depthwise_one_input_channel_int8", "cmsis_nn+dsp"): [],  # multiplier 8
     ("fc_rank3_per_tensor", "cmsis_nn"): [2 * 4 * 12],  # fake per-channel arrays
     ("fc_rank3_per_channel", "cmsis_nn"): [],
+    ("fc_rank3_per_tensor", "cmsis_nn+mve"): [2 * 4 * 12],  # a 1x1 convolution, no sums
     ("transpose_conv_reverse_int8", "cmsis_nn"): [720, 20 * 9 * 6],
+    ("transpose_conv_reverse_int8", "cmsis_nn+mve"): [4 * 12 * 16, 20 * 9 * 6],
     ("transpose_conv_rows_int8", "cmsis_nn"): [((4 - 1) * 2 + 3) * 6 * 3 * 4, 0],
     ("avg_pool_int8", "cmsis_nn"): [],
     ("avg_pool_int8", "cmsis_nn+dsp"): [4 * 12],
@@ -320,6 +335,8 @@ def test_plan_records_and_plans_the_kernels_scratch() -> None:
 NATIVE = {
     "host-cmsis_nn": ("cmsis_nn", NATIVE_PROFILES["host"]),
     "arm32-cmsis_nn": ("cmsis_nn+dsp", NATIVE_PROFILES["arm32"]),  # Cortex-M4
+    # Cortex-M55: the same compiler and ABI as arm32 (one-byte enums), MVE code
+    "m55-cmsis_nn": ("cmsis_nn+mve", NATIVE_PROFILES["arm32"]),
 }
 
 
@@ -417,6 +434,21 @@ _OP_MODELS = {**OP_MODELS, **SHAPED, **CMSIS_MODELS}
 def test_op_model_head_and_tail_equal_the_cmsis_nn_build(name: str, variant: str) -> None:
     _need(variant)
     _check(variant, name, _OP_MODELS[name]())
+
+
+def test_an_mve_plan_is_proven_in_the_m55_build() -> None:
+    """A plan for CMSIS-NN with MVE is proven where that code runs: the Cortex-M55
+    build on qemu-system-arm (outputs as the original's, the planned head measured)."""
+    from arenaplan.verify.prove import prove
+
+    need_prover("cmsis_nn+mve")
+    data = model_path("arm-ml-examples__ds_cnn_s_quantized").read_bytes()
+    options = PlanOptions(kernels="cmsis_nn+mve", pointer_size=NATIVE_PROFILES["arm32"].pointer)
+    plan = plan_model(read_model_bytes(data), options)
+    planned = with_offline_plan(data, plan.offline_offsets)
+    proof = prove(data, planned, plan.arena, "cmsis_nn+mve")
+    assert proof.proven, proof.reason
+    assert proof.runtime == "TFLM m55-cmsis_nn (built from source)"
 
 
 def test_native_profiles_are_the_runner_setups() -> None:

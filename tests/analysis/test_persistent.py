@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import pytest
+from analysis.opmodels import OP_MODELS, SHAPED
 from testkit import TFLM_REFUSES, model_params, model_path
 
-from arenaplan.analysis.persistent import PROFILES, min_arena, predict_tail
-from arenaplan.reader import read_model
+from arenaplan.analysis.persistent import (
+    NATIVE_PROFILES,
+    PROFILES,
+    min_arena,
+    predict_tail,
+    tail_estimate,
+)
+from arenaplan.reader import read_model, read_model_bytes
 
 # Measured tails on 32-bit ARM (arm-none-eabi-gcc under qemu), tflm-arena-reference.md B4
 ARM32 = {
@@ -95,3 +102,51 @@ def test_a_cached_tail_is_read_once_per_line_of_its_blocks() -> None:
             target, memories=tuple(replace(m, cache_bytes=0) for m in target.memories)
         )
         assert per_memory(op, where, slow.name, uncached)[slow.name].reads == a.count
+
+
+# ---- against TFLM built from source for 32-bit ARM (verify.native) -----------------
+# The arm32 and int32 columns of tail_structs against the compiler that gave them: the
+# reference kernels built for Cortex-M4 with one-byte enums, and with int-sized ones.
+
+# build variant (reference kernels, under qemu-arm) -> the profile its tail is predicted
+# with: one-byte enums (arm-none-eabi-gcc's default), int-sized ones (-fno-short-enums)
+NATIVE_32 = {
+    "arm32-reference": NATIVE_PROFILES["arm32"],
+    "arm32-int32-reference": NATIVE_PROFILES["int32"],
+}
+
+
+def _native_tail(variant: str, data: bytes) -> int:
+    """TFLM's tail in ``variant`` after AllocateTensors (skips when it is not built)."""
+    from arenaplan.verify.native import NativeRunner, native_available
+    from arenaplan.verify.runner import GENEROUS_ARENA
+
+    why = native_available(variant)
+    if why is not None:
+        pytest.skip(why)
+    with NativeRunner(variant) as runner:
+        result = runner.run(data, GENEROUS_ARENA, [], 1)
+    assert result.ok, result.error
+    return result.measurement.tail
+
+
+@pytest.mark.parametrize("variant", list(NATIVE_32))
+@pytest.mark.parametrize("path", model_params())
+def test_tail_equals_the_32_bit_build(path, variant: str) -> None:
+    if path.stem in TFLM_REFUSES:
+        pytest.skip("TFLM refuses this model: no tail to measure")
+    measured = _native_tail(variant, path.read_bytes())
+    estimate = tail_estimate(read_model(path), NATIVE_32[variant])
+    print(f"\n{variant} {path.stem}: tail {estimate.bytes} (measured {measured})")
+    assert estimate.exact, estimate.unmodelled
+    assert measured == estimate.bytes
+
+
+@pytest.mark.parametrize("variant", list(NATIVE_32))
+@pytest.mark.parametrize("name", sorted({**OP_MODELS, **SHAPED}))
+def test_op_model_tail_equals_the_32_bit_build(name: str, variant: str) -> None:
+    data = {**OP_MODELS, **SHAPED}[name]()
+    estimate = tail_estimate(read_model_bytes(data), NATIVE_32[variant])
+    if not estimate.exact:
+        pytest.skip(f"not modelled: {'; '.join(estimate.unmodelled)}")
+    assert _native_tail(variant, data) == estimate.bytes

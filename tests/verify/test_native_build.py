@@ -20,7 +20,19 @@ from arenaplan.verify.inputs import random_inputs
 from arenaplan.verify.native import VARIANTS, NativeRunner, native_available
 from arenaplan.verify.runner import GENEROUS_ARENA, RunResult, TflmRunner, tflm_available
 
-ARM32_HOST = {"arm32-reference": "host-reference", "arm32-cmsis_nn": "host-cmsis_nn"}
+# ARM variant -> the host variant that compiles the same kernels (the same outputs)
+ARM_HOST = {
+    "arm32-reference": "host-reference",
+    "arm32-cmsis_nn": "host-cmsis_nn",
+    "arm32-int32-reference": "host-reference",
+    "m55-cmsis_nn": "host-cmsis_nn",
+}
+# Cortex-M55 code has FPv5's fused multiply-add, into which GCC contracts a * b + c by
+# default (-ffp-contract=fast): its float kernels round once where the host's (x86-64
+# without FMA) and the soft-float Cortex-M4's round twice, so float outputs agree to a
+# few units in the last place; integer outputs stay bit-identical.
+FUSED_MULTIPLY_ADD = {"m55-cmsis_nn"}
+FMA_RTOL = 1e-5  # relative: float32 results of a few accumulations, dozens of ULPs
 
 
 def _need(variant: str) -> None:
@@ -41,12 +53,18 @@ def _native(variant: str, path: Path) -> RunResult:
     return NativeRunner(variant).run(data, GENEROUS_ARENA, inputs, n_outputs)
 
 
-def _same_outputs(a: RunResult, b: RunResult) -> bool:
+def _same_outputs(a: RunResult, b: RunResult, float_rtol: float = 0.0) -> bool:
+    """Bit-identical outputs; float ones within ``float_rtol`` when it is above 0."""
     if len(a.outputs) != len(b.outputs):
         return False
     for trial_a, trial_b in zip(a.outputs, b.outputs, strict=True):
         for x, y in zip(trial_a, trial_b, strict=True):
-            if x.dtype != y.dtype or x.shape != y.shape or x.tobytes() != y.tobytes():
+            if x.dtype != y.dtype or x.shape != y.shape:
+                return False
+            if float_rtol and x.dtype.kind == "f":
+                if not np.allclose(x, y, rtol=float_rtol, atol=0.0):
+                    return False
+            elif x.tobytes() != y.tobytes():
                 return False
     return True
 
@@ -105,16 +123,16 @@ def test_every_variant_runs_every_model_and_measures_head_and_tail(
     print(f"\n{variant} {path.stem}: head {m.head} tail {m.tail}")
 
 
-@pytest.mark.parametrize("variant", list(ARM32_HOST))
+@pytest.mark.parametrize("variant", list(ARM_HOST))
 @pytest.mark.parametrize("path", model_params())
-def test_arm32_under_qemu_gives_the_host_outputs(path: Path, variant: str) -> None:
+def test_arm_under_qemu_gives_the_host_outputs(path: Path, variant: str) -> None:
     _need(variant)
-    _need(ARM32_HOST[variant])
+    _need(ARM_HOST[variant])
     if path.stem in TFLM_REFUSES:
         pytest.skip("TFLM refuses the model")
-    arm, host = _native(variant, path), _native(ARM32_HOST[variant], path)
+    arm, host = _native(variant, path), _native(ARM_HOST[variant], path)
     assert arm.ok and host.ok, arm.error or host.error
-    assert _same_outputs(arm, host)
+    assert _same_outputs(arm, host, FMA_RTOL if variant in FUSED_MULTIPLY_ADD else 0.0)
 
 
 @pytest.mark.parametrize("path", model_params())
@@ -159,6 +177,36 @@ def test_absent_variant_names_the_build_command(tmp_path: Path) -> None:
     why = native_available("arm32-cmsis_nn", tmp_path)
     assert why is not None and "scripts/build_tflm.py --variants arm32-cmsis_nn" in why
     assert "unknown" in native_available("riscv", tmp_path)
+
+
+def test_an_absent_emulator_is_named_with_its_package(tmp_path: Path, monkeypatch) -> None:
+    from arenaplan.verify import native
+
+    for variant in ("arm32-int32-reference", "m55-cmsis_nn"):
+        runner = native.runner_path(variant, tmp_path)
+        runner.parent.mkdir(parents=True)
+        runner.touch()
+    monkeypatch.setattr(native.shutil, "which", lambda name: None)
+    assert native_available("m55-cmsis_nn", tmp_path) == (
+        "qemu-system-arm is absent, TFLM m55-cmsis_nn cannot run: apt-get install qemu-system-arm"
+    )
+    assert "apt-get install qemu-user" in native_available("arm32-int32-reference", tmp_path)
+
+
+def test_each_variant_runs_its_own_way() -> None:
+    """The host runs its program; qemu-arm the Cortex-M4 ones; qemu-system-arm boots
+    the Cortex-M55 one on the AN547 board, the command line through semihosting."""
+    from arenaplan.verify.native import command
+
+    program, args = Path("/b/tflm_runner"), ["m.tflite", "64", "r.json", "out.bin"]
+    assert command(VARIANTS["host-cmsis_nn"], program, args) == [str(program), *args]
+    user = command(VARIANTS["arm32-int32-reference"], program, args)
+    assert user[:3] == ["qemu-arm", "-cpu", "cortex-a15"] and user[3:] == [str(program), *args]
+    system = command(VARIANTS["m55-cmsis_nn"], program, args)
+    assert system[:3] == ["qemu-system-arm", "-M", "mps3-an547"]
+    assert system[-2:] == ["-kernel", str(program)]
+    words = "arg=tflm_runner,arg=m.tflite,arg=64,arg=r.json,arg=out.bin"
+    assert f"enable=on,target=native,{words}" in system
 
 
 def _model_paths() -> list[Path]:

@@ -453,14 +453,17 @@ def model_refusals(model: Model) -> tuple[str, ...]:
 def refusals(v: OpView) -> list[str]:
     """Why TFLM's CMSIS-NN kernel for this operator will fail where the reference one
     would not (empty: no known reason): FULLY_CONNECTED with per-channel weights
-    only for int8 inputs with int8 weights; TRANSPOSE_CONV int16 dereferences its
-    bias in Prepare without checking it is there (the process crashes)."""
+    only for int8 inputs with int8 weights; TRANSPOSE_CONV int16 reads its bias's
+    type in Prepare (``CalculateOpData``) without checking it is there: on a host or
+    under qemu-arm the null read crashes the process; on a Cortex-M, where address 0
+    is memory, it reads on, GCC having dropped the later ``bias != nullptr`` check,
+    and ``DeallocateTempTfLiteTensor(nullptr)`` halts TFLM (TFLITE_DCHECK)."""
     opcode = v.op.opcode
     int8 = v.dtype(0) is DType.INT8 and v.dtype(1) is not DType.INT4
     if opcode == "FULLY_CONNECTED" and _per_channel(v) and not int8:
         return ["per-channel FULLY_CONNECTED needs int8 input and int8 weights"]
     if opcode == "TRANSPOSE_CONV" and v.dtype(2) is DType.INT16 and v.input(3) is None:
-        return ["int16 TRANSPOSE_CONV without a bias crashes CMSIS-NN's Prepare"]
+        return ["int16 TRANSPOSE_CONV without a bias: CMSIS-NN's Prepare reads a null tensor"]
     return []
 
 

@@ -14,7 +14,8 @@ the wheel's own parsers (objdump of ``_runtime.so``). Profiles:
 - ``arm32``: arm-none-eabi-g++ (Cortex-M4) with ``-DTF_LITE_STATIC_MEMORY``, its default
   one-byte enums.
 - ``int32``: the same compiler with ``-fno-short-enums`` (int-sized enums, as on RISC-V,
-  Xtensa, i386).
+  Xtensa, i386). TFLM built so (``verify.native``'s ``arm32-int32-reference``) has the
+  tail these sizes predict on every shared model and small test model.
 - ``host``: TFLM built from this source for a 64-bit host by its Makefile, without
   compression (``verify.native``'s host variants): host g++.
 

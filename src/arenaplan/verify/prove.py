@@ -8,9 +8,10 @@ the planned arena. Anything else is a reason not to write it.
 The proof runs where the plan's kernels run (``PROOF_BUILDS``): the PyPI runtime for
 TFLM's reference kernels, else the TFLM build from source that compiles the same
 kernel code: CMSIS-NN in plain C on the host, CMSIS-NN with the DSP extension as
-Cortex-M4 code under qemu-arm. Kernels with no such build here (CMSIS-NN's MVE code
-needs a Cortex-M55) leave the proof *unavailable*: nothing was run, and the reason
-names the build that would run it.
+Cortex-M4 code under qemu-arm, CMSIS-NN with MVE as Cortex-M55 code on
+qemu-system-arm's Corstone-300 board. When that build (or its emulator) is absent
+here the proof is *unavailable*: nothing was run, and the reason names the build
+command that would make it.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ PYPI = "TFLM (PyPI tflite-micro, reference kernels)"
 PROOF_BUILDS: dict[str, str] = {
     "cmsis_nn": "host-cmsis_nn",
     "cmsis_nn+dsp": "arm32-cmsis_nn",
+    "cmsis_nn+mve": "m55-cmsis_nn",
 }
 
 
