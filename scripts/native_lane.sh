@@ -14,8 +14,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-VARIANTS=${1:-host-reference,host-cmsis_nn,arm32-reference,arm32-cmsis_nn}
-PACKAGES=(make g++ xxd gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-user valgrind)
+VARIANTS=${1:-host-reference,host-cmsis_nn,arm32-reference,arm32-cmsis_nn,arm32-int32-reference,m55-cmsis_nn}
+PACKAGES=(make g++ xxd gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-user qemu-system-arm valgrind binutils)
 
 missing=()
 for package in "${PACKAGES[@]}"; do
