@@ -21,7 +21,7 @@ from testkit import model_path
 from arenaplan.cli import main
 from arenaplan.export.firmware import firmware_header
 from arenaplan.export.offline_plan import with_offline_plan
-from arenaplan.export.planner_cpp import planner_source
+from arenaplan.export.planner_cpp import planner_source, split_persistent
 from arenaplan.placement import PlanOptions, plan_model
 from arenaplan.placement.buffers import arena_items
 from arenaplan.placement.tiers import place_tiers
@@ -242,3 +242,22 @@ def test_planner_cpp_needs_a_target(tmp_path: Path, capsys) -> None:
     src = model_path("tflite-micro__hello_world_int8")
     assert main(["plan", str(src), "--planner-cpp", str(tmp_path / "p.h")]) == 2
     assert "--planner-cpp needs --target" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("profile", ["arm32", "pypi"])
+def test_planner_cpp_follows_the_profile_and_names_its_kernels(
+    tmp_path: Path, profile: str
+) -> None:
+    """``--planner-cpp`` sizes the persistent array for ``--profile`` (a 64-bit one for a
+    host build) and the table for the plan's kernels, and says both."""
+    out = tmp_path / "planner.h"
+    argv = ["plan", str(model_path(MODEL)), "-q", "--target", TARGET, "--memory", "tcm=640"]
+    assert main([*argv, "--profile", profile, "--planner-cpp", str(out)]) == 0
+    model, target = read_model(model_path(MODEL)), load_builtin(TARGET)
+    placement = place_tiers(model, target, CAPS, kernels=target.kernels)
+    assert out.read_text() == planner_source(model, placement, target, MODEL + ".tflite", profile)
+    text = out.read_text()
+    assert f'#define ARENAPLAN_PROFILE "{profile}"' in text
+    assert f'#define ARENAPLAN_KERNELS "{target.kernels}"' in text
+    persistent = split_persistent(model, profile, target.kernels)
+    assert f"kTailBytes = {persistent.tail};" in text
