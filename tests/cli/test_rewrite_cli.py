@@ -86,3 +86,22 @@ def test_fit_reaches_a_reachable_size_at_small_cost(tmp_path: Path, capsys) -> N
     bands = next(r for r in data["passes"] if r["name"] == "bands")
     assert bands["stats"]["score_after"] <= 9000
     assert data["persistent"]["arm32"]["min_arena"] <= 9000
+
+
+def test_no_build_for_the_kernels_falls_back_or_writes_unproven(
+    tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Planned for CMSIS-NN with no build of it here: one line says so and the model is
+    planned as given; with --write-unproven the rewrite is written, labelled UNPROVEN
+    in the summary and the JSON."""
+    monkeypatch.setenv("ARENAPLAN_TFLM_BUILD", str(tmp_path / "no-builds"))
+    args = ("--passes", "bands", "--kernels", "cmsis_nn")
+    code, data, out, err = _plan(tmp_path, capsys, *args)
+    assert code == 0 and "host-cmsis_nn is not built" in err and "planned the model as it" in err
+    assert data["proof"]["proven"] is False and data["proof"]["measured_head"] is None
+    original = read_model(model_path(CONV)).operator_count
+    assert read_model(tmp_path / "out.tflite").operator_count == original
+    code, data, out, err = _plan(tmp_path, capsys, *args, "--write-unproven")
+    assert code == 0 and "written UNPROVEN" in err and "UNPROVEN" in out
+    assert data["proof"]["proven"] is False and "host-cmsis_nn" in data["proof"]["runtime"]
+    assert read_model(tmp_path / "out.tflite").operator_count > original
