@@ -15,7 +15,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 VARIANTS=${1:-host-reference,host-cmsis_nn,arm32-reference,arm32-cmsis_nn,arm32-int32-reference,m55-cmsis_nn}
-PACKAGES=(make g++ xxd gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-user qemu-system-arm valgrind binutils)
+PACKAGES=(make g++ xxd binutils valgrind qemu-user qemu-system-arm
+          gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib)
 
 missing=()
 for package in "${PACKAGES[@]}"; do
