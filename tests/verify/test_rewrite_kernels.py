@@ -1,6 +1,7 @@
 """Rewrites proven on the kernels that will run: every shared model, ``plan --passes
 reorder,inplace,bands`` for the reference kernels (proven in the PyPI runtime) and for
-CMSIS-NN in plain C (proven in TFLM's host-cmsis_nn build). A rewrite proven with the
+CMSIS-NN at each level: plain C (TFLM's host-cmsis_nn build), DSP (arm32-cmsis_nn
+under qemu-arm) and MVE (m55-cmsis_nn on qemu-system-arm). A rewrite proven with the
 reference kernels must be proven with CMSIS-NN too, or the proof must name why not
 (the CMSIS-NN build refuses the original model); outputs that differ or a head that is
 not the plan fail. Each side skips, naming what to install or build, when it cannot
@@ -16,6 +17,7 @@ import pytest
 from testkit import TFLM_REFUSES, model_params, need_prover
 
 from arenaplan.cli import main
+from arenaplan.verify.prove import PROOF_BUILDS
 
 PASSES = "reorder,inplace,bands"
 
@@ -29,21 +31,22 @@ def _proof(path: Path, kernels: str, folder: Path) -> dict:
     return json.loads(Path(f"{out}.json").read_text())["proof"] or {"proven": None}
 
 
+@pytest.mark.parametrize("kernels", sorted(PROOF_BUILDS))
 @pytest.mark.parametrize("path", model_params())
 def test_a_rewrite_proven_on_reference_kernels_is_proven_on_cmsis_nn(
-    path: Path, tmp_path_factory: pytest.TempPathFactory
+    path: Path, kernels: str, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     if path.stem in TFLM_REFUSES:
         pytest.skip("TFLM refuses the model")
     need_prover("reference")
-    need_prover("cmsis_nn")
+    need_prover(kernels)
     folder = tmp_path_factory.getbasetemp()
-    reference, cmsis = _proof(path, "reference", folder), _proof(path, "cmsis_nn", folder)
-    print(f"\n{path.stem}: reference {reference}\n{path.stem}: cmsis_nn {cmsis}")
+    reference, cmsis = _proof(path, "reference", folder), _proof(path, kernels, folder)
+    print(f"\n{path.stem}: reference {reference}\n{path.stem}: {kernels} {cmsis}")
     if reference["proven"] is None:
         pytest.skip("the passes changed nothing for the reference kernels: nothing proven")
     if not reference["proven"]:
         pytest.skip(f"not proven with the reference kernels: {reference['reason']}")
-    assert cmsis["runtime"].startswith("TFLM host-cmsis_nn")
+    assert cmsis["runtime"].startswith(f"TFLM {PROOF_BUILDS[kernels]}")
     refused = (cmsis["reason"] or "").startswith("TFLM refuses the original model")
     assert cmsis["proven"] or refused, cmsis["reason"]
