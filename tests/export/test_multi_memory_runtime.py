@@ -91,15 +91,10 @@ MEMORY_CASES = (
     ("mlcommons-tiny__vww_96_int8", "esp32s3", "sram=16KiB"),
     ("tflite-micro__micro_speech_quantized", "generic", "sram=1KiB"),
 )
-# The builds run, and the kernels each runs: every placement and planner.h is made for
-# the kernels of the build it runs in (their scratch requests are in its table);
+# The builds run: every placement and planner.h is made for the kernels of the build
+# it runs in (``Variant.kernels``: their scratch requests are in its table);
 # arm32-cmsis_nn runs the i.MX RT1170's and the generic target's own kernels.
-VARIANT_KERNELS = {
-    "host-reference": "reference",
-    "arm32-reference": "reference",
-    "arm32-cmsis_nn": "cmsis_nn+dsp",
-}
-VARIANTS_RUN = tuple(VARIANT_KERNELS)
+VARIANTS_RUN = ("host-reference", "arm32-reference", "arm32-cmsis_nn")
 
 
 def split_profile(variant: str) -> tuple[BuildProfile, bool]:
@@ -267,7 +262,7 @@ class NotBuilt(str):
 
 def prepare(case: Case, variant: str) -> Prepared | str:
     """The case's placement and its planner.h sized for ``variant``, or why not."""
-    kernels = VARIANT_KERNELS[variant]
+    kernels = VARIANTS[variant].kernels
     placement = _placement(case, kernels)
     if isinstance(placement, str):
         return placement
@@ -435,7 +430,7 @@ def _predicted_tail(model: Model, variant: str) -> int:
     profile, _ = split_profile(variant)
     objects = (MICRO_ALLOCATOR_BYTES[profile.pointer],)
     alone = dataclasses.replace(profile, allocator_objects=objects)
-    return predict_tail(model, alone, kernels=VARIANT_KERNELS[variant])
+    return predict_tail(model, alone, kernels=VARIANTS[variant].kernels)
 
 
 _PYPI: list[TflmRunner] = []  # one PyPI runtime process for the session (see ``pypi``)
@@ -492,7 +487,7 @@ def check(prepared: Prepared, measured: Measured, variant: str) -> list[str]:
     pypi = _pypi_outputs(prepared.case.stem)
     if not isinstance(pypi, str):
         stateful = prepared.case.stem in STATEFUL_LSTM  # kernels agree on a first invoke
-        if stateful and VARIANT_KERNELS[variant] != "reference":
+        if stateful and VARIANTS[variant].kernels != "reference":
             pypi = pypi[:1]
         for t, trial in enumerate(pypi):
             for k, array in enumerate(trial):
@@ -649,7 +644,7 @@ def test_example_firmware_runs_the_model(variant: str, tmp_path: Path) -> None:
     library = json.loads((variant_dir(variant) / "build.json").read_text())["library"]
     args = [f"OUT={out}", f"MODEL={model_path(stem)}", f"TFLM={tools.tree}", f"LIB={library}"]
     args += [f"ARENAPLAN={arenaplan}", f"TARGET={target}", f"MEMORY={memory}"]
-    args.append(f"KERNELS={VARIANT_KERNELS[variant]}")  # the library's kernels
+    args.append(f"KERNELS={VARIANTS[variant].kernels}")  # the library's kernels
     if not VARIANTS[variant].arm32:
         flags = " ".join(w for w in tools.compile[1:] if not w.startswith("-I"))
         args += [f"CXX={tools.compile[0]}", f"CXXFLAGS={flags}", "LDFLAGS=", "RUN="]

@@ -26,7 +26,7 @@ from arenaplan.reader import read_model_bytes
 from arenaplan.verify import TflmRunner, compare_models, measure
 from arenaplan.verify.compare import VerifyReport
 from arenaplan.verify.inputs import random_inputs
-from arenaplan.verify.native import NativeRunner, native_available
+from arenaplan.verify.native import VARIANTS, NativeRunner, native_available
 from arenaplan.verify.runner import GENEROUS_ARENA, RunResult
 
 CLOBBER_ALL = PlanOptions(aliases=frozenset({"inplace", "views"}), clobber_inputs=True)
@@ -130,7 +130,7 @@ def test_an_unlisted_kernel_in_place_is_caught_by_the_outputs(runner) -> None:
 
 # ---- CMSIS-NN builds ----------------------------------------------------------------
 
-NATIVE_KERNELS = {"host-cmsis_nn": "cmsis_nn", "arm32-cmsis_nn": "cmsis_nn+dsp"}
+NATIVE_BUILDS = ("host-cmsis_nn", "arm32-cmsis_nn")
 
 
 def _native_pair(variant: str, data: bytes, offsets: list[int]) -> tuple[RunResult, RunResult]:
@@ -157,14 +157,14 @@ def _same(a: RunResult, b: RunResult) -> bool:
     )
 
 
-@pytest.mark.parametrize("variant", list(NATIVE_KERNELS))
+@pytest.mark.parametrize("variant", list(NATIVE_BUILDS))
 @pytest.mark.parametrize("name", CMSIS_MODELS)
 def test_cmsis_nn_kernels_in_place_are_bit_exact(name: str, variant: str) -> None:
     build, opcode = ALIAS_MODELS[name]
     data = build()
     model = read_model_bytes(data)
     options = PlanOptions(
-        aliases=frozenset({"inplace"}), clobber_inputs=True, kernels=NATIVE_KERNELS[variant]
+        aliases=frozenset({"inplace"}), clobber_inputs=True, kernels=VARIANTS[variant].kernels
     )
     plan = plan_model(model, options)
     ops = model.subgraphs[0].operators
@@ -174,7 +174,7 @@ def test_cmsis_nn_kernels_in_place_are_bit_exact(name: str, variant: str) -> Non
     assert after.measurement.head == plan.arena
 
 
-@pytest.mark.parametrize("variant", list(NATIVE_KERNELS))
+@pytest.mark.parametrize("variant", list(NATIVE_BUILDS))
 def test_cmsis_nn_widening_softmax_in_place_is_caught_by_the_outputs(variant: str) -> None:
     """The negative control: arm_softmax_s8_s16 writes int16 elements, so its output
     over its input overwrites input bytes before they are read."""
@@ -189,7 +189,7 @@ def test_cmsis_nn_widening_softmax_in_place_is_caught_by_the_outputs(variant: st
     model = read_model_bytes(data)
     offsets = list(plan_model(model).offline_offsets)
     offsets[y] = offsets[r]
-    kernels = NATIVE_KERNELS[variant]
+    kernels = VARIANTS[variant].kernels
     assert offline_plan_problems(model, offsets, kernels=kernels)  # no rule for it
     before, after = _native_pair(variant, data, offsets)
     assert not _same(before, after)

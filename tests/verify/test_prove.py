@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from arenaplan.analysis.kernels import KERNELS
+from arenaplan.verify.native import VARIANTS
 from arenaplan.verify.prove import PROOF_BUILDS, PROOF_TRIALS, PYPI, Proof, proof_runtime
 
 
@@ -22,6 +23,7 @@ def test_every_kernel_set_has_a_place_to_be_proven() -> None:
     """The reference kernels in the PyPI runtime, each CMSIS-NN level in the build that
     compiles its code; where that cannot run here, the reason names what is missing."""
     assert set(PROOF_BUILDS) | {"reference"} == set(KERNELS)
+    assert all(VARIANTS[v].kernels == k for k, v in PROOF_BUILDS.items())
     assert proof_runtime("reference")[0] == PYPI
     for kernels, variant in PROOF_BUILDS.items():
         runtime, why = proof_runtime(kernels)

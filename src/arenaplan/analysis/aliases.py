@@ -121,17 +121,25 @@ INPLACE_KERNELS: dict[str, InPlaceRule] = {
 }
 
 
+def _runs_reference(kernels: str, opcode: str | None) -> bool:
+    """Whether a ``kernels`` build runs TFLM's reference kernel for ``opcode`` (True
+    for None: no kernel to ask about)."""
+    if opcode is None or cmsis_features(kernels) is None:
+        return True
+    return not cmsis_nn.is_cmsis_kernel(opcode)
+
+
 def _variant_rules(kernels: str) -> dict[str, InPlaceRule]:
-    """The rules for the kernels a ``kernels`` build runs: the reference table, where a
-    CMSIS-NN build runs the reference kernel; the CMSIS-NN reading of that feature
-    level (``cmsis_nn.INPLACE_READ``) where it runs its own; no rule where its own
-    kernel was not read."""
+    """The rules for the kernels a ``kernels`` build runs: the reference table, where
+    the build runs the reference kernel; the CMSIS-NN reading of that feature level
+    (``cmsis_nn.INPLACE_READ``) where it runs its own; no rule where its own kernel
+    was not read."""
     features = cmsis_features(kernels)
     if features is None:
         return dict(INPLACE_KERNELS)
     table: dict[str, InPlaceRule] = {}
     for opcode, rule in INPLACE_KERNELS.items():
-        if not cmsis_nn.is_cmsis_kernel(opcode):
+        if _runs_reference(kernels, opcode):
             table[opcode] = replace(rule, source=f"the reference kernel: {rule.source}")
             continue
         read = cmsis_nn.INPLACE_READ.get(opcode, {}).get(features)
@@ -156,14 +164,6 @@ def _unread(kernels: str, opcode: str) -> str:
 # the reference kernel each view rule was read for; every variant runs it (a CMSIS-NN
 # build too: kernels/cmsis_nn/ has no strided_slice.cc or concatenation.cc)
 VIEW_KERNELS = {SLICE_VIEW: "STRIDED_SLICE", CONCAT_VIEW: "CONCATENATION"}
-
-
-def _runs_reference(kernels: str, opcode: str | None) -> bool:
-    """Whether a ``kernels`` build runs TFLM's reference kernel for ``opcode`` (True
-    for None: no kernel to ask about)."""
-    if opcode is None or cmsis_features(kernels) is None:
-        return True
-    return not cmsis_nn.is_cmsis_kernel(opcode)
 
 
 @dataclass(frozen=True, slots=True)

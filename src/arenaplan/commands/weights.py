@@ -179,9 +179,9 @@ def print_weights(console: Console, wp: WeightsPlan, proof: Proof | None) -> Non
     )
     if proof is not None and not proof.proven:
         console.print(f"[bold]UNPROVEN[/]: {escape(proof.reason or '')}")
-    if proof is not None and proof.proven:
+    elif proof is not None:
         console.print(
             f"proven in {proof.runtime}: outputs bit-identical to the original model's on "
-            f"{proof.trials} "
-            f"random inputs; measured head {proof.head:,} B = the plan's TFLM part"
+            f"{proof.trials} random inputs; measured head {proof.head:,} B = the plan's "
+            "TFLM part"
         )

@@ -108,6 +108,15 @@ class Variant:
     def compiler(self) -> str:
         return "arm-none-eabi-g++" if self.arm32 else "g++"
 
+    @property
+    def kernels(self) -> str:
+        """The kernels the build runs (``analysis.kernels``): CMSIS-NN at the feature
+        level its CPU compiles (plain C on the host, DSP on the Cortex-M4, MVE on the
+        Cortex-M55), else TFLM's reference kernels."""
+        if _CMSIS_NN not in self.make_args:
+            return "reference"
+        return {None: "cmsis_nn", ARM_CPU: "cmsis_nn+dsp", M55_CPU: "cmsis_nn+mve"}[self.cpu]
+
 
 _ARM = ("TARGET=cortex_m_generic", f"TARGET_ARCH={ARM_CPU}")
 _M55 = ("TARGET=cortex_m_generic", f"TARGET_ARCH={M55_CPU}")

@@ -18,15 +18,15 @@ from __future__ import annotations
 
 from dataclasses import KW_ONLY, dataclass
 
-from arenaplan.analysis.kernels import KERNEL_WORDS, REFERENCE
+from arenaplan.analysis.kernels import REFERENCE, check_kernels
 from arenaplan.verify.compare import compare_models
 from arenaplan.verify.runner import TflmRunner, tflm_available
 
 PROOF_TRIALS = 3  # random inputs per proof
 PROOF_SEED = 0
 PYPI = "TFLM (PyPI tflite-micro, reference kernels)"
-# kernels -> the TFLM build from source (verify.native.VARIANTS) that runs that code;
-# reference kernels are proven in the PyPI runtime, kernels absent here have no build.
+# kernels -> the TFLM build from source (verify.native.VARIANTS) that runs that code
+# (its ``Variant.kernels``); reference kernels are proven in the PyPI runtime.
 PROOF_BUILDS: dict[str, str] = {
     "cmsis_nn": "host-cmsis_nn",
     "cmsis_nn+dsp": "arm32-cmsis_nn",
@@ -71,10 +71,7 @@ def proof_runtime(kernels: str = REFERENCE) -> tuple[str, str | None]:
         return PYPI, "the TFLM runtime is not installed (pip install 'arenaplan[tflm]')"
     from arenaplan.verify.native import native_available
 
-    variant = PROOF_BUILDS.get(kernels)
-    if variant is None:
-        why = f"no TFLM build here runs {KERNEL_WORDS[kernels]}, so nothing can prove it"
-        return f"TFLM with {KERNEL_WORDS[kernels]}", why
+    variant = PROOF_BUILDS[check_kernels(kernels)]  # every CMSIS-NN level has one
     return f"TFLM {variant} (built from source)", native_available(variant)
 
 
