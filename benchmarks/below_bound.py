@@ -30,7 +30,6 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from arenaplan.analysis.kernels import KERNELS
 from arenaplan.export.offline_plan import with_offline_plan
 from arenaplan.export.tflite_writer import write_model
 from arenaplan.passes import make_pass, run_passes
@@ -38,6 +37,7 @@ from arenaplan.passes.band_search import model_macs
 from arenaplan.passes.inplace import alias_options
 from arenaplan.placement import PlanOptions, plan_model
 from arenaplan.reader import read_model_bytes
+from arenaplan.tflm.kernel_sets import KERNELS
 from arenaplan.verify.prove import prove
 
 DEFAULT_MODELS = Path(__file__).resolve().parents[2] / "shared" / "models"

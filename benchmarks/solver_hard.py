@@ -77,7 +77,7 @@ def tiling(n: int, seed: int, pinwheel: bool, steps: int = 400, height: int = 1 
 
 def merged_traces(names: list[str]) -> Problem | None:
     """Real models' head problems, shifted so their peaks coincide (None without them)."""
-    from arenaplan.placement.buffers import arena_items
+    from arenaplan.analysis.buffers import arena_items
     from arenaplan.reader import read_model
 
     buffers: list[Buffer] = []

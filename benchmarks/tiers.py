@@ -4,7 +4,7 @@
 
 Per model and target, with the target's fastest memory as "SRAM" and the next
 one that holds activations as "external": the estimated latency (ms, the target's
-time model, ``analysis.timing``) of all activations in SRAM (if they fit), all in
+time model, ``cost.timing``) of all activations in SRAM (if they fit), all in
 external RAM, all in SRAM but TFLM's persistent arena external, and our placement
 and Vela's strategy with SRAM limited to 100%, 75%, 50%, 35% and 25% of the lower
 bound; last, the worst ratio ours/Vela over those (<= 1.000: ours never worse).
@@ -20,8 +20,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from arenaplan.analysis.cost import default_memory
-from arenaplan.analysis.timing import estimate
+from arenaplan.cost.roofline import default_memory
+from arenaplan.cost.timing import estimate
 from arenaplan.errors import AllocationError
 from arenaplan.placement import plan_model
 from arenaplan.placement.tiers import place_tiers

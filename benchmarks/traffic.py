@@ -1,10 +1,10 @@
 """Measured against predicted memory traffic, per model, operator and tensor.
 
 Every model of ../shared/models that TFLM runs (and with --opmodels the small models of
-tests/analysis/opmodels.py, one or a few operators of each kernel) is run once in TFLM
+tests/kits/opmodels.py, one or a few operators of each kernel) is run once in TFLM
 built from source under the arenatraffic valgrind tool; every operator's loads and
 stores per tensor, scratch buffer and persistent block are compared with
-arenaplan.analysis.traffic. An error is the largest relative error over loads,
+arenaplan.cost.traffic. An error is the largest relative error over loads,
 stores, their bytes and the accesses by width; a figure misses when it is above 5%.
 
     python benchmarks/traffic.py [--models DIR] [--opmodels] [--variant host-reference]
@@ -32,7 +32,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from arenaplan.analysis.traffic import Difference, compare, fixed_terms, total, traffic_details
+from arenaplan.cost.traffic import Difference, compare, fixed_terms, total, traffic_details
 from arenaplan.reader import read_model_bytes
 from arenaplan.verify.traffic_measure import measure_traffic, traffic_available
 
@@ -53,8 +53,8 @@ def key_class(key: tuple) -> str:
 def _inputs(args) -> list[tuple[str, bytes]]:
     models = [(p.stem, p.read_bytes()) for p in sorted(args.models.glob("*.tflite"))]
     if args.opmodels:
-        sys.path.insert(0, str(ROOT / "tests" / "analysis"))
-        from opmodels import OP_MODELS, SHAPED
+        sys.path.insert(0, str(ROOT / "tests"))
+        from kits.opmodels import OP_MODELS, SHAPED
 
         models += [(f"op:{name}", make()) for name, make in {**OP_MODELS, **SHAPED}.items()]
     return models

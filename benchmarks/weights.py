@@ -26,10 +26,10 @@ from rich.table import Table
 from arenaplan.builder.mobilenet import mobilenet_v1, mobilenet_v2
 from arenaplan.errors import ArenaplanError
 from arenaplan.placement import PlanOptions
-from arenaplan.placement.weights import Policy
-from arenaplan.placement.weights_plan import plan_weights
 from arenaplan.reader import read_model, read_model_bytes
 from arenaplan.targets import load_builtin
+from arenaplan.weights.plan import plan_weights
+from arenaplan.weights.policies import Policy
 
 DEFAULT_MODELS = Path(__file__).resolve().parents[2] / "shared" / "models"
 POLICIES = (

@@ -6,7 +6,7 @@ figures it did not see.
 The report gives, per operator kind, the time with the whole arena in SRAM and in
 LPDDR, not the model; the model is assumed (``arenaplan.builder.xcore_report``:
 the report's operator counts, shapes from a TCN + LSTM audio network, not tuned to
-the timings), its accesses are lib_nn's (``analysis.traffic_xcore``).
+the timings), its accesses are lib_nn's (``cost.traffic_xcore``).
 
 The fit, in two stages, on five kinds (conv2d, add, lookup, mul, split):
 
@@ -15,7 +15,7 @@ The fit, in two stages, on five kinds (conv2d, add, lookup, mul, split):
    LOGISTIC and TANH (lookup) share one rate;
 2. LPDDR's extra latency per line read and per store (write-through) from the
    all-in-LPDDR times with those rates fixed: bounded weighted least squares, one
-   row per kind, weights 1 / sqrt(measured cycles) as in ``analysis.calibration``
+   row per kind, weights 1 / sqrt(measured cycles) as in ``cost.calibration``
    (bandwidth fixed at the target's: transfer time is subtracted, not fitted).
 
 Structural choices (:class:`Structure`) are not fitted but were chosen, some on the
@@ -44,8 +44,8 @@ from pathlib import Path
 
 import numpy as np
 
-from arenaplan.analysis.sizes import tensor_bytes
-from arenaplan.analysis.timing import (
+from arenaplan.builder.xcore_report import split_arena_model
+from arenaplan.cost.timing import (
     SCRATCH,
     OpAccesses,
     Reach,
@@ -54,9 +54,9 @@ from arenaplan.analysis.timing import (
     per_memory,
     transfer_cycles,
 )
-from arenaplan.builder.xcore_report import split_arena_model
 from arenaplan.ir.model import Model
 from arenaplan.targets import Target, load_builtin
+from arenaplan.tflm.sizes import tensor_bytes
 
 # the report's figures: kind -> (SRAM ms, LPDDR ms); its timer: 100 ticks per us
 MEASURED = {

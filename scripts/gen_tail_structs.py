@@ -52,7 +52,7 @@ sys.path.insert(0, str(REPO / "src"))
 from arenaplan.verify.native import BUILD_COMMAND, build_root, bundle_key  # noqa: E402
 from arenaplan.verify.native import compiler_identity as identity  # noqa: E402
 
-OUT = REPO / "src" / "arenaplan" / "analysis" / "data" / "tail_structs.json"
+OUT = REPO / "src" / "arenaplan" / "tflm" / "data" / "tail_structs.json"
 PROFILES = ("pypi", "arm32", "int32", "host")
 DOWNLOADS = "tensorflow/lite/micro/tools/make/downloads"
 COMMON = ("-std=c++17", "-O0", "-w", "-fno-rtti", "-fno-exceptions", "-Winvalid-pch")

@@ -3,11 +3,11 @@
 
     python scripts/gen_traffic_fixed.py [--variant host-reference] [--out FILE]
 
-Runs every model of ``fixed_models()`` (``tests/analysis/traffic_models.py``: the
+Runs every model of ``fixed_models()`` (``tests/kits/traffic_models.py``: the
 shared models, the op and built models of the tests, models that vary the number of
 inputs and steps) once in TFLM under the arenatraffic valgrind tool, takes each
 modelled operator's measured traffic less its data terms
-(``arenaplan.analysis.traffic.fixed_terms``) and writes, per kernel path and role,
+(``arenaplan.cost.traffic.fixed_terms``) and writes, per kernel path and role,
 the loads and stores every instance of the path agrees on (``NOT_FIXED`` names the
 paths left out, and ``NOT_MEASURED`` of the set the models).
 
@@ -40,23 +40,23 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO / "src"), str(REPO / "tests"), str(REPO / "tests" / "analysis")]
+sys.path[:0] = [str(REPO / "src"), str(REPO / "tests")]
 
-from traffic_models import NOT_MEASURED, fixed_models  # noqa: E402
+from kits.traffic_models import NOT_MEASURED, fixed_models  # noqa: E402
 
-from arenaplan.analysis.traffic import Item, fixed_terms, role_items, role_text  # noqa: E402
+from arenaplan.cost.traffic import Item, fixed_terms, role_items, role_text  # noqa: E402
 from arenaplan.reader import read_model_bytes  # noqa: E402
 from arenaplan.verify.native import bundle_key, variant_dir  # noqa: E402
 from arenaplan.verify.traffic_measure import measure_traffic, traffic_available  # noqa: E402
 
-OUT = REPO / "src" / "arenaplan" / "analysis" / "data" / "traffic_fixed.json"
+OUT = REPO / "src" / "arenaplan" / "cost" / "data" / "traffic_fixed.json"
 ABOUT = (
     "Per TFLM kernel path, the fixed loads (and stores, after '/') of one invoke, by role: "
     "inK/outK the eval tensor of input/output K ('in*' every input), node, fw (framework), "
     "model (flatbuffer bytes other than tensor data), opdata (the scalar fields of the "
     "operator data), handles (scratch handles). Each item is 'width:count' (width in bytes, "
     "count in accesses); a count may use rK/qK (rank of input/output K), n (inputs) and the "
-    "kernel's own variables (arenaplan.analysis.traffic). Measured under valgrind on the "
+    "kernel's own variables (arenaplan.cost.traffic). Measured under valgrind on the "
     "variant below."
 )
 _BINARY = {"model": "4:?+r0+r1+q0"}  # the dims of both inputs and the output

@@ -6,11 +6,11 @@ import pytest
 from testkit import model_path
 
 from arenaplan.analysis.lifetimes import UNSET, compute_lifetimes
-from arenaplan.analysis.scratch import scratch_requests
-from arenaplan.analysis.sizes import tensor_bytes
 from arenaplan.errors import UnsupportedModelError
 from arenaplan.ir import DType, Model, Operator, Options, Subgraph, Tensor
 from arenaplan.reader import read_model
+from arenaplan.tflm.scratch import scratch_requests
+from arenaplan.tflm.sizes import tensor_bytes
 
 
 def _t(i: int, shape=(4,), const: bool = False, var: bool = False) -> Tensor:

@@ -9,10 +9,10 @@ from testkit import model_path
 
 pytest.importorskip("scipy", reason="calibration needs scipy (pip install 'arenaplan[calibrate]')")
 
-from analysis.profiles_kit import VWW, log_text, placement, true_target
+from kits.profiles_kit import VWW, log_text, placement, true_target
 
-from arenaplan.analysis.timing import model_cycles, operator_accesses
 from arenaplan.cli import main
+from arenaplan.cost.timing import model_cycles, operator_accesses
 from arenaplan.reader import read_model
 from arenaplan.targets import load_target
 

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from kits.weights_models import chain
 
 from arenaplan.builder.mobilenet import mobilenet_v1
 from arenaplan.cli import main
@@ -22,9 +23,6 @@ from arenaplan.explore.grid import make_tasks, parse_sizes
 from arenaplan.explore.report import pareto, smallest_fitting, sweep_report
 from arenaplan.explore.store import Store
 from arenaplan.explore.tasks import Task, run_task
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "placement"))
-from test_weights import chain
 
 
 @pytest.fixture(scope="module")

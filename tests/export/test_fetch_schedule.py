@@ -1,4 +1,4 @@
-"""The weights blob and the fetch schedule (export/weights_blob.py, export/fetch_schedule.py).
+"""The weights blob and the fetch schedule (weights/blob.py, weights/schedule.py).
 
 The proof: for every CONV_2D and DEPTHWISE_CONV_2D operator of the shared models (and
 a built MobileNetV2), the generated fetch.h is compiled with a test driver
@@ -13,25 +13,22 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
+from kits.weights_models import chain
 from testkit import MODEL_PATHS
 
 from arenaplan.builder.mobilenet import mobilenet_v2
-from arenaplan.export.fetch_schedule import BEFORE, DURING, fetch_header, group_fetches
 from arenaplan.export.tflite_writer import write_model
-from arenaplan.export.weights_blob import BLOCK_ALIGN, weights_blob
 from arenaplan.ir.model import Model
 from arenaplan.reader import read_model, read_model_bytes
 from arenaplan.targets import load_builtin
 from arenaplan.verify.runner import TflmRunner, tflm_available
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "placement"))
-from test_weights import chain
+from arenaplan.weights.blob import BLOCK_ALIGN, weights_blob
+from arenaplan.weights.schedule import BEFORE, DURING, fetch_header, group_fetches
 
 DRIVER = Path(__file__).with_name("fetch_check.cc")
 KINDS = {"CONV_2D": 0, "DEPTHWISE_CONV_2D": 1}

@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 from testkit import model_path
 
-from arenaplan.analysis.persistent import PROFILES, min_arena, predict_tail
 from arenaplan.cli import main
 from arenaplan.export.firmware import firmware_header
 from arenaplan.export.offline_plan import with_offline_plan
 from arenaplan.placement import Plan, PlanOptions, plan_model
 from arenaplan.reader import load_model, read_model
+from arenaplan.tflm.tail import PROFILES, min_arena, predict_tail
 
 # The signatures of micro_allocator.h that the header calls, standing in for it.
 TFLM_DECL = """#pragma once

@@ -45,8 +45,7 @@ from testkit import MODEL_PATHS, STATEFUL_LSTM, TFLM_REFUSES, model_path
 
 from arenaplan.allocation.bounds import live_bytes_bound
 from arenaplan.allocation.problem import Problem
-from arenaplan.analysis import persistent
-from arenaplan.analysis.persistent import PROFILES, BuildProfile, predict_tail
+from arenaplan.analysis.buffers import arena_items
 from arenaplan.cli import main
 from arenaplan.errors import AllocationError
 from arenaplan.export.firmware import firmware_header
@@ -60,10 +59,11 @@ from arenaplan.export.planner_cpp import (
 )
 from arenaplan.ir.model import Model
 from arenaplan.placement import PlanOptions, plan_model
-from arenaplan.placement.buffers import arena_items
 from arenaplan.placement.tiers import TierPlacement, place_tiers
 from arenaplan.reader import read_model
 from arenaplan.targets import load_builtin
+from arenaplan.tflm import tail as persistent
+from arenaplan.tflm.tail import PROFILES, BuildProfile, predict_tail
 from arenaplan.units import parse_size
 from arenaplan.verify.inputs import random_inputs
 from arenaplan.verify.runner import GENEROUS_ARENA, TflmRunner, tflm_available

@@ -14,7 +14,6 @@ import pytest
 from testkit import model_path
 
 import arenaplan.export.picture as picture
-from arenaplan.analysis.persistent import predict_tail
 from arenaplan.cli import main
 from arenaplan.export.report import html_report
 from arenaplan.export.summary import find_peak
@@ -23,6 +22,7 @@ from arenaplan.placement.planner import layout_plan
 from arenaplan.placement.tiers import laid_out_offsets, place_tiers, region_bases
 from arenaplan.reader import load_model
 from arenaplan.targets import load_builtin
+from arenaplan.tflm.tail import predict_tail
 
 pytest.importorskip("matplotlib", reason="pictures need matplotlib (extra 'report')")
 

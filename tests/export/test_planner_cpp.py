@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 from testkit import model_path
 
+from arenaplan.analysis.buffers import arena_items
 from arenaplan.cli import main
 from arenaplan.export.firmware import firmware_header
 from arenaplan.export.offline_plan import with_offline_plan
 from arenaplan.export.planner_cpp import planner_source, split_persistent
 from arenaplan.placement import PlanOptions, plan_model
-from arenaplan.placement.buffers import arena_items
 from arenaplan.placement.tiers import place_tiers
 from arenaplan.reader import load_model, read_model
 from arenaplan.targets import load_builtin

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import flatbuffers
 import pytest
 import tflite
-from analysis.opmodels import OP_MODELS, SHAPED
+from kits.opmodels import OP_MODELS, SHAPED
 from testkit import TFLM_REFUSES, model_params, model_path
 
 from arenaplan.errors import UnsupportedModelError

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from analysis.opmodels import F32, I8, I32, SHAPED, Net
+from kits.opmodels import F32, I8, I32, SHAPED, Net
 
-from arenaplan.ir.checks import verify_ir
 from arenaplan.ir.model import Model
+from arenaplan.ir.verifier import verify_ir
 from arenaplan.passes import run_passes
 from arenaplan.passes.band_search import model_macs, view_peak
 from arenaplan.passes.bands import Bands

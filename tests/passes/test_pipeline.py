@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 import pytest
-from analysis.opmodels import SHAPED
+from kits.opmodels import SHAPED
 
 from arenaplan.errors import PassError
 from arenaplan.ir.model import Model

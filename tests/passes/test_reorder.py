@@ -9,18 +9,18 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from analysis.opmodels import OP_MODELS, SHAPED, Net
+from kits.opmodels import OP_MODELS, SHAPED, Net
 from testkit import model_params, model_path
 
 from arenaplan.allocation.bounds import live_bytes_bound
 from arenaplan.allocation.problem import Problem
+from arenaplan.analysis.buffers import arena_items
 from arenaplan.ir import DType, Model, Operator, Options, Subgraph, Tensor
-from arenaplan.ir.checks import verify_ir
+from arenaplan.ir.verifier import verify_ir
 from arenaplan.passes import pass_class, run_passes
 from arenaplan.passes.reorder import Reorder, order_problem, with_order
 from arenaplan.passes.schedule import peak_bytes
 from arenaplan.placement import plan_model
-from arenaplan.placement.buffers import arena_items
 from arenaplan.reader import read_model_bytes
 
 SYNTHETIC = {**OP_MODELS, **SHAPED}

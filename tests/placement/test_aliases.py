@@ -13,13 +13,22 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
-from analysis.opmodels import F32, I8, I16, I32, Net, binary, quantize_dequantize, unary
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kits.opmodels import F32, I8, I16, I32, Net, binary, quantize_dequantize, unary
 from testkit import model_path
 
-from arenaplan.analysis import cmsis_nn
-from arenaplan.analysis.aliases import (
+from arenaplan.analysis.buffers import arena_items
+from arenaplan.errors import PlanValidationError
+from arenaplan.ir.model import Operator, Options
+from arenaplan.passes import pass_class
+from arenaplan.passes.inplace import InPlace, alias_options
+from arenaplan.placement import Plan, PlanOptions, check_plan, plan_model
+from arenaplan.placement.alias_classes import alias_layout
+from arenaplan.placement.validate import offline_plan_problems, plan_problems
+from arenaplan.reader import read_model, read_model_bytes
+from arenaplan.tflm import cmsis_nn
+from arenaplan.tflm.aliases import (
     CONCAT_VIEW,
     INPLACE,
     INPLACE_KERNELS,
@@ -31,16 +40,7 @@ from arenaplan.analysis.aliases import (
     contiguous_start,
     slice_ranges,
 )
-from arenaplan.analysis.kernels import KERNELS, cmsis_features
-from arenaplan.errors import PlanValidationError
-from arenaplan.ir.model import Operator, Options
-from arenaplan.passes import pass_class
-from arenaplan.passes.inplace import InPlace, alias_options
-from arenaplan.placement import Plan, PlanOptions, check_plan, plan_model
-from arenaplan.placement.alias_classes import alias_layout
-from arenaplan.placement.buffers import arena_items
-from arenaplan.placement.validate import offline_plan_problems, plan_problems
-from arenaplan.reader import read_model, read_model_bytes
+from arenaplan.tflm.kernel_sets import KERNELS, cmsis_features
 
 INPLACE_ONLY = PlanOptions(aliases=frozenset({"inplace"}))
 CLOBBER = PlanOptions(aliases=frozenset({"inplace"}), clobber_inputs=True)

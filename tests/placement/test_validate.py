@@ -8,16 +8,13 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-from analysis.opmodels import F32, I8, Net
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kits.opmodels import F32, I8, Net
 from testkit import model_params
 
-from arenaplan.analysis import aliases, lifetimes, sizes
-from arenaplan.analysis.aliases import INPLACE_RULES, InPlaceRule
-from arenaplan.analysis.kernels import KERNELS
+from arenaplan.analysis import lifetimes
 from arenaplan.analysis.lifetimes import compute_lifetimes
-from arenaplan.analysis.sizes import tensor_bytes
 from arenaplan.errors import PlanValidationError
 from arenaplan.ir import DType, Model, Operator, Options, Subgraph, Tensor
 from arenaplan.placement import PlanOptions, check_plan, plan_model
@@ -29,6 +26,10 @@ from arenaplan.placement.validate import (
     plan_problems,
 )
 from arenaplan.reader import read_model, read_model_bytes
+from arenaplan.tflm import aliases, sizes
+from arenaplan.tflm.aliases import INPLACE_RULES, InPlaceRule
+from arenaplan.tflm.kernel_sets import KERNELS
+from arenaplan.tflm.sizes import tensor_bytes
 
 # ---- two statements of one fact agree -----------------------------------------------
 
@@ -154,7 +155,7 @@ def test_a_planner_that_forgets_later_reads_is_refused(monkeypatch) -> None:
 
 
 def test_a_planner_that_undersizes_tensors_is_refused(monkeypatch) -> None:
-    """The planner's tensor bytes (``analysis.sizes``) halved: the validator's own
+    """The planner's tensor bytes (``tflm.sizes``) halved: the validator's own
     sizes make the tensors overlap or overrun the arena."""
     real = sizes._subgraph_bytes
     monkeypatch.setattr(sizes, "_subgraph_bytes", lambda sg: tuple(b // 2 for b in real(sg)))

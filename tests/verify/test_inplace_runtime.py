@@ -18,11 +18,11 @@ from testkit import model_params, model_path
 
 pytest.importorskip("tflite_micro", reason="the TFLM runtime (pip install tflite-micro) is absent")
 
-from arenaplan.analysis.aliases import INPLACE, INPLACE_KERNELS
 from arenaplan.export.offline_plan import with_offline_plan
 from arenaplan.placement import Plan, PlanOptions, plan_model
 from arenaplan.placement.validate import offline_plan_problems
 from arenaplan.reader import read_model_bytes
+from arenaplan.tflm.aliases import INPLACE, INPLACE_KERNELS
 from arenaplan.verify import TflmRunner, compare_models, measure
 from arenaplan.verify.compare import VerifyReport
 from arenaplan.verify.inputs import random_inputs
@@ -111,7 +111,7 @@ def test_an_unlisted_kernel_in_place_is_caught_by_the_outputs(runner) -> None:
     """The negative control: DEQUANTIZE widens int8 to float32, so writing its output
     over its input corrupts input bytes before they are read. TFLM runs the plan and
     computes garbage; the validator would have refused it."""
-    from analysis.opmodels import F32, I8, Net
+    from kits.opmodels import F32, I8, Net
 
     n = Net("dequantize_in_place")
     x = n.act((1, 64), F32)
@@ -178,7 +178,7 @@ def test_cmsis_nn_kernels_in_place_are_bit_exact(name: str, variant: str) -> Non
 def test_cmsis_nn_widening_softmax_in_place_is_caught_by_the_outputs(variant: str) -> None:
     """The negative control: arm_softmax_s8_s16 writes int16 elements, so its output
     over its input overwrites input bytes before they are read."""
-    from analysis.opmodels import I8, I16, Net
+    from kits.opmodels import I8, I16, Net
 
     n = Net("softmax_s8_s16_in_place")
     x, r = n.act((2, 10), I8, scale=0.1), n.act((2, 10), I8, scale=0.1)

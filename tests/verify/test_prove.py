@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from arenaplan.analysis.kernels import KERNELS
+from arenaplan.tflm.kernel_sets import KERNELS
 from arenaplan.verify.native import VARIANTS
 from arenaplan.verify.prove import PROOF_BUILDS, PROOF_TRIALS, PYPI, Proof, proof_runtime
 

@@ -132,7 +132,7 @@ def test_every_built_model_planned_runs_bit_exact_with_every_figure_true() -> No
     """The 92 small models of the tail rules (one per kernel path, and three shaped like
     real reports), planned and run: outputs identical, head, tail and smallest arena as
     predicted (or the estimate says what it leaves out)."""
-    from analysis.opmodels import OP_MODELS, SHAPED
+    from kits.opmodels import OP_MODELS, SHAPED
 
     from arenaplan.commands.plan import planned_model_bytes
 

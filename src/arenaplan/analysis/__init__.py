@@ -1,1 +1,2 @@
-"""Analyses of the IR whose results live beside it: lifetimes, scratch, bounds."""
+"""Analyses of the IR whose results live beside it: tensor lifetimes and the buffers the
+arena must hold."""

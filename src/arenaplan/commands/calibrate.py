@@ -17,11 +17,11 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from arenaplan.analysis.calibration import Calibration, Run, calibrate
-from arenaplan.analysis.cost import TensorKey, default_memory
-from arenaplan.analysis.profile_log import parse_profile
-from arenaplan.analysis.timing import operator_accesses
 from arenaplan.commands.common import add_target_options, target_from_args
+from arenaplan.cost.calibration import Calibration, Run, calibrate
+from arenaplan.cost.profile_log import parse_profile
+from arenaplan.cost.roofline import TensorKey, default_memory
+from arenaplan.cost.timing import operator_accesses
 from arenaplan.errors import UsageError
 from arenaplan.export.files import Outputs
 from arenaplan.inputs import read_text_input

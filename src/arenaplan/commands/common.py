@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from arenaplan.analysis.kernels import KERNEL_WORDS, KERNELS, REFERENCE
 from arenaplan.errors import UsageError
 from arenaplan.targets import Target, load_builtin, load_target
+from arenaplan.tflm.kernel_sets import KERNEL_WORDS, KERNELS, REFERENCE
 
 
 def add_target_options(p: argparse.ArgumentParser, default: str | None, what: str) -> None:

@@ -93,8 +93,8 @@ def run_command(args: argparse.Namespace, console: Console) -> int:
 
 def _tasks(args: argparse.Namespace):
     from arenaplan.passes import PASS_CLASSES
-    from arenaplan.placement.weights import parse_weights
     from arenaplan.targets.load import builtin_names
+    from arenaplan.weights.policies import parse_weights
 
     targets = words(args.target, "--target")
     for t in targets:

@@ -10,9 +10,9 @@ from rich.table import Table
 
 from arenaplan.allocation.bounds import live_bytes_bound
 from arenaplan.allocation.problem import Problem
+from arenaplan.analysis.buffers import arena_items
 from arenaplan.commands.common import add_kernels_option, kernels_from_args
 from arenaplan.ir.model import Model, Operator
-from arenaplan.placement.buffers import arena_items
 from arenaplan.reader import load_model
 
 _SHOWN_OPTIONS = (

@@ -15,20 +15,20 @@ from rich.table import Table
 
 from arenaplan.allocation.bounds import live_bytes_bound
 from arenaplan.allocation.problem import Problem
-from arenaplan.analysis.persistent import (
+from arenaplan.analysis.buffers import arena_items
+from arenaplan.errors import UsageError
+from arenaplan.export.summary import PROFILE_WORDS, arena_line, estimate_words
+from arenaplan.ir.model import Model
+from arenaplan.placement import Plan, PlanOptions
+from arenaplan.placement.planner import layout_plan
+from arenaplan.placement.tiers import TierPlacement, laid_out_offsets, place_tiers, region_bases
+from arenaplan.targets import Memory, Target
+from arenaplan.tflm.tail import (
     min_arena,
     planning_room,
     predict_tail,
     tail_estimate,
 )
-from arenaplan.errors import UsageError
-from arenaplan.export.summary import PROFILE_WORDS, arena_line, estimate_words
-from arenaplan.ir.model import Model
-from arenaplan.placement import Plan, PlanOptions
-from arenaplan.placement.buffers import arena_items
-from arenaplan.placement.planner import layout_plan
-from arenaplan.placement.tiers import TierPlacement, laid_out_offsets, place_tiers, region_bases
-from arenaplan.targets import Memory, Target
 from arenaplan.units import parse_size
 
 

@@ -15,8 +15,6 @@ from pathlib import Path
 from rich.console import Console
 
 from arenaplan.allocation.registry import ALLOCATORS
-from arenaplan.analysis.persistent import PROFILES, predict_tail
-from arenaplan.analysis.support import tflm_refusals
 from arenaplan.commands.common import (
     add_kernels_option,
     add_target_options,
@@ -62,15 +60,17 @@ from arenaplan.export.planner_cpp import planner_source
 from arenaplan.export.report import html_report
 from arenaplan.export.summary import arena_line, print_rewrite, print_summary
 from arenaplan.export.tflite_writer import write_model
-from arenaplan.export.weights_blob import WeightsBlob
 from arenaplan.ir.model import Model
 from arenaplan.placement import Plan, PlanOptions, plan_model
 from arenaplan.placement.tiers import TierPlacement, place_tiers
-from arenaplan.placement.weights_plan import WeightsPlan
 from arenaplan.reader import load_model, read_model_bytes
 from arenaplan.targets import Memory, Target
+from arenaplan.tflm.refusals import tflm_refusals
+from arenaplan.tflm.tail import PROFILES, predict_tail
 from arenaplan.units import SIZE_HELP, seconds_arg
 from arenaplan.verify.prove import Proof, prove
+from arenaplan.weights.blob import WeightsBlob
+from arenaplan.weights.plan import WeightsPlan
 
 _OUTPUTS = (
     ("output", "-o"),

@@ -1,6 +1,6 @@
 """``arenaplan profile MODEL``: the memory traffic of every operator, per tensor.
 
-Predicted by :mod:`arenaplan.analysis.traffic` (TFLM's reference kernels, one invoke);
+Predicted by :mod:`arenaplan.cost.traffic` (TFLM's reference kernels, one invoke);
 with ``--measure``, also measured: the model run once in TFLM built from source under
 the ``arenatraffic`` valgrind tool (``scripts/build_tflm.py``, then
 ``scripts/build_traffic.py``), every load and store attributed by address, and the
@@ -16,7 +16,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from arenaplan.analysis.traffic import (
+from arenaplan.cost.traffic import (
     HOST_REFERENCE,
     Key,
     OpTraffic,

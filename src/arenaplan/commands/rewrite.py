@@ -11,12 +11,12 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from arenaplan.analysis.persistent import min_arena_estimate
 from arenaplan.errors import ArenaplanError
 from arenaplan.ir.model import Model
 from arenaplan.passes import PASS_CLASSES, PassRecord, make_pass, run_passes
 from arenaplan.passes.inplace import alias_options
 from arenaplan.placement.plan import Plan
+from arenaplan.tflm.tail import min_arena_estimate
 from arenaplan.units import SIZE_HELP, percent_arg, size_arg
 
 FIT_PASSES = ("reorder", "inplace", "bands")

@@ -11,14 +11,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from arenaplan.errors import UsageError
-from arenaplan.export.fetch_schedule import fetch_header, group_fetches
-from arenaplan.export.weights_blob import WeightsBlob, weights_blob
 from arenaplan.ir.model import Model
 from arenaplan.placement import Plan, PlanOptions
-from arenaplan.placement.weights import Policy, parse_weights
-from arenaplan.placement.weights_plan import WeightsPlan, plan_weights
 from arenaplan.targets import Target
 from arenaplan.verify.prove import Proof, prove
+from arenaplan.weights.blob import WeightsBlob, weights_blob
+from arenaplan.weights.plan import WeightsPlan, plan_weights
+from arenaplan.weights.policies import Policy, parse_weights
+from arenaplan.weights.schedule import fetch_header, group_fetches
 
 
 def add_weights_option(p: argparse.ArgumentParser) -> None:
@@ -122,7 +122,7 @@ def weights_json(wp: WeightsPlan, proof: Proof | None, blob: WeightsBlob) -> dic
         "estimated_seconds": wp.seconds,
         "baseline": wp.baseline,
         "estimated_seconds_baseline": wp.baseline_total,
-        "estimates": "time model of the target (analysis.timing), not measured",
+        "estimates": "time model of the target (cost.timing), not measured",
         "tflm_head": tflm_head(wp.plan),
         "proof": proof.as_dict() if proof else None,
         "operators": [

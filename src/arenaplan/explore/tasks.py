@@ -175,8 +175,8 @@ def _extra_macs(model, rewritten) -> float:
 
 
 def _without_weights(model, target, caps, options) -> dict[str, Any]:
-    from arenaplan.analysis.cost import default_memory
-    from arenaplan.analysis.timing import Timer
+    from arenaplan.cost.roofline import default_memory
+    from arenaplan.cost.timing import Timer
     from arenaplan.placement import plan_model
     from arenaplan.placement.tiers import place_tiers
 
@@ -193,8 +193,8 @@ def _without_weights(model, target, caps, options) -> dict[str, Any]:
 
 
 def _with_weights(model, target, policy, caps, options) -> dict[str, Any]:
-    from arenaplan.placement.weights import parse_weights
-    from arenaplan.placement.weights_plan import plan_weights
+    from arenaplan.weights.plan import plan_weights
+    from arenaplan.weights.policies import parse_weights
 
     wp = plan_weights(model, target, parse_weights(policy), caps, options)
     fast = target.fastest().name

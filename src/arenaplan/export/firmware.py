@@ -25,16 +25,16 @@ import re
 import zlib
 
 from arenaplan import __version__
-from arenaplan.analysis.kernels import KERNEL_WORDS, REFERENCE
-from arenaplan.analysis.persistent import (
+from arenaplan.ir.model import Model
+from arenaplan.placement.plan import Plan
+from arenaplan.tflm.kernel_sets import KERNEL_WORDS, REFERENCE
+from arenaplan.tflm.tail import (
     PROFILES,
     min_arena,
     min_arena_estimate,
     planning_room,
     tail_estimate,
 )
-from arenaplan.ir.model import Model
-from arenaplan.placement.plan import Plan
 
 # What each build profile stands for, as the header's first comment says it.
 PROFILE_TEXT = {

@@ -7,9 +7,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from arenaplan import __version__
-from arenaplan.analysis.persistent import PROFILES, min_arena_estimate, tail_estimate
 from arenaplan.ir.model import Model
 from arenaplan.placement.plan import Plan
+from arenaplan.tflm.tail import PROFILES, min_arena_estimate, tail_estimate
 
 FORMAT_VERSION = 1
 

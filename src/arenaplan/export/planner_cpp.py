@@ -31,7 +31,7 @@ of the plan being committed: nothing lives there once ``AllocateTensors`` is don
 grow up from the array's start, within the first ``kTemporaryBytes``: the two never
 meet, so a model that needs more than predicted is refused, never corrupted.
 ``kTailBytes`` is TFLM's tail for the build profile with the MicroAllocator as
-its only object (``analysis.persistent``); ``kTemporaryBytes`` the most TFLM's
+its only object (``tflm.tail``); ``kTemporaryBytes`` the most TFLM's
 temporaries hold at once (``temporary_bytes``).
 """
 
@@ -40,21 +40,21 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from arenaplan.analysis.kernels import REFERENCE
-from arenaplan.analysis.persistent import (
+from arenaplan.analysis.buffers import arena_items
+from arenaplan.errors import UsageError
+from arenaplan.ir.model import Model, Operator, Subgraph
+from arenaplan.placement.tiers import TierPlacement
+from arenaplan.targets.model import Target
+from arenaplan.tflm.kernel_sets import REFERENCE
+from arenaplan.tflm.scratch import scratch_requests
+from arenaplan.tflm.sizes import tensor_bytes
+from arenaplan.tflm.tail import (
     PROFILES,
     SCRATCH_REQUEST,
     BuildProfile,
     planning_bytes,
     tail_estimate,
 )
-from arenaplan.analysis.scratch import scratch_requests
-from arenaplan.analysis.sizes import tensor_bytes
-from arenaplan.errors import UsageError
-from arenaplan.ir.model import Model, Operator, Subgraph
-from arenaplan.placement.buffers import arena_items
-from arenaplan.placement.tiers import TierPlacement
-from arenaplan.targets.model import Target
 
 # sizeof(tflite::MicroAllocator), by pointer size: what MicroAllocator::Create puts in
 # the persistent array before the model's own data (reference B2).

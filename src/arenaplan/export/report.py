@@ -13,15 +13,15 @@ from __future__ import annotations
 import html
 from collections.abc import Mapping
 
-from arenaplan.analysis.cost import TensorKey, default_memory
-from arenaplan.analysis.timing import estimate
+from arenaplan.cost.roofline import TensorKey, default_memory
+from arenaplan.cost.timing import estimate
 from arenaplan.export.json_plan import persistent_figures
 from arenaplan.export.picture import render, render_memories
 from arenaplan.export.summary import find_peak, saving
 from arenaplan.ir.model import Model
 from arenaplan.placement.plan import Plan
-from arenaplan.placement.weights_plan import WeightsPlan
 from arenaplan.targets.model import Target
+from arenaplan.weights.plan import WeightsPlan
 
 Region = tuple[str, int, int, int]  # (memory, base in the laid-out head, bytes used, capacity)
 

@@ -16,9 +16,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from arenaplan.analysis.persistent import min_arena_estimate, predict_tail, tail_estimate
 from arenaplan.ir.model import Model
 from arenaplan.placement.plan import Plan
+from arenaplan.tflm.tail import min_arena_estimate, predict_tail, tail_estimate
 
 if TYPE_CHECKING:  # types only: the summary prints what the passes and the proof say
     from arenaplan.passes.pipeline import PassRecord

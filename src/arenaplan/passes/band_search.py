@@ -2,7 +2,7 @@
 
 The estimate (``view_peak``) is for ranking candidates only: live activation bytes
 per scope (sizes rounded to 16, scratch not counted) with the views the planner may
-use for bands (``analysis.aliases``: a STRIDED_SLICE of whole rows inside its input,
+use for bands (``tflm.aliases``: a STRIDED_SLICE of whole rows inside its input,
 the inputs of a CONCATENATION along H inside its output). The planner's own figure,
 checked by the validator and proven in TFLM, is what the command reports.
 """
@@ -15,12 +15,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from arenaplan.allocation.packing import align_up
-from arenaplan.analysis.aliases import CONCAT_VIEW, SLICE_VIEW, Alias, alias_candidates
 from arenaplan.analysis.lifetimes import Lifetimes, compute_lifetimes
-from arenaplan.analysis.sizes import tensor_bytes
 from arenaplan.ir.model import Model, Operator, Subgraph
 from arenaplan.passes.band_split import Chain, band_rows, needs
 from arenaplan.passes.rows import window
+from arenaplan.tflm.aliases import CONCAT_VIEW, SLICE_VIEW, Alias, alias_candidates
+from arenaplan.tflm.sizes import tensor_bytes
 
 ALIGN = 16  # bytes, TFLM's arena alignment
 MAC_OPS = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV")
@@ -170,7 +170,7 @@ def _root(base: dict[int, int], t: int) -> int:
 
 def _view_bases(views: tuple[Alias, ...], concat_views: bool) -> dict[int, int]:
     """view tensor -> the tensor whose bytes it shares, by the planner's own view rules
-    (``analysis.aliases``: slices of whole rows inside their input, concatenation
+    (``tflm.aliases``: slices of whole rows inside their input, concatenation
     inputs inside the output, each starting at a multiple of 16 bytes)."""
     rules = (SLICE_VIEW, CONCAT_VIEW) if concat_views else (SLICE_VIEW,)
     return {a.tensor: a.base for a in views if a.kind in rules}

@@ -16,7 +16,6 @@ from typing import ClassVar
 import numpy as np
 
 from arenaplan.analysis.lifetimes import compute_lifetimes
-from arenaplan.analysis.persistent import tail_estimate
 from arenaplan.errors import UsageError
 from arenaplan.ir.model import Model
 from arenaplan.passes.band_search import (
@@ -28,6 +27,7 @@ from arenaplan.passes.band_search import (
 )
 from arenaplan.passes.band_split import Chain, split_chain
 from arenaplan.passes.base import PassResult
+from arenaplan.tflm.tail import tail_estimate
 
 BAND_COUNTS = (2, 3, 4, 5, 6, 7, 8, 10, 12, 16, 20, 24, 32)
 FIT_BUDGETS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 4.0)  # fractions of the MACs

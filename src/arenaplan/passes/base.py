@@ -4,7 +4,7 @@ A pass is a frozen dataclass whose fields are its options, with a class-level
 ``name`` (kebab-case, the word users type in ``--passes``) and ``summary`` (one
 line for ``arenaplan passes``). ``run`` returns a new model and what it changed;
 it never edits its input (the IR is frozen anyway). The pipeline, not the pass,
-verifies the IR afterwards (``ir.checks.verify_ir``).
+verifies the IR afterwards (``ir.verifier.verify_ir``).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ The pass does not change the graph: aliasing is a decision of the planner, not a
 rewrite. It exists so that ``--passes inplace`` is listed and selected, and says
 how many operators could write over an input; the command layer turns the chosen
 passes into planner options with ``alias_options``. Which kernels are safe, and
-why, for each kernels variant, is in docs/inplace.md (``analysis.aliases.INPLACE_RULES``).
+why, for each kernels variant, is in docs/inplace.md (``tflm.aliases.INPLACE_RULES``).
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import ClassVar
 
-from arenaplan.analysis.aliases import INPLACE, alias_candidates
-from arenaplan.analysis.kernels import REFERENCE
 from arenaplan.ir.model import Model
 from arenaplan.passes.base import PassResult
+from arenaplan.tflm.aliases import INPLACE, alias_candidates
+from arenaplan.tflm.kernel_sets import REFERENCE
 
 # pass name -> the alias kinds (``PlanOptions.aliases``) it asks the planner for:
 # bands cuts tensors into row bands with STRIDED_SLICE and joins them with
@@ -31,7 +31,7 @@ ALIASES_OF_PASS: dict[str, frozenset[str]] = {
 class InPlace:
     """``clobber_inputs``: an operator may also write over a graph input (the
     application fills the inputs again before every invoke). ``kernels``: the kernels
-    the build runs (``analysis.kernels``), whose in-place rules apply."""
+    the build runs (``tflm.kernel_sets``), whose in-place rules apply."""
 
     name: ClassVar[str] = "inplace"
     summary: ClassVar[str] = (

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from arenaplan.errors import ModelFormatError, PassError
-from arenaplan.ir.checks import verify_ir
 from arenaplan.ir.model import Model
+from arenaplan.ir.verifier import verify_ir
 from arenaplan.passes.base import Pass
 
 

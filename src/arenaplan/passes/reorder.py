@@ -2,7 +2,7 @@
 
 The peak is the one the planner cannot go below (``allocation.bounds``): the
 largest sum, over TFLM's scopes, of the live planned tensors and scratch buffers
-of ``placement.buffers.arena_items``, each rounded up to 16 bytes. The order is
+of ``analysis.buffers.arena_items``, each rounded up to 16 bytes. The order is
 searched by ``passes.schedule`` on the subgraph's own scopes (inputs in scope 0,
 operator i in scope i+1, outputs alive to the last scope); the model is rewritten
 only if the whole model's peak goes down, so the pass is never worse than the
@@ -25,11 +25,11 @@ from typing import ClassVar
 
 from arenaplan.allocation.bounds import live_bytes_bound
 from arenaplan.allocation.problem import Buffer, Problem
+from arenaplan.analysis.buffers import ArenaItems, arena_items
 from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Model, Subgraph
 from arenaplan.passes.base import PassResult
 from arenaplan.passes.schedule import Found, OrderProblem, best_order, peak_bytes
-from arenaplan.placement.buffers import ArenaItems, arena_items
 from arenaplan.reader.tflite_reader import OFFLINE_PLAN_NAME
 
 # state expansions of the search per second of ``time_limit`` (a count of work, not

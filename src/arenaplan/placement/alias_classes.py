@@ -35,8 +35,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from arenaplan.allocation.problem import Buffer
-from arenaplan.analysis.aliases import CONCAT_VIEW, SLICE_VIEW, Alias
-from arenaplan.placement.buffers import ArenaItems
+from arenaplan.analysis.buffers import ArenaItems
+from arenaplan.tflm.aliases import CONCAT_VIEW, SLICE_VIEW, Alias
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from arenaplan.analysis.aliases import Alias
-
-TFLM_ALIGNMENT = 16  # bytes: MicroArenaBufferAlignment(); sizes and offsets are multiples
+from arenaplan.analysis.buffers import StagingRequest
+from arenaplan.tflm.aliases import Alias
 
 
 @dataclass(frozen=True, slots=True)
@@ -14,10 +13,10 @@ class PlanOptions:
     """How to plan. ``pointer_size`` (bytes) sizes pointer-array scratch (8 on the host).
 
     ``kernels``: the kernels the TFLM build runs, which decide the scratch requests
-    planned (``analysis.kernels``: "reference", "cmsis_nn", "cmsis_nn+dsp",
+    planned (``tflm.kernel_sets``: "reference", "cmsis_nn", "cmsis_nn+dsp",
     "cmsis_nn+mve").
 
-    ``aliases``: which tensors may share bytes, by kind (``analysis.aliases``):
+    ``aliases``: which tensors may share bytes, by kind (``tflm.aliases``):
     "inplace" (an operator's output over an input that dies there, for the kernels
     of docs/inplace.md) and "views" (STRIDED_SLICE outputs inside their input,
     CONCATENATION inputs inside their output). ``clobber_inputs``: an in-place
@@ -33,20 +32,8 @@ class PlanOptions:
     clobber_inputs: bool = False
     kernels: str = "reference"
     # weight staging buffers that firmware fills and TFLM does not know of
-    # (``placement.weights``): placed around TFLM's tensors and scratch
+    # (``weights.policies``): placed around TFLM's tensors and scratch
     staging: tuple[StagingRequest, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class StagingRequest:
-    """A buffer of ``bytes`` for the weights of operator ``op`` (subgraph 0), alive
-    from operator ``first`` to ``op``; ``policy`` says what it holds ("groups:16",
-    "groups:16,double"): the validator re-derives its size from the model."""
-
-    op: int
-    first: int
-    bytes: int
-    policy: str
 
 
 @dataclass(frozen=True, slots=True)

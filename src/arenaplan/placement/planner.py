@@ -30,21 +30,20 @@ from arenaplan.allocation.problem import Buffer, Problem, Solution
 from arenaplan.allocation.registry import get_allocator
 from arenaplan.allocation.tflm_greedy import TflmGreedy, tflm_order
 from arenaplan.allocation.validate import check_solution
-from arenaplan.analysis.aliases import alias_candidates
+from arenaplan.analysis.buffers import ArenaItems, StagingRequest, arena_items, staging_buffers
 from arenaplan.errors import AllocationError
 from arenaplan.ir.model import Model
 from arenaplan.placement.alias_classes import AliasLayout, alias_layout
-from arenaplan.placement.buffers import ArenaItems, arena_items, staging_buffers
 from arenaplan.placement.plan import (
-    TFLM_ALIGNMENT,
     Plan,
     PlanOptions,
     ScratchPlacement,
     StagingPlacement,
-    StagingRequest,
     TensorPlacement,
 )
 from arenaplan.placement.validate import check_plan
+from arenaplan.tflm.aliases import alias_candidates
+from arenaplan.tflm.sizes import TFLM_ALIGNMENT
 
 _TFLM = TflmGreedy()
 

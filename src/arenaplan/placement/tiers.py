@@ -30,13 +30,13 @@ from arenaplan.allocation.packing import pack
 from arenaplan.allocation.problem import Buffer, Problem
 from arenaplan.allocation.registry import get_allocator
 from arenaplan.allocation.validate import check_solution
-from arenaplan.analysis.cost import TensorKey, default_memory
-from arenaplan.analysis.kernels import REFERENCE
-from arenaplan.analysis.timing import Timer
+from arenaplan.analysis.buffers import ArenaItems, arena_items
+from arenaplan.cost.roofline import TensorKey, default_memory
+from arenaplan.cost.timing import Timer
 from arenaplan.errors import AllocationError
 from arenaplan.ir.model import Model
-from arenaplan.placement.buffers import ArenaItems, arena_items
 from arenaplan.targets.model import Target
+from arenaplan.tflm.kernel_sets import REFERENCE
 
 VELA_GROUP = 20  # Vela searches competing live ranges in groups of at most 20
 
@@ -59,7 +59,7 @@ class TierPlacement:
     scratch_offsets: tuple[int, ...] = ()
     pinned_offsets: tuple[int, ...] = ()  # the pinned buffers' offsets in the fastest
     kernels: str = REFERENCE  # the TFLM kernels whose scratch requests were placed
-    pointer_size: int = 8  # bytes: sizes pointer-array scratch (analysis.scratch)
+    pointer_size: int = 8  # bytes: sizes pointer-array scratch (tflm.scratch)
 
 
 class _State:

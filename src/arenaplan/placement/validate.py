@@ -36,18 +36,19 @@ import numpy as np
 
 from arenaplan.allocation.problem import Buffer, Problem
 from arenaplan.allocation.validate import solution_problems
-from arenaplan.analysis.aliases import CONCAT_VIEW, INPLACE, SLICE_VIEW, Alias
 from arenaplan.errors import PlanValidationError, UnsupportedModelError
 from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Model, Operator, Subgraph, Tensor
-from arenaplan.placement.plan import TFLM_ALIGNMENT, Plan, StagingPlacement
+from arenaplan.placement.plan import Plan, StagingPlacement
+from arenaplan.tflm.aliases import CONCAT_VIEW, INPLACE, SLICE_VIEW, Alias
+from arenaplan.tflm.sizes import TFLM_ALIGNMENT
 
 TensorKey = tuple[int, int]  # (subgraph, tensor index)
 OpKey = tuple[int, int]  # (subgraph, operator index)
 NEVER = (-1, -1)  # the scopes of a tensor or operator TFLM never reaches
 
 # The in-place rule's facts, written here from docs/inplace.md (not read from
-# ``analysis.aliases``; a test checks that the two statements agree): kernels variant
+# ``tflm.aliases``; a test checks that the two statements agree): kernels variant
 # -> opcode -> (the inputs its output may be written over, whether that input must
 # have the output's shape). Element-wise kernels need the shape (the input is not the
 # broadcast operand); reshapes copy bytes, so equal element counts suffice.

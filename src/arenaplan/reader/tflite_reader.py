@@ -20,7 +20,7 @@ from arenaplan.errors import ModelFormatError
 from arenaplan.inputs import read_input
 from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Model, Operator, Quantization, SignatureDef, Subgraph, Tensor
-from arenaplan.ir.verify import check_operators
+from arenaplan.ir.signatures import check_operators
 from arenaplan.reader.options import read_options
 from arenaplan.reader.schema import names
 from arenaplan.reader.unkept import unkept_parts

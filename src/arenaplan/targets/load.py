@@ -64,9 +64,9 @@ _TOP_KEYS = {
     "memory",
 }
 TIME_MODELS = ("stall", "roofline")
-TRAFFIC = ("tflm", "xcore")  # analysis.timing.operator_accesses
-_PROFILES = ("pypi", "arm32", "int32")  # as in analysis.persistent.PROFILES
-_KERNELS = ("reference", "cmsis_nn", "cmsis_nn+dsp", "cmsis_nn+mve")  # analysis.kernels
+TRAFFIC = ("tflm", "xcore")  # cost.timing.operator_accesses
+_PROFILES = ("pypi", "arm32", "int32")  # as in tflm.tail.PROFILES
+_KERNELS = ("reference", "cmsis_nn", "cmsis_nn+dsp", "cmsis_nn+mve")  # tflm.kernel_sets
 _MEMORY_KEYS = {
     "name",
     "capacity",

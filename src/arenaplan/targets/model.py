@@ -70,16 +70,16 @@ class Target:
     clock_hz: float
     memories: tuple[Memory, ...]
     macs_per_cycle: dict[str, float] = field(default_factory=dict)
-    tflm_profile: str = "arm32"  # TFLM build profile that sizes the tail (analysis.persistent)
-    # "stall": memory time adds to compute (a core waiting on its loads, analysis.timing);
-    # "roofline": it overlaps compute (an NPU's DMA), the larger wins (analysis.cost)
+    tflm_profile: str = "arm32"  # TFLM build profile that sizes the tail (tflm.tail)
+    # "stall": memory time adds to compute (a core waiting on its loads, cost.timing);
+    # "roofline": it overlaps compute (an NPU's DMA), the larger wins (cost.roofline)
     time_model: str = "stall"
-    # the TFLM kernels its firmware runs (analysis.kernels): they decide the scratch
+    # the TFLM kernels its firmware runs (tflm.kernel_sets): they decide the scratch
     # requests and part of the tail
     kernels: str = "reference"
-    # whose kernels' memory accesses the time model counts (analysis.timing):
-    # "tflm" (TFLM's reference kernels, analysis.traffic) or "xcore" (lib_nn on the
-    # xcore.ai VPU, analysis.traffic_xcore)
+    # whose kernels' memory accesses the time model counts (cost.timing):
+    # "tflm" (TFLM's reference kernels, cost.traffic) or "xcore" (lib_nn on the
+    # xcore.ai VPU, cost.traffic_xcore)
     traffic: str = "tflm"
 
     def memory(self, name: str) -> Memory:

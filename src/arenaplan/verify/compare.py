@@ -15,13 +15,13 @@ import numpy as np
 
 from arenaplan.allocation.problem import Buffer, Problem
 from arenaplan.allocation.tflm_greedy import TflmGreedy
-from arenaplan.analysis.persistent import min_arena_estimate, tail_estimate
+from arenaplan.analysis.buffers import arena_items
 from arenaplan.errors import UsageError
 from arenaplan.export.offline_plan import with_offline_plan
 from arenaplan.ir.model import Model
-from arenaplan.placement.buffers import arena_items
 from arenaplan.placement.validate import offline_plan_problems
 from arenaplan.reader import read_model_bytes
+from arenaplan.tflm.tail import min_arena_estimate, tail_estimate
 from arenaplan.verify.inputs import random_inputs
 from arenaplan.verify.runner import GENEROUS_ARENA, Measurement, RunResult, TflmRunner
 

@@ -110,7 +110,7 @@ class Variant:
 
     @property
     def kernels(self) -> str:
-        """The kernels the build runs (``analysis.kernels``): CMSIS-NN at the feature
+        """The kernels the build runs (``tflm.kernel_sets``): CMSIS-NN at the feature
         level its CPU compiles (plain C on the host, DSP on the Cortex-M4, MVE on the
         Cortex-M55), else TFLM's reference kernels."""
         if _CMSIS_NN not in self.make_args:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import KW_ONLY, dataclass
 
-from arenaplan.analysis.kernels import REFERENCE, check_kernels
+from arenaplan.tflm.kernel_sets import REFERENCE, check_kernels
 from arenaplan.verify.compare import compare_models
 from arenaplan.verify.runner import TflmRunner, tflm_available
 

@@ -6,7 +6,7 @@
 uncounted invoke) under the tool and returns, for every operator, the loads and
 stores of every address range it touched, attributed by address to the tensor,
 kernel scratch buffer or persistent block that owns it (the keys of
-:mod:`arenaplan.analysis.traffic`). Counts are exact for that build: every access
+:mod:`arenaplan.cost.traffic`). Counts are exact for that build: every access
 the simulated CPU makes, by the width of the access.
 """
 
@@ -20,7 +20,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from arenaplan.analysis.traffic import Key, Traffic
+from arenaplan.cost.traffic import Key, Traffic
 from arenaplan.errors import RuntimeUnavailableError
 from arenaplan.verify.native import VARIANTS, variant_dir
 

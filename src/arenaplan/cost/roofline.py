@@ -1,0 +1,129 @@
+"""Work per operator, and its time on a target for a given placement (a roofline).
+
+Work: MACs for conv (OH*OW*Cout*KH*KW*Cin), depthwise (OH*OW*Cout*KH*KW) and fully
+connected (batch*in*out), output elements for everything else; bytes read per
+input tensor and written per output tensor, each counted once per operator.
+
+Time of one operator, as Vela estimates it: the larger of the compute time
+(work / (rate of its kind x clock)) and, for each memory, the time to move the
+bytes it reads and writes there (bytes / bandwidth + latency cycles / clock per
+tensor). Units: seconds, bytes, cycles.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from arenaplan.ir.model import Model, Operator, Subgraph
+from arenaplan.targets.model import Target
+from arenaplan.tflm.sizes import tensor_bytes
+
+_KINDS = {
+    "CONV_2D": "conv",
+    "TRANSPOSE_CONV": "conv",
+    "DEPTHWISE_CONV_2D": "depthwise",
+    "FULLY_CONNECTED": "fully_connected",
+    "UNIDIRECTIONAL_SEQUENCE_LSTM": "fully_connected",
+    "SVDF": "fully_connected",
+}
+
+TensorKey = tuple[int, int]  # (subgraph, tensor index)
+
+
+@dataclass(frozen=True, slots=True)
+class OpWork:
+    """One operator's work: ``macs`` (or output elements), bytes per tensor touched."""
+
+    subgraph: int
+    op: int
+    opcode: str
+    kind: str
+    macs: int
+    reads: tuple[tuple[TensorKey, int], ...]
+    writes: tuple[tuple[TensorKey, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class OpTime:
+    """Estimated seconds of one operator and what bounds it ("compute" or a memory)."""
+
+    work: OpWork
+    seconds: float
+    bound: str
+
+
+def _macs(sg: Subgraph, op: Operator) -> int:
+    t = sg.tensors
+    out = t[op.outputs[0]] if op.outputs else None
+    if op.opcode == "CONV_2D" and out is not None:
+        cout, kh, kw, cin = t[op.inputs[1]].shape
+        return out.elements * kh * kw * cin
+    if op.opcode == "DEPTHWISE_CONV_2D" and out is not None:
+        _, kh, kw, _ = t[op.inputs[1]].shape
+        return out.elements * kh * kw
+    if op.opcode == "FULLY_CONNECTED" and out is not None:
+        return out.elements * t[op.inputs[1]].shape[-1]
+    if op.opcode == "TRANSPOSE_CONV" and out is not None:
+        cout, kh, kw, cin = t[op.inputs[1]].shape
+        return t[op.inputs[2]].elements * kh * kw * cout
+    return sum(t[o].elements for o in op.outputs)
+
+
+def operator_work(model: Model) -> list[OpWork]:
+    """The work of every operator of every subgraph, in execution order per subgraph."""
+    sizes = tensor_bytes(model)
+    work = []
+    for sg in model.subgraphs:
+        for op in sg.operators:
+            reads = tuple(((sg.index, i), sizes[sg.index][i]) for i in op.tensor_inputs())
+            writes = tuple(((sg.index, o), sizes[sg.index][o]) for o in op.outputs)
+            work.append(
+                OpWork(
+                    sg.index,
+                    op.index,
+                    op.opcode,
+                    _KINDS.get(op.opcode, "elementwise"),
+                    _macs(sg, op),
+                    reads,
+                    writes,
+                )
+            )
+    return work
+
+
+def default_memory(model: Model, target: Target) -> dict[TensorKey, str]:
+    """Everything in the fastest memory that may hold it: constants in the first memory
+    holding weights that is listed last (flash), the rest in the first for activations."""
+    weights = target.weights_memory().name
+    acts = target.fastest().name
+    return {
+        (sg.index, t.index): weights if t.is_constant else acts
+        for sg in model.subgraphs
+        for t in sg.tensors
+    }
+
+
+def op_time(work: OpWork, where: Mapping[TensorKey, str], target: Target) -> OpTime:
+    compute = work.macs / (target.rate(work.kind, work.opcode) * target.clock_hz)
+    per_memory: dict[str, float] = defaultdict(float)
+    for key, nbytes in work.reads:
+        m = target.memory(where[key])
+        per_memory[m.name] += nbytes / m.read_bandwidth + m.latency / target.clock_hz
+    for key, nbytes in work.writes:
+        m = target.memory(where[key])
+        per_memory[m.name] += nbytes / m.write_bandwidth + m.latency / target.clock_hz
+    bound, seconds = "compute", compute
+    for name, t in sorted(per_memory.items()):
+        if t > seconds:
+            bound, seconds = name, t
+    return OpTime(work, seconds, bound)
+
+
+def estimate(
+    model: Model, target: Target, where: Mapping[TensorKey, str] | None = None
+) -> list[OpTime]:
+    """Estimated time of every operator for a placement (default: all in fast memory)."""
+    where = where if where is not None else default_memory(model, target)
+    return [op_time(w, where, target) for w in operator_work(model)]

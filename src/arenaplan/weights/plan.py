@@ -1,0 +1,206 @@
+"""One plan for weights and activations: policies chosen under the RAM capacity.
+
+``plan_weights`` starts every operator at its fastest policy (or the forced one)
+and realises the choice: whole-operator copies become RESHAPE copies in the
+model (``passes.stage``, proven in TFLM like any plan), group buffers become
+staging requests placed in the same head (``PlanOptions.staging``); the planner
+packs and the validator checks all of it. While the head is over the capacity
+of the fastest memory, one operator whose buffer is live where the live bytes
+are highest moves to a policy taking less RAM, the one costing the fewest
+seconds per byte freed; with nothing left to give up, a one-line error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from arenaplan.allocation.packing import align_up
+from arenaplan.analysis.buffers import StagingRequest, arena_items, staging_buffers
+from arenaplan.analysis.lifetimes import compute_lifetimes
+from arenaplan.errors import AllocationError
+from arenaplan.ir.model import Model
+from arenaplan.passes.pipeline import run_passes
+from arenaplan.passes.stage import Stage, staged_index
+from arenaplan.placement.plan import Plan, PlanOptions
+from arenaplan.placement.planner import layout_plan, plan_model
+from arenaplan.placement.tiers import TierPlacement, laid_out_offsets, place_tiers
+from arenaplan.placement.validate import check_plan
+from arenaplan.targets.model import Target
+from arenaplan.tflm.sizes import TFLM_ALIGNMENT
+from arenaplan.weights.policies import IN_PLACE, WHOLE, OpChoice, Policy, WeightCosts
+
+
+@dataclass(frozen=True, slots=True)
+class WeightsPlan:
+    """The chosen policies, the model as it runs (with its copies), its plan, and
+    the estimated seconds of the whole model (all operators, fetches included).
+    ``tiers``: the activations' placement over several memories when they had to
+    spread (the weight buffers stay in the fastest), else None."""
+
+    choices: tuple[OpChoice, ...]
+    model: Model
+    plan: Plan
+    seconds: float
+    source: str  # memory the weights come from
+    dest: str  # memory they are staged into
+    # what the choice is compared with: every operator "in-place" where the
+    # weights memory is mapped, else "whole" (each operator's weights copied
+    # before it, blocking); its seconds per operator, and for the whole model
+    baseline: str
+    baseline_seconds: tuple[float, ...]
+    baseline_total: float
+    tiers: TierPlacement | None = None
+
+
+def staged_requests(
+    model: Model, choices: Sequence[OpChoice]
+) -> tuple[Model, tuple[StagingRequest, ...]]:
+    """The model with its whole-operator copies, and the group buffers it needs
+    (operator indices of that model)."""
+    whole = [c for c in choices if c.policy.kind == "whole"]
+    stage = Stage(tuple(c.op for c in whole), tuple(c.op for c in whole if c.first < c.op))
+    staged = run_passes(model, [stage])[0] if whole else model
+    at = staged_index(model, stage)
+    requests = tuple(
+        StagingRequest(at[c.op], at[c.first], c.ram, c.policy.label)
+        for c in choices
+        if c.policy.kind == "groups"
+    )
+    return staged, requests
+
+
+def plan_weights(
+    model: Model,
+    target: Target,
+    request: Policy | None,
+    capacities: Mapping[str, int] | None,
+    options: PlanOptions,
+) -> WeightsPlan:
+    """Policies for every operator reading weights (``request`` forced, or chosen
+    by time when None), realised and planned within the target's memories
+    (``capacities`` by name, the target's own for the others; None: no limit).
+    Weight buffers go to the fastest memory; when the activations and the buffers
+    of the policies that need the least RAM do not fit it, the activations spread
+    over the next memories (``placement.tiers``, the buffers pinned in the fastest)."""
+    costs = WeightCosts(model, target)
+    choices = costs.forced(request) if request else costs.fastest()
+    live = _activation_live(model, options)
+    fast = target.fastest()
+    capacity = None if capacities is None else capacities.get(fast.name, fast.capacity)
+    spreads = len([m for m in target.memories if "activations" in m.holds]) > 1
+    tiers = None
+    while True:
+        staged, requests = staged_requests(model, choices)
+        plan = plan_model(staged, replace(options, staging=requests))
+        if capacity is None or plan.arena <= capacity:
+            break
+        if request is None:  # auto: give up RAM where it costs the least time
+            try:
+                choices = _give_up_ram(costs, choices, live, capacity, plan.arena)
+                continue
+            except AllocationError:
+                if not spreads:
+                    raise
+        elif not spreads:
+            raise AllocationError(f"--weights {request.label} does not fit {fast.name}")
+        plan, tiers = _spread(staged, requests, target, capacities or {}, options)
+        break
+    rest = sum(costs.base) - sum(c.in_place_seconds for c in choices)
+    policy = IN_PLACE if costs.source.read == "in-place" else WHOLE
+    baseline = tuple(costs.choice(c.weights, policy).seconds for c in choices)
+    seconds = rest + sum(c.seconds for c in choices)
+    if tiers is not None:  # the activations' memories changed the operators' times
+        seconds = tiers.seconds + sum(c.fetch for c in choices)
+    return WeightsPlan(
+        tuple(choices),
+        staged,
+        plan,
+        seconds,
+        costs.source.name,
+        costs.dest.name,
+        policy.kind,
+        baseline,
+        rest + sum(baseline),
+        tiers,
+    )
+
+
+def _spread(
+    staged: Model,
+    requests: tuple[StagingRequest, ...],
+    target: Target,
+    capacities: Mapping[str, int],
+    options: PlanOptions,
+) -> tuple[Plan, TierPlacement]:
+    """Activations of ``staged`` over the target's memories, the weight buffers
+    pinned in the fastest; the plan laid out in one head (the fastest memory's
+    region first)."""
+    pinned = staging_buffers(compute_lifetimes(staged), requests)
+    sg = staged.subgraphs[0]
+    fast = target.fastest().name
+    where = {
+        (0, i): fast
+        for r in requests
+        for i in sg.operators[r.op].inputs
+        if i >= 0 and sg.tensors[i].is_constant
+    }
+    tiers = place_tiers(
+        staged, target, capacities, "arenaplan", pinned, where,
+        options.kernels, options.pointer_size,
+    )  # fmt: skip
+    offsets = laid_out_offsets(tiers, target)
+    plan = layout_plan(staged, offsets, "tiers", replace(options, staging=requests))
+    room = align_up(tiers.heights[fast], TFLM_ALIGNMENT)
+    if any(s.offset + s.size > room for s in plan.staging):  # first-fit went past it
+        moved = tuple(
+            replace(s, offset=o) for s, o in zip(plan.staging, tiers.pinned_offsets, strict=True)
+        )
+        plan = replace(plan, staging=moved, arena=max(plan.arena, room))
+        check_plan(staged, plan)
+    return plan, tiers
+
+
+def _activation_live(model: Model, options: PlanOptions) -> np.ndarray:
+    """Live bytes of the head's tensors and scratch at each operator of subgraph 0."""
+    items = arena_items(model, options.pointer_size, options.kernels)
+    ops = items.lifetimes.operators[0]
+    live = np.zeros(len(ops), dtype=np.int64)
+    for k, (first, last) in enumerate(ops):
+        live[k] = sum(b.size for b in items.buffers if b.first <= last and b.last >= first)
+    return live
+
+
+def _give_up_ram(
+    costs: WeightCosts, choices: list[OpChoice], live: np.ndarray, capacity: int, arena: int
+) -> list[OpChoice]:
+    """``choices`` with one operator moved to a policy taking less RAM, among those
+    whose buffers are live where the estimated live bytes peak."""
+    total = live.copy()
+    for c in choices:
+        total[c.first : c.op + 1] += c.ram
+    hot = np.flatnonzero(total > capacity)
+    if not hot.size:
+        hot = np.flatnonzero(total == total.max())
+    live_there = [k for k, c in enumerate(choices) if any(c.first <= h <= c.op for h in hot)]
+    best: tuple[float, int, OpChoice] | None = None
+    # those live where the bytes peak first; any other when the packing, not the
+    # live bytes, sets the height
+    for k in live_there + [k for k in range(len(choices)) if k not in live_there]:
+        c = choices[k]
+        if best is not None and k not in live_there:
+            break
+        for alt in costs.cheaper(c):
+            score = (alt.seconds - c.seconds) / (c.ram - alt.ram)
+            if best is None or score < best[0]:
+                best = (score, k, alt)
+    if best is None:
+        raise AllocationError(
+            f"the plan needs {arena:,} B of {costs.dest.name}, more than its {capacity:,} B, "
+            "even with every operator's weights read in place or copied in the smallest groups"
+        )
+    out = list(choices)
+    out[best[1]] = best[2]
+    return out

@@ -1,0 +1,82 @@
+"""The package's measured tables regenerate from their scripts, as shipped.
+
+Each test runs a generator of ``scripts/`` into a temporary folder and compares what
+it writes with the data file in ``src/arenaplan/tflm/data`` or ``cost/data``: every entry, and the
+header's TFLM bundle, variant, profiles and command. Only the names of this machine's
+tools in the header are not compared (the compilers', valgrind's and the PyPI wheel's
+version lines): another patch level of a tool may give the same figures, and where it
+does not, the entries differ. Needs the native builds (``scripts/build_tflm.py``,
+``scripts/build_traffic.py``) and arm-none-eabi-g++; without them each test skips
+naming the command. The traffic table takes under a minute, the struct sizes two to
+four (two compilers at once).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from arenaplan.verify.native import native_available
+from arenaplan.verify.traffic_measure import traffic_available
+
+REPO = Path(__file__).resolve().parents[2]
+PACKAGE = REPO / "src" / "arenaplan"
+# header fields naming this machine's tools
+MACHINE = ("compiler", "compilers", "valgrind", "wheel")
+WHY_NO_TRAFFIC = traffic_available()
+# the TFLM tree with CMSIS-NN's headers comes with the host-cmsis_nn build
+WHY_NO_PROBES = native_available("host-cmsis_nn") or (
+    None
+    if shutil.which("arm-none-eabi-g++")
+    else "arm-none-eabi-g++ is absent: apt-get install gcc-arm-none-eabi"
+)
+
+
+def _regenerate(script: str, out: Path) -> dict:
+    cmd = [sys.executable, str(REPO / "scripts" / script), "--out", str(out)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)  # seconds
+    assert done.returncode == 0, done.stderr
+    return json.loads(out.read_text())
+
+
+def _differences(new: dict, shipped: dict, tables: tuple[str, ...]) -> list[str]:
+    """Every header field and table entry (name -> field -> value) that differs."""
+    out = [
+        f"header {key}: shipped {shipped.get(key)!r}, regenerated {new.get(key)!r}"
+        for key in sorted(set(new) | set(shipped))
+        if key not in (*tables, *MACHINE) and new.get(key) != shipped.get(key)
+    ]
+    for table in tables:
+        a, b = shipped[table], new[table]
+        for name in sorted(set(a) | set(b)):
+            if name not in a or name not in b:
+                out.append(f"{table} {name}: only {'regenerated' if name in b else 'shipped'}")
+                continue
+            for field in sorted(set(a[name]) | set(b[name])):
+                was, now = a[name].get(field), b[name].get(field)
+                if was != now:
+                    out.append(f"{table} {name} {field}: shipped {was!r}, regenerated {now!r}")
+    return out
+
+
+@pytest.mark.skipif(WHY_NO_TRAFFIC is not None, reason=f"cannot measure: {WHY_NO_TRAFFIC}")
+def test_traffic_fixed_terms_regenerate_as_shipped(tmp_path: Path) -> None:
+    name = "traffic_fixed.json"
+    new = _regenerate("gen_traffic_fixed.py", tmp_path / name)
+    shipped = json.loads((PACKAGE / "cost" / "data" / name).read_text())
+    bad = _differences(new, shipped, ("paths",))
+    assert not bad, "\n".join(bad[:20])
+
+
+@pytest.mark.skipif(WHY_NO_PROBES is not None, reason=f"cannot probe: {WHY_NO_PROBES}")
+def test_tail_struct_sizes_regenerate_as_shipped(tmp_path: Path) -> None:
+    name = "tail_structs.json"
+    new = _regenerate("gen_tail_structs.py", tmp_path / name)
+    shipped = json.loads((PACKAGE / "tflm" / "data" / name).read_text())
+    bad = _differences(new, shipped, ("options", "state"))
+    assert not bad, "\n".join(bad[:20])
