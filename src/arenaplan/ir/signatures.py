@@ -12,10 +12,11 @@ write a tensor that holds constant data (it lives in flash).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from arenaplan.errors import ModelFormatError
-from arenaplan.ir.model import Model, Operator, Subgraph
+from arenaplan.ir.model import Model, Operator, Subgraph, Tensor
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,3 +101,23 @@ def check_operators(model: Model) -> None:
     if found:
         more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
         raise ModelFormatError(f"corrupt model: {found[0]}{more}")
+
+
+# operators that read weights: opcode -> the input slots holding them (other
+# constant inputs, such as shapes, are parameters read once in Prepare)
+WEIGHT_SLOTS = {
+    "CONV_2D": (1, 2),
+    "DEPTHWISE_CONV_2D": (1, 2),
+    "FULLY_CONNECTED": (1, 2),
+    "TRANSPOSE_CONV": (1, 3),
+}
+
+
+def weight_inputs(tensors: Sequence[Tensor], op: Operator) -> tuple[int, ...]:
+    """The constant inputs of ``op`` in its weight slots, each once, in input order."""
+    slots = WEIGHT_SLOTS.get(op.opcode, ())
+    return tuple(
+        dict.fromkeys(
+            i for k, i in enumerate(op.inputs) if k in slots and i >= 0 and tensors[i].is_constant
+        )
+    )

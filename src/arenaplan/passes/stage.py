@@ -11,7 +11,7 @@ proven in TFLM like any other plan. The model's outputs do not change (the
 operator reads the same bytes). An operator in ``early`` gets its copies before
 the operator ahead of it (a prefetch that a DMA would overlap with that
 operator): the copy is then alive over both. Only weight inputs are staged
-(``weights.staging.WEIGHT_SLOTS``).
+(``ir.signatures.WEIGHT_SLOTS``).
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from arenaplan.ir.model import Model, Operator
+from arenaplan.ir.signatures import WEIGHT_SLOTS, weight_inputs
 from arenaplan.passes.base import PassResult
 from arenaplan.passes.edit import SubgraphEdit, new_options
-from arenaplan.weights.staging import WEIGHT_SLOTS, weight_inputs
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,20 +23,12 @@ persistent arena (op data), so they never move. Units: bytes, elements.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
-from arenaplan.ir.model import Model, Operator, Tensor
+from arenaplan.ir.model import Model
+from arenaplan.ir.signatures import weight_inputs
 from arenaplan.tflm.sizes import tensor_bytes
 
-# operators that read weights: opcode -> the input slots holding them (other
-# constant inputs, such as shapes, are parameters read once in Prepare)
-WEIGHT_SLOTS = {
-    "CONV_2D": (1, 2),
-    "DEPTHWISE_CONV_2D": (1, 2),
-    "FULLY_CONNECTED": (1, 2),
-    "TRANSPOSE_CONV": (1, 3),
-}
 # those whose weights split by output channel (the last dim of the output)
 GROUPED = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED")
 DEFAULT_GROUP = 16  # output channels per group (Vela's weight slices are >= 16)
@@ -75,16 +67,6 @@ class OpWeights:
 def block_part(nbytes: int) -> int:
     """Bytes one weight's slice takes in a group block (the next starts 4-aligned)."""
     return -(-nbytes // 4) * 4
-
-
-def weight_inputs(tensors: Sequence[Tensor], op: Operator) -> tuple[int, ...]:
-    """The constant inputs of ``op`` in its weight slots, each once, in input order."""
-    slots = WEIGHT_SLOTS.get(op.opcode, ())
-    return tuple(
-        dict.fromkeys(
-            i for k, i in enumerate(op.inputs) if k in slots and i >= 0 and tensors[i].is_constant
-        )
-    )
 
 
 def operator_weights(model: Model, min_bytes: int = 1) -> list[OpWeights]:
