@@ -42,7 +42,7 @@ def test_an_unexpected_exception_is_one_line_naming_the_input(monkeypatch, capsy
     def broken(*_args, **_kwargs):
         raise RuntimeError("something nobody foresaw\nsecond line")
 
-    monkeypatch.setattr(plan_command, "plan_model", broken)
+    monkeypatch.setattr(plan_command, "run_plan", broken)
     src = model_path(HELLO)
     err = _fails(["plan", str(src)], capsys, code=EXIT_INTERNAL)
     assert str(src) in err and "RuntimeError: something nobody foresaw" in err

@@ -145,7 +145,7 @@ def no_computing(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("computed before checking the options")
 
-    monkeypatch.setattr(sweep, "plan_model", refuse)
+    monkeypatch.setattr(sweep, "run_plan", refuse)
     monkeypatch.setattr(sweep, "place_tiers", refuse)
 
 

@@ -134,7 +134,7 @@ def test_every_built_model_planned_runs_bit_exact_with_every_figure_true() -> No
     predicted (or the estimate says what it leaves out)."""
     from kits.opmodels import OP_MODELS, SHAPED
 
-    from arenaplan.commands.plan import planned_model_bytes
+    from arenaplan.pipeline import planned_model_bytes
 
     checked, unverifiable = 0, {}
     with TflmRunner() as runner:

@@ -236,7 +236,7 @@ def test_whole_copies_run_bit_exact_in_tflm(stem: str) -> None:
     m = read_model_bytes(data)
     wp = plan_weights(m, target("copy", "dma"), Policy("whole"), None, PlanOptions())
     assert any(op.opcode == "RESHAPE" for op in wp.model.subgraphs[0].operators)
-    from arenaplan.commands.plan import planned_model_bytes
+    from arenaplan.pipeline import planned_model_bytes
 
     planned = planned_model_bytes(write_model(wp.model), wp.model, wp.plan)
     proof = prove(data, planned, wp.plan.arena)

@@ -6,8 +6,10 @@ import argparse
 from pathlib import Path
 
 from arenaplan.errors import UsageError
+from arenaplan.placement.memories import kib, target_memory
 from arenaplan.targets import Target, load_builtin, load_target
 from arenaplan.tflm.kernel_sets import KERNEL_WORDS, KERNELS, REFERENCE
+from arenaplan.units import parse_size
 
 
 def add_target_options(p: argparse.ArgumentParser, default: str | None, what: str) -> None:
@@ -52,3 +54,25 @@ def kernels_from_args(args: argparse.Namespace, target: Target | None = None) ->
     if args.kernels is not None:
         return args.kernels
     return target.kernels if target is not None else REFERENCE
+
+
+def parse_memories(specs: list[str], target: Target | None) -> dict[str, int]:
+    """``["sram=256KiB", ...]`` -> capacities (bytes) of memories that hold activations,
+    each no larger than the memory really is."""
+    if specs and target is None:
+        raise UsageError("--memory needs --target")
+    caps: dict[str, int] = {}
+    for spec in specs:
+        name, sep, size = spec.partition("=")
+        if not sep:
+            raise UsageError(f"--memory {spec!r}: expected NAME=SIZE, e.g. sram=256KiB")
+        memory = target_memory(target, name, "activations", f"--memory {spec}")  # type: ignore[arg-type]
+        if name in caps:
+            raise UsageError(f"--memory {name} is given twice")
+        caps[name] = parse_size(size, f"--memory {name}")
+        if caps[name] > memory.capacity:
+            raise UsageError(
+                f"--memory {spec}: {name} of {target.name} has only "  # type: ignore[union-attr]
+                f"{kib(memory.capacity)}; a plan for more would not fit the chip"
+            )
+    return caps

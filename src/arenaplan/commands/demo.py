@@ -8,13 +8,12 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from arenaplan.commands.plan import planned_model_bytes
 from arenaplan.commands.verify import print_report
 from arenaplan.errors import UsageError
 from arenaplan.export.files import Outputs
 from arenaplan.export.json_plan import plan_to_json
 from arenaplan.export.summary import arena_line, print_summary
-from arenaplan.placement import plan_model
+from arenaplan.pipeline import PlanRequest, Source, run_plan
 from arenaplan.reader import read_model_bytes
 
 INSTALL_HINT = "pip install 'arenaplan[tflm]'"
@@ -59,8 +58,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
     json_path = outputs.claim(out_dir / "demo.plan.json", "--out-dir")
     data = demo_model()
     model = read_model_bytes(data)
-    plan = plan_model(model)
-    planned = planned_model_bytes(data, model, plan)
+    done = run_plan(PlanRequest(Source(data, model, "demo.tflite")))
+    plan, planned = done.plan, done.planned
     outputs.add(original_path, data)
     outputs.add(planned_path, planned)
     outputs.add(json_path, plan_to_json(model, plan, "demo.tflite").encode())

@@ -1,4 +1,4 @@
-"""Graph rewrites for ``plan``: which passes, with what options, and their proof.
+"""``plan``'s options for graph rewrites: which passes, with what options.
 
 ``--passes a,b`` runs the named passes in that order; ``--fit SIZE`` alone runs
 reorder, inplace and bands, the bands at the least extra MACs that reach SIZE.
@@ -9,17 +9,10 @@ TFLM proves it: the command falls back to the model as it is, and says why.
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
 
-from arenaplan.errors import ArenaplanError
-from arenaplan.ir.model import Model
-from arenaplan.passes import PASS_CLASSES, PassRecord, make_pass, run_passes
-from arenaplan.passes.inplace import alias_options
-from arenaplan.placement.plan import Plan
-from arenaplan.tflm.tail import min_arena_estimate
+from arenaplan.passes import PASS_CLASSES
+from arenaplan.pipeline.rewrite import FIT_PASSES
 from arenaplan.units import SIZE_HELP, percent_arg, size_arg
-
-FIT_PASSES = ("reorder", "inplace", "bands")
 
 
 def pass_list(text: str) -> tuple[str, ...]:
@@ -72,57 +65,5 @@ def add_pass_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class Rewrite:
-    """The model after the passes, what each did, and the aliasing to plan with."""
-
-    model: Model
-    records: tuple[PassRecord, ...]
-    aliases: frozenset[str]
-    clobber_inputs: bool
-
-    @property
-    def changed(self) -> bool:
-        return any(r.changed for r in self.records)
-
-
 def pass_names(args: argparse.Namespace) -> tuple[str, ...]:
     return args.passes or (FIT_PASSES if args.fit is not None else ())
-
-
-def rewrite(
-    model: Model, args: argparse.Namespace, profile: str, objective: str, kernels: str
-) -> Rewrite:
-    """Run the passes the options ask for; ``objective``: what bands minimise;
-    ``kernels``: the kernels the build runs (whose in-place rules apply)."""
-    names = pass_names(args)
-    options = {
-        "max_extra_macs": args.max_extra_macs,
-        "fit": args.fit,
-        "clobber_inputs": args.clobber_inputs,
-        "profile": profile,
-        "objective": objective,
-        "kernels": kernels,
-    }
-    passes = [make_pass(name, options) for name in names]
-    new, records = run_passes(model, passes)
-    aliases, clobber = alias_options(names, args.clobber_inputs)
-    return Rewrite(new, tuple(records), aliases, clobber)
-
-
-def check_fit(fit: int, model: Model, plan: Plan, profile: str, head_only: bool) -> None:
-    """``--fit``: the planned arena (head + tail for ``profile``, or the head alone when
-    the persistent part lives elsewhere) must be at most ``fit`` bytes."""
-    n_planned = len(plan.tensors) + len(plan.scratch)
-    need = (
-        plan.arena
-        if head_only
-        else min_arena_estimate(model, plan.arena, n_planned, profile, plan.kernels)
-    )
-    what = "head" if head_only else f"arena (head {plan.arena:,} B + tail, profile {profile})"
-    figure = need if isinstance(need, int) else need.bytes
-    if figure > fit:
-        raise ArenaplanError(
-            f"--fit {fit:,} B: the smallest {what} the passes found is {figure:,} B "
-            "(bands up to 4x the model's MACs); fit a larger size"
-        )

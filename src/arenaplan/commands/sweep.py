@@ -22,9 +22,8 @@ from arenaplan.errors import AllocationError, UsageError
 from arenaplan.export.files import Outputs
 from arenaplan.export.picture import picture_format, pyplot, save
 from arenaplan.ir.model import Model
-from arenaplan.placement import PlanOptions, plan_model
+from arenaplan.pipeline import PlanRequest, read_source, run_plan
 from arenaplan.placement.tiers import place_tiers
-from arenaplan.reader import load_model
 from arenaplan.targets import Target
 from arenaplan.units import count_arg
 
@@ -138,9 +137,10 @@ def run(args: argparse.Namespace, console: Console) -> int:
     target = target_from_args(args)
     if target is None:  # not reached: the default is generic
         raise UsageError("sweep needs --target or --target-file")
-    _, model = load_model(args.model)
-    fast = target.fastest()
-    arena = plan_model(model, PlanOptions(kernels=target.kernels)).arena
+    source = read_source(args.model)
+    model, fast = source.model, target.fastest()
+    # the single-arena plan for the target's kernels: where the sizes start
+    arena = run_plan(PlanRequest(source, kernels=target.kernels, prove=False)).plan.arena
     top = min(arena, fast.capacity)
     rows = [_row(model, target, fast.name, size) for size in sizes(top, args.points)]
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from rich.console import Console
@@ -11,14 +10,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from arenaplan.errors import UsageError
-from arenaplan.ir.model import Model
-from arenaplan.placement import Plan, PlanOptions
 from arenaplan.targets import Target
-from arenaplan.verify.prove import Proof, prove
-from arenaplan.weights.blob import WeightsBlob, weights_blob
-from arenaplan.weights.plan import WeightsPlan, plan_weights
-from arenaplan.weights.policies import Policy, parse_weights
-from arenaplan.weights.schedule import fetch_header, group_fetches
+from arenaplan.verify.prove import Proof
+from arenaplan.weights.plan import WeightsPlan
+from arenaplan.weights.policies import parse_weights
 
 
 def add_weights_option(p: argparse.ArgumentParser) -> None:
@@ -57,99 +52,6 @@ def check_weights_args(args: argparse.Namespace, target: Target | None) -> None:
         raise UsageError("--weights needs --target (how its memories read weights)")
     if args.fit is not None:
         raise UsageError("--weights cannot be combined with --fit yet")
-
-
-def tflm_head(plan: Plan) -> int:
-    """The head TFLM itself reaches with the plan (tensors and scratch, not the
-    staging buffers it does not know of)."""
-    tops = [p.offset + p.size for p in (*plan.tensors, *plan.scratch)]
-    return max(tops, default=0)
-
-
-def weights_plan(
-    model: Model, target: Target, caps: dict[str, int], options: PlanOptions, text: str
-) -> WeightsPlan:
-    return plan_weights(model, target, parse_weights(text), caps, options)
-
-
-def prove_copies(data: bytes, planned: bytes, wp: WeightsPlan, needed: bool) -> Proof | None:
-    """Prove the model with its copies (and rewrites) in TFLM; None when ``needed`` is
-    false (nothing changed)."""
-    return prove(data, planned, tflm_head(wp.plan), wp.plan.kernels) if needed else None
-
-
-def check_proof(proof: Proof | None, write_unproven: bool) -> None:
-    """A proof that fails is an error, and so is one that nothing here can run (no
-    runtime or build for the kernels) unless ``write_unproven``: then the copies are
-    written unproven, said on stderr."""
-    if proof is None or proof.proven:
-        return
-    if proof.unavailable and write_unproven:
-        print(f"arenaplan: weight copies written UNPROVEN: {proof.reason}", file=sys.stderr)
-        return
-    hint = " (--write-unproven writes them unproven)" if proof.unavailable else ""
-    raise UsageError(
-        f"the model with its weight copies is not proven in TFLM: {proof.reason}{hint}"
-    )
-
-
-def staged_blob(wp: WeightsPlan) -> WeightsBlob:
-    """The blob of the group-staged operators, in staging-buffer order."""
-    return weights_blob(wp.model, [(s.op, _policy(s.policy).group) for s in wp.plan.staging])
-
-
-def _policy(label: str) -> Policy:
-    """The group policy a staging buffer records (its label, ``Policy.label``)."""
-    policy = parse_weights(label)
-    assert policy is not None  # staging buffers are only made for group policies
-    return policy
-
-
-def fetch_schedule(wp: WeightsPlan, blob: WeightsBlob, source: str) -> str:
-    """The C schedule of the fetches of the group-staged operators from ``blob``."""
-    fetches = []
-    for s in wp.plan.staging:
-        double = _policy(s.policy).double
-        stride = s.size // 2 if double else s.size
-        fetches += group_fetches(blob.of(s.op), 0, s.offset, stride, double)
-    return fetch_header(fetches, blob, [wp.dest], source)
-
-
-def weights_json(wp: WeightsPlan, proof: Proof | None, blob: WeightsBlob) -> dict[str, object]:
-    return {
-        "source": wp.source,
-        "staged_into": wp.dest,
-        "estimated_seconds": wp.seconds,
-        "baseline": wp.baseline,
-        "estimated_seconds_baseline": wp.baseline_total,
-        "estimates": "time model of the target (cost.timing), not measured",
-        "tflm_head": tflm_head(wp.plan),
-        "proof": proof.as_dict() if proof else None,
-        "operators": [
-            {
-                "operator": c.op,
-                "opcode": c.weights.opcode,
-                "weight_bytes": c.weights.bytes,
-                "policy": c.policy.label,
-                "ram_bytes": c.ram,
-                "alive_from_operator": c.first,
-                "estimated_seconds": c.seconds,
-                "estimated_seconds_baseline": b,
-            }
-            for c, b in zip(wp.choices, wp.baseline_seconds, strict=True)
-        ],
-        "staging_buffers": [
-            {"operator": s.op, "first": s.first, "policy": s.policy, "offset": s.offset}
-            | {"size": s.size}
-            for s in wp.plan.staging
-        ],
-        "blob_index": [  # the blocks of --weights-blob, in its order
-            {"operator": b.op, "group": b.group, "first_channel": b.first}
-            | {"channels": b.channels, "offset": b.offset, "bytes": b.size}
-            | {"parts": [{"offset": o, "bytes": n} for o, n in b.parts]}
-            for b in blob.blocks
-        ],
-    }
 
 
 def print_weights(console: Console, wp: WeightsPlan, proof: Proof | None) -> None:

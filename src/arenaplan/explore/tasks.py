@@ -118,6 +118,7 @@ def _one_line(text: str) -> str:
 
 def _plan(task: Task) -> dict[str, Any]:
     from arenaplan.errors import ModelFormatError
+    from arenaplan.pipeline import PlanRequest, Source, run_plan
     from arenaplan.reader import read_model_bytes
 
     data = Path(task.model).read_bytes()
@@ -125,21 +126,25 @@ def _plan(task: Task) -> dict[str, Any]:
         raise ModelFormatError(f"{task.model}: changed since the sweep started")
     model = read_model_bytes(data)
     target = _target(task.target)
-    rewritten, aliases, clobber = _rewrite(model, task.passes, target.kernels)
-    from arenaplan.placement import PlanOptions
-
-    options = PlanOptions(
-        time_limit=task.time_limit, aliases=aliases, clobber_inputs=clobber, kernels=target.kernels
-    )
-    caps = {target.fastest().name: task.sram}
     weights = task.weights
     if weights == NONE and target.weights_memory().read != "in-place":
         weights = "whole"  # they cannot be read where they lie
-    if weights != NONE:
-        found = _with_weights(rewritten, target, weights, caps, options)
-    else:
-        found = _without_weights(rewritten, target, caps, options)
-    return found | {"extra_macs": _extra_macs(model, rewritten)}
+    fast = target.fastest().name
+    request = PlanRequest(
+        Source(data, model, Path(task.model).name),
+        target,
+        {fast: task.sram},
+        profile="arm32",  # what the bands pass assumes of TFLM's tail in a sweep
+        time_limit=task.time_limit,
+        passes=() if task.passes == NONE else tuple(task.passes.split("+")),
+        objective="head",
+        weights=None if weights == NONE else weights,
+        prove=False,  # a sweep compares estimates; ``arenaplan plan`` proves the one chosen
+        lay_out=False,
+        check_memories=False,  # a size too small is a row that does not fit
+    )
+    done = run_plan(request)
+    return _row_of(done, target) | {"extra_macs": _extra_macs(model, done.model)}
 
 
 def _target(name: str):
@@ -149,24 +154,6 @@ def _target(name: str):
     return load_target(name) if name.endswith(".toml") else load_builtin(name)
 
 
-def _rewrite(model, passes: str, kernels: str):
-    from arenaplan.passes import make_pass, run_passes
-    from arenaplan.passes.inplace import alias_options
-
-    if passes == NONE:
-        return model, frozenset(), False
-    names = passes.split("+")
-    options = {
-        "max_extra_macs": 0.10,
-        "clobber_inputs": False,
-        "objective": "head",
-        "kernels": kernels,
-    }
-    rewritten, _ = run_passes(model, [make_pass(n, options) for n in names])
-    aliases, clobber = alias_options(names, False)
-    return rewritten, aliases, clobber
-
-
 def _extra_macs(model, rewritten) -> float:
     from arenaplan.passes.band_search import model_macs
 
@@ -174,34 +161,27 @@ def _extra_macs(model, rewritten) -> float:
     return (model_macs(rewritten) - before) / before if before else 0.0
 
 
-def _without_weights(model, target, caps, options) -> dict[str, Any]:
+def _row_of(done, target) -> dict[str, Any]:
+    """Bytes per memory, head, spread, estimated seconds and optimality of a plan."""
+    fast = target.fastest().name
+    if done.tiers is not None:
+        used = {m: h for m, h in done.tiers.heights.items() if h}
+        seconds = done.weights.seconds if done.weights is not None else done.tiers.seconds
+        return _result(used, done.tiers.heights.get(fast, 0), True, seconds, None)
+    plan = done.plan
+    return _result({fast: plan.arena}, plan.arena, False, _seconds(done, target), plan.optimal)
+
+
+def _seconds(done, target) -> float:
+    """The estimate of one inference: the weights plan's, else the time model's with
+    every tensor where the target keeps it by default."""
+    if done.weights is not None:
+        return done.weights.seconds
     from arenaplan.cost.roofline import default_memory
     from arenaplan.cost.timing import Timer
-    from arenaplan.placement import plan_model
-    from arenaplan.placement.tiers import place_tiers
 
-    plan = plan_model(model, options)
-    fast = target.fastest().name
-    if plan.arena <= caps[fast]:
-        seconds = sum(t.seconds for t in Timer(model, target).times(default_memory(model, target)))
-        return _result({fast: plan.arena}, plan.arena, False, seconds, plan.optimal)
-    tiers = place_tiers(
-        model, target, caps, kernels=options.kernels, pointer_size=options.pointer_size
-    )
-    used = {m: h for m, h in tiers.heights.items() if h}
-    return _result(used, tiers.heights.get(fast, 0), True, tiers.seconds, None)
-
-
-def _with_weights(model, target, policy, caps, options) -> dict[str, Any]:
-    from arenaplan.weights.plan import plan_weights
-    from arenaplan.weights.policies import parse_weights
-
-    wp = plan_weights(model, target, parse_weights(policy), caps, options)
-    fast = target.fastest().name
-    if wp.tiers is None:
-        return _result({fast: wp.plan.arena}, wp.plan.arena, False, wp.seconds, wp.plan.optimal)
-    used = {m: h for m, h in wp.tiers.heights.items() if h}
-    return _result(used, wp.tiers.heights.get(fast, 0), True, wp.seconds, None)
+    model = done.model
+    return sum(t.seconds for t in Timer(model, target).times(default_memory(model, target)))
 
 
 def _result(memories, head, spread, seconds, optimal) -> dict[str, Any]:

@@ -1,0 +1,92 @@
+"""What ``plan --target`` prints about the target's memories: a table of the
+memories, where TFLM's persistent arena goes, and the firmware's arena line."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from arenaplan.export.summary import PROFILE_WORDS, arena_line, estimate_words
+from arenaplan.ir.model import Model
+from arenaplan.placement import Plan
+from arenaplan.placement.memories import persistent_memory
+from arenaplan.placement.tiers import TierPlacement, region_bases
+from arenaplan.targets import Target
+from arenaplan.tflm.tail import planning_room, tail_estimate
+
+
+def print_memories(
+    console: Console,
+    model: Model,
+    target: Target,
+    caps: dict[str, int],
+    plan: Plan,
+    tiers: TierPlacement | None,
+) -> None:
+    table = Table(title=f"memories of {target.name}")
+    for col in ("memory", "capacity", "arena bytes", "tensors", "region in the head"):
+        table.add_column(col, justify="left" if col == "memory" else "right")
+    names = [m.name for m in target.memories if "activations" in m.holds]
+    bases = region_bases(tiers, names) if tiers else {names[0]: 0}
+    for name in names:
+        cap = caps.get(name, target.memory(name).capacity)
+        used = tiers.heights.get(name, 0) if tiers else (plan.arena if name == names[0] else 0)
+        count = (
+            sum(1 for m in tiers.memory_of.values() if m == name)
+            if tiers
+            else (len(plan.tensors) if name == names[0] else 0)
+        )
+        where = f"{bases[name]:,}..{bases[name] + used:,}" if used else "-"
+        table.add_row(name, f"{cap:,}", f"{used:,}", str(count), where)
+    console.print(table)
+    if tiers is not None:
+        console.print(
+            f"estimated latency {tiers.seconds * 1e3:.3f} ms (roofline estimate); the "
+            f"offline plan lays the memories end to end in one head of "
+            f"{plan.arena:,} B"
+        )
+    console.print(persistent_advice(model, plan, target, caps, tiers))
+
+
+def persistent_advice(
+    model: Model, plan: Plan, target: Target, caps: dict[str, int], tiers: TierPlacement | None
+) -> str:
+    memory, tail, one = persistent_memory(model, plan, target, caps, tiers)
+    fast = target.fastest().name
+    what = f"persistent arena ({target.tflm_profile} tail {tail:,} B)"
+    if memory is None:
+        return f"{what} fits beside the head: one arena of {one:,} B in {fast}"
+    if memory:
+        return (
+            f"{what} does not fit beside the head in {fast}: it goes to {memory} "
+            "(two arenas; --header writes them)"
+        )
+    return f"{what}: no memory has room for it"
+
+
+def target_arena_line(
+    model: Model,
+    plan: Plan,
+    target: Target,
+    caps: dict[str, int],
+    tiers: TierPlacement | None,
+    profile: str,
+) -> str:
+    """The firmware line for a target: one arena in the fastest memory, or two."""
+    fast = target.fastest().name
+    head = tiers.heights[fast] if tiers else plan.arena
+    memory, _, _ = persistent_memory(model, plan, target, caps, tiers)
+    if not memory:
+        return f"{arena_line(model, plan, profile, head)}, in {fast}"
+    n_planned = len(plan.tensors) + len(plan.scratch)
+    non_persistent = max(head, planning_room(model, len(plan.scratch), n_planned, profile))
+    estimate = tail_estimate(model, profile, kernels=plan.kernels)
+    tail = -(-estimate.bytes // 16) * 16
+    words = PROFILE_WORDS.get(profile, profile)
+    if not estimate.exact:
+        words += f"; an estimate, not modelled: {estimate_words(estimate.unmodelled)}"
+    least = "" if estimate.exact else "at least "
+    return (
+        f"set the non-persistent arena to {non_persistent:,} bytes in {fast} and the "
+        f"persistent arena to {least}{tail:,} bytes in {memory} (profile {profile}: {words})"
+    )

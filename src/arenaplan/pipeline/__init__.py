@@ -1,0 +1,18 @@
+"""The planning pipeline in one function: ``run_plan(PlanRequest) -> PlanResult``.
+
+Every command that plans (plan, explore, sweep, demo) and the benchmarks call it;
+it reads nothing from the command line and writes no file.
+"""
+
+from arenaplan.pipeline.plan import planned_model_bytes, run_plan
+from arenaplan.pipeline.request import PlanRequest, PlanResult, Source, Wanted, read_source
+
+__all__ = [
+    "PlanRequest",
+    "PlanResult",
+    "Source",
+    "Wanted",
+    "planned_model_bytes",
+    "read_source",
+    "run_plan",
+]

@@ -1,0 +1,144 @@
+"""Render the outputs a request asks for, in memory: the planned model, the JSON plan,
+the picture, the C/C++ header, the planner C++, the weights blob and fetch schedule,
+the HTML report. Each is bytes in ``PlanResult.files`` under its ``Wanted`` field
+name, in the order they are written; nothing touches the file system here."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from arenaplan.errors import UsageError
+from arenaplan.export.firmware import firmware_header
+from arenaplan.export.json_plan import plan_to_json
+from arenaplan.export.picture import render as render_picture
+from arenaplan.export.picture import render_memories
+from arenaplan.export.planner_cpp import planner_source
+from arenaplan.export.report import html_report
+from arenaplan.pipeline.request import PlanRequest, PlanResult, Wanted
+from arenaplan.placement.memories import memory_regions, persistent_memory, target_memory
+from arenaplan.placement.tiers import place_tiers
+from arenaplan.tflm.tail import predict_tail
+from arenaplan.weights.outputs import fetch_schedule, staged_blob, weights_json
+
+
+def render(request: PlanRequest, done: PlanResult) -> PlanResult:
+    """``done`` with the files of ``request.outputs`` (and the weights blob they use)."""
+    wanted = request.outputs or Wanted()
+    model, plan, tiers, target = done.model, done.plan, done.tiers, request.target
+    where = tiers.memory_of if tiers else None  # each tensor's memory, when spread
+    regions = memory_regions(target, request.caps, plan, tiers) if tiers and target else None
+    persistent = _persistent(request, done)
+    files: dict[str, bytes] = {}
+    if wanted.model:
+        files["model"] = done.planned
+    needs_blob = wanted.json or wanted.weights_blob or wanted.schedule
+    blob = staged_blob(done.weights) if done.weights is not None and needs_blob else None
+    name = done.source.name
+    if wanted.json:
+        extra = _extra_json(done, blob)
+        text = plan_to_json(model, plan, name, where, done.refusals, extra)
+        files["json"] = text.encode()
+    if wanted.picture is not None:
+        files["picture"] = _picture(done, wanted.picture, regions, persistent, request)
+    if wanted.header:
+        files["header"] = _header(request, done).encode()
+    if wanted.planner_cpp and target is not None:
+        placement = tiers or place_tiers(model, target, request.caps, kernels=plan.kernels)
+        files["planner_cpp"] = planner_source(model, placement, target, name, done.profile).encode()
+    if done.weights is not None and blob is not None:
+        if wanted.weights_blob:
+            files["weights_blob"] = blob.data
+        if wanted.schedule:
+            files["schedule"] = fetch_schedule(done.weights, blob, name).encode()
+    if wanted.report:
+        refusal = "; ".join(done.refusals) or None
+        report = html_report(
+            model,
+            plan,
+            name,
+            target,
+            where,
+            regions,
+            refusal=refusal,
+            persistent=persistent,
+            weights=done.weights,
+        )
+        files["report"] = report.encode()
+    return replace(done, blob=blob, files=files)
+
+
+def _persistent(request: PlanRequest, done: PlanResult) -> tuple[str | None, int]:
+    """Where the pictures draw TFLM's tail: (memory, or None for beside the head; bytes)."""
+    target, plan = request.target, done.plan
+    memory = (
+        persistent_memory(done.model, plan, target, request.caps, done.tiers)[0] if target else None
+    )
+    return memory or None, predict_tail(done.model, done.profile, kernels=plan.kernels)
+
+
+def _picture(
+    done: PlanResult,
+    fmt: str,
+    regions: list | None,
+    persistent: tuple[str | None, int],
+    request: PlanRequest,
+) -> bytes:
+    title = f"arena plan: {done.source.name}"
+    if regions:
+        return render_memories(done.plan, regions, title, fmt, persistent=persistent)
+    target = request.target
+    memory = target.fastest().name if target else None
+    tflm_planner = not done.refusals
+    return render_picture(
+        done.plan, title, fmt, persistent=persistent, memory=memory, tflm_planner=tflm_planner
+    )
+
+
+def _header(request: PlanRequest, done: PlanResult) -> str:
+    """The arena header: one arena, or two when TFLM's tail goes to another memory."""
+    target, arena, tiers, caps = request.target, done.arena, done.tiers, request.caps
+    arena_section, persistent_section, head = "", None, None
+    if target is not None and arena is not None:
+        arena_section = arena.section
+        chosen = request.persistent_memory
+        if chosen is None:  # as advised: two arenas only when one does not fit
+            chosen = persistent_memory(done.model, done.plan, target, caps, tiers)[0] or None
+        if chosen:
+            persistent_section = target_memory(
+                target, chosen, "persistent", "--persistent-memory"
+            ).section
+        if tiers is not None:
+            head = tiers.heights[target.fastest().name]
+        if tiers is not None and chosen:
+            raise UsageError(
+                f"--header: the plan spreads the activations over several memories and the "
+                f"persistent arena goes to {chosen}: one arena header cannot hold that; write "
+                "--planner-cpp planner.h and define ARENAPLAN_SPLIT_ARENA (its arrays and "
+                "arenaplan::CreateAllocator() run it on stock TFLM), or give the fastest memory "
+                "room for the persistent arena (--memory)"
+            )
+    return firmware_header(
+        done.model,
+        done.plan,
+        done.source.name,
+        done.profile,
+        arena_section,
+        persistent_section,
+        head,
+        planned_model=done.planned,
+    )
+
+
+def _extra_json(done: PlanResult, blob) -> dict[str, object]:
+    """The JSON's ``passes``, ``proof`` and, with weights, ``weights`` (whose own
+    ``proof`` is that of the model with its copies)."""
+    records = done.rewrite.records if done.rewrite else ()
+    passes = [
+        {"name": r.name, "options": r.options, "changed": r.changed, "note": r.note}
+        | {"stats": r.stats}
+        for r in records
+    ]
+    proof = done.proof.as_dict() if done.proof else None
+    if done.weights is not None and blob is not None:
+        return {"passes": passes, "proof": None, "weights": weights_json(done.weights, proof, blob)}
+    return {"passes": passes, "proof": proof}

@@ -1,0 +1,223 @@
+"""The planning pipeline: ``run_plan(PlanRequest) -> PlanResult``.
+
+Order of work: check the capacities against the model, rewrite (the passes asked
+for), plan the head (``placement``), fit it to the target's memories, plan the
+weights (``weights``) when a policy is given, prove what changed in TFLM
+(``verify.prove``) and fall back to the model as given when it is not proven, check
+``fit``, then render the outputs asked for in memory (``pipeline.outputs``). Nothing
+is written here: the caller writes ``PlanResult.files`` once all succeeded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from arenaplan.errors import PlanValidationError, UsageError
+from arenaplan.export.offline_plan import with_offline_plan
+from arenaplan.export.tflite_writer import write_model
+from arenaplan.ir.model import Model
+from arenaplan.pipeline.outputs import render
+from arenaplan.pipeline.request import Notify, PlanRequest, PlanResult
+from arenaplan.pipeline.rewrite import FIT_PASSES, Rewrite, check_fit, run_rewrite
+from arenaplan.placement import Plan, PlanOptions, plan_model
+from arenaplan.placement.memories import check_arena_memory, check_capacities, fit_to_target
+from arenaplan.reader import read_model_bytes
+from arenaplan.tflm.kernel_sets import REFERENCE
+from arenaplan.tflm.refusals import tflm_refusals
+from arenaplan.verify.prove import Proof, prove
+from arenaplan.weights.outputs import tflm_head
+from arenaplan.weights.plan import plan_weights
+from arenaplan.weights.policies import parse_weights
+
+
+def _ignore(_line: str) -> None:
+    """The default ``notify``: warnings are dropped."""
+
+
+def run_plan(request: PlanRequest, notify: Notify = _ignore) -> PlanResult:
+    """Plan ``request``; ``notify`` receives each warning (a rewrite or copies not
+    proven) as it happens. Raises ``ArenaplanError`` on bad input or no plan."""
+    target, model = request.target, request.source.model
+    if target is not None and request.check_memories:
+        check_capacities(model, target, request.caps)
+    profile = _profile(request)
+    done = _plan(request, profile, notify)
+    if request.fit is not None:
+        head_only = request.persistent_memory is not None
+        check_fit(request.fit, done.model, done.plan, profile, head_only=head_only)
+    if request.outputs is None:
+        return done
+    done = replace(done, refusals=tflm_refusals(done.model))
+    return render(request, done)
+
+
+def _profile(request: PlanRequest) -> str:
+    if request.profile is not None:
+        return request.profile
+    return request.target.tflm_profile if request.target is not None else "arm32"
+
+
+def _kernels(request: PlanRequest) -> str:
+    if request.kernels is not None:
+        return request.kernels
+    return request.target.kernels if request.target is not None else REFERENCE
+
+
+def pass_names(request: PlanRequest) -> tuple[str, ...]:
+    """The passes to run: those asked for, else with ``fit`` reorder, inplace, bands."""
+    return request.passes or (FIT_PASSES if request.fit is not None else ())
+
+
+def planned_model_bytes(data: bytes, model: Model, plan: Plan) -> bytes:
+    """The model with the plan's offline metadata, checked by reading it back."""
+    out = with_offline_plan(data, plan.offline_offsets)
+    again = read_model_bytes(out)
+    if again.subgraphs != model.subgraphs or again.offline_plan != plan.offline_offsets:
+        raise PlanValidationError(
+            ["the written model does not read back as the input plus the plan"]
+        )
+    return out
+
+
+def _rewrite(request: PlanRequest, profile: str, kernels: str) -> Rewrite:
+    """Run the passes; bands minimise the head alone when the tail lives elsewhere."""
+    objective = request.objective or ("head" if request.persistent_memory else "arena")
+    options = {
+        "max_extra_macs": request.max_extra_macs,
+        "fit": request.fit,
+        "clobber_inputs": request.clobber_inputs,
+        "profile": profile,
+        "objective": objective,
+        "kernels": kernels,
+    }
+    return run_rewrite(request.source.model, pass_names(request), options)
+
+
+def _with_aliases(options: PlanOptions, rw: Rewrite) -> PlanOptions:
+    return replace(options, aliases=rw.aliases, clobber_inputs=rw.clobber_inputs)
+
+
+def _fit(request: PlanRequest, model: Model, options: PlanOptions, profile: str) -> PlanResult:
+    """Plan ``model`` and fit it to the target's memories (no proof, no bytes)."""
+    plan, target = plan_model(model, options), request.target
+    result = PlanResult(request.source, model, plan, profile)
+    if target is None:
+        return result
+    plan, tiers = fit_to_target(model, plan, target, request.caps, options, request.lay_out)
+    arena = check_arena_memory(request.arena_memory, plan, target, request.caps, tiers)
+    return replace(result, plan=plan, tiers=tiers, arena=arena)
+
+
+def _plan(request: PlanRequest, profile: str, notify: Notify) -> PlanResult:
+    """Rewrite and plan; a rewrite TFLM does not prove falls back to the model as is."""
+    base = PlanOptions(
+        allocator=request.allocator, time_limit=request.time_limit, kernels=_kernels(request)
+    )
+    data, original = request.source.data, request.source.model
+    if request.weights is not None and request.target is not None:
+        weighed = _plan_weights(request, base, profile, notify)
+        if weighed is not None:
+            return weighed
+    proof = None
+    if pass_names(request):
+        rw = _rewrite(request, profile, base.kernels)
+        done = replace(_fit(request, rw.model, _with_aliases(base, rw), profile), rewrite=rw)
+        if not request.prove:
+            return done
+        plan = done.plan
+        if not rw.changed and not plan.aliases:  # the plan of the model as given
+            return replace(done, model=original, planned=planned_model_bytes(data, original, plan))
+        source = write_model(rw.model) if rw.changed else data
+        planned = planned_model_bytes(source, rw.model, plan)
+        proof = prove(data, planned, plan.arena, plan.kernels)
+        if proof.proven or (proof.unavailable and request.write_unproven):
+            before = plan_model(original, base)
+            if not proof.proven:
+                notify(f"arenaplan: rewrite written UNPROVEN: {proof.reason}")
+            return replace(done, planned=planned, proof=proof, before=before)
+        notify(
+            f"arenaplan: the rewrite is not proven in TFLM ({proof.reason}); "
+            "planned the model as it is"
+        )
+    done = replace(_fit(request, original, base, profile), proof=proof)
+    if not request.prove:
+        return done
+    return replace(done, planned=planned_model_bytes(data, original, done.plan))
+
+
+def _plan_weights(
+    request: PlanRequest, options: PlanOptions, profile: str, notify: Notify
+) -> PlanResult | None:
+    """Weights policies and activations in one plan of the fastest memory, after the
+    passes if any; the model's copies and rewrites proven in TFLM. A rewrite that is
+    not proven falls back (said through ``notify``) to the weights of the model as
+    given; copies that nothing here can prove (no runtime or build for the kernels),
+    to the model as given without them (None), unless ``write_unproven``."""
+    if pass_names(request):
+        rw = _rewrite(request, profile, options.kernels)
+        done = _weights_of(request, rw.model, _with_aliases(options, rw), profile)
+        proven = done.proof is None or done.proof.proven
+        unavailable = done.proof is not None and done.proof.unavailable
+        rewritten = rw.changed or bool(done.plan.aliases)
+        if proven or (unavailable and request.write_unproven) or not (unavailable or rewritten):
+            _check_proof(done.proof, request.write_unproven, notify)  # as without passes
+            return replace(done, rewrite=rw)
+        notify(
+            f"arenaplan: the rewrite is not proven in TFLM ({done.proof.reason}); "  # type: ignore[union-attr]
+            "planned the weights of the model as it is"
+        )
+    done = _weights_of(request, request.source.model, options, profile)
+    if done.proof is not None and done.proof.unavailable and not request.write_unproven:
+        notify(
+            f"arenaplan: the weight copies cannot be proven here ({done.proof.reason}); "
+            "planned the model as given, without --weights (--write-unproven writes them "
+            "unproven)"
+        )
+        return None
+    _check_proof(done.proof, request.write_unproven, notify)
+    return done
+
+
+def _weights_of(
+    request: PlanRequest, model: Model, options: PlanOptions, profile: str
+) -> PlanResult:
+    """The weights plan of ``model`` and, when proving, its bytes and proof."""
+    target = request.target
+    assert target is not None and request.weights is not None  # checked by the caller
+    policy = parse_weights(request.weights)
+    wp = plan_weights(model, target, policy, request.caps, options)
+    planned, proof = b"", None
+    if request.prove:
+        data, original = request.source.data, request.source.model
+        changed = wp.model is not original
+        source = write_model(wp.model) if changed else data
+        planned = planned_model_bytes(source, wp.model, wp.plan)
+        if changed or wp.plan.aliases:  # nothing to prove when nothing changed
+            proof = prove(data, planned, tflm_head(wp.plan), wp.plan.kernels)
+    arena = check_arena_memory(request.arena_memory, wp.plan, target, request.caps, wp.tiers)
+    return PlanResult(
+        request.source,
+        wp.model,
+        wp.plan,
+        profile,
+        wp.tiers,
+        arena,
+        planned,
+        proof=proof,
+        weights=wp,
+    )
+
+
+def _check_proof(proof: Proof | None, write_unproven: bool, notify: Notify) -> None:
+    """A proof that fails is an error, and so is one that nothing here can run (no
+    runtime or build for the kernels) unless ``write_unproven``: then the copies are
+    written unproven, said through ``notify``."""
+    if proof is None or proof.proven:
+        return
+    if proof.unavailable and write_unproven:
+        notify(f"arenaplan: weight copies written UNPROVEN: {proof.reason}")
+        return
+    hint = " (--write-unproven writes them unproven)" if proof.unavailable else ""
+    raise UsageError(
+        f"the model with its weight copies is not proven in TFLM: {proof.reason}{hint}"
+    )

@@ -1,0 +1,151 @@
+"""Fit a plan into a target's memories (``plan --target T [--memory NAME=SIZE ...]``).
+
+If the single-arena plan fits the fastest memory that holds activations, it
+stays; otherwise the activations are spread over the target's memories
+(``placement.tiers``) and the memories are laid end to end in TFLM's one head,
+fastest first, so the offline plan carries them and TFLM can verify it.
+Every option that names a memory is checked against the target and the model
+before anything is computed or written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from arenaplan.allocation.bounds import live_bytes_bound
+from arenaplan.allocation.problem import Problem
+from arenaplan.analysis.buffers import arena_items
+from arenaplan.errors import UsageError
+from arenaplan.ir.model import Model
+from arenaplan.placement.plan import Plan, PlanOptions
+from arenaplan.placement.planner import layout_plan
+from arenaplan.placement.tiers import TierPlacement, laid_out_offsets, place_tiers, region_bases
+from arenaplan.targets import Memory, Target
+from arenaplan.tflm.tail import (
+    min_arena,
+    predict_tail,
+)
+
+
+def kib(n: int) -> str:
+    return f"{n:,} B" if n < 1024 else f"{n:,} B ({n / 1024:g} KiB)"
+
+
+def target_memory(target: Target, name: str, holds: str, option: str) -> Memory:
+    """The memory ``name`` of ``target``, which must be allowed to hold ``holds`` data."""
+    try:
+        memory = target.memory(name)
+    except KeyError:
+        known = ", ".join(m.name for m in target.memories)
+        raise UsageError(
+            f"{option}: target {target.name} has no memory {name!r} ({known})"
+        ) from None
+    if holds not in memory.holds:
+        raise UsageError(
+            f"{option}: memory {name!r} of {target.name} may not hold {holds} data "
+            f"(it holds {', '.join(memory.holds)})"
+        )
+    return memory
+
+
+def check_capacities(model: Model, target: Target, caps: Mapping[str, int]) -> None:
+    """A capacity must hold something: the fastest memory the kernel scratch buffers
+    (TFLM places them in the head's first region), every memory the smallest tensor."""
+    items = arena_items(model)
+    sizes = [b.size for b in items.tensor_buffers if b.size > 0]
+    smallest = min(sizes, default=0)
+    scratch = live_bytes_bound(Problem(items.scratch_buffers))
+    fast = target.fastest().name
+    for name, cap in caps.items():
+        need = max(smallest, scratch) if name == fast else smallest
+        if cap < need:
+            what = (
+                "the kernel scratch buffers TFLM places there"
+                if name == fast and scratch >= smallest
+                else "the smallest tensor of this model"
+            )
+            raise UsageError(
+                f"--memory {name}={cap}: too small to be used; {what} need {kib(need)} "
+                "(sizes are bytes unless a unit is given: 32KiB)"
+            )
+
+
+def fit_to_target(
+    model: Model,
+    plan: Plan,
+    target: Target,
+    caps: Mapping[str, int],
+    options: PlanOptions,
+    lay_out: bool = True,
+) -> tuple[Plan, TierPlacement | None]:
+    """The plan itself if it fits the fastest memory, else a multi-memory plan: the
+    placement over the memories and, with ``lay_out``, the plan of TFLM's one head with
+    the memories laid end to end (without, the single-arena plan stays beside it)."""
+    fast = target.fastest()
+    if plan.arena <= caps.get(fast.name, fast.capacity):
+        return plan, None
+    tiers = place_tiers(
+        model, target, caps, kernels=options.kernels, pointer_size=options.pointer_size
+    )
+    if not lay_out:
+        return plan, tiers
+    laid = layout_plan(model, laid_out_offsets(tiers, target), "tiers", options)
+    return laid, tiers
+
+
+def check_arena_memory(
+    name: str | None,
+    plan: Plan,
+    target: Target,
+    caps: Mapping[str, int],
+    tiers: TierPlacement | None,
+) -> Memory:
+    """The memory of the (non-persistent) arena: the fastest unless ``name`` says
+    otherwise, and never one that contradicts the placement or cannot hold it."""
+    fast = target.fastest()
+    if name is None:
+        return fast
+    memory = target_memory(target, name, "activations", "--arena-memory")
+    if tiers is not None and memory.name != fast.name:
+        spread = ", ".join(m for m, h in tiers.heights.items() if h)
+        raise UsageError(
+            f"--arena-memory {name}: the plan spreads the activations over {spread}; "
+            f"TFLM's arena is the region in {fast.name}, so it must be {fast.name}"
+        )
+    room = caps.get(memory.name, memory.capacity)
+    if plan.arena > room:
+        raise UsageError(
+            f"--arena-memory {name}: the arena needs {kib(plan.arena)}, {name} has {kib(room)}"
+        )
+    return memory
+
+
+def persistent_memory(
+    model: Model, plan: Plan, target: Target, caps: Mapping[str, int], tiers: TierPlacement | None
+) -> tuple[str | None, int, int]:
+    """Where TFLM's persistent arena (its tail, at the target's profile) should go:
+    (None when one arena fits the fastest memory, else the first other memory that may
+    hold persistent data and has room, or "" if none has), tail bytes, one-arena bytes."""
+    profile = target.tflm_profile
+    tail = predict_tail(model, profile, kernels=plan.kernels)
+    fast = target.fastest()
+    head = tiers.heights[fast.name] if tiers else plan.arena
+    one = min_arena(model, head, len(plan.tensors) + len(plan.scratch), profile, plan.kernels)
+    if one <= caps.get(fast.name, fast.capacity):
+        return None, tail, one
+    used = tiers.heights if tiers else {fast.name: head}
+    for m in target.memories:
+        room = caps.get(m.name, m.capacity) - used.get(m.name, 0)
+        if m.name != fast.name and "persistent" in m.holds and room >= tail:
+            return m.name, tail, one
+    return "", tail, one
+
+
+def memory_regions(
+    target: Target, caps: Mapping[str, int], plan: Plan, tiers: TierPlacement
+) -> list[tuple[str, int, int, int]]:
+    """(memory, base in the laid-out head, bytes used, capacity) of each memory used."""
+    names = [m.name for m in target.memories if m.name in tiers.heights]
+    bases = region_bases(tiers, names)
+    used = [n for n in names if tiers.heights[n] > 0 or n == names[0]]
+    return [(n, bases[n], tiers.heights[n], caps.get(n, target.memory(n).capacity)) for n in used]
