@@ -32,9 +32,8 @@ from rich.table import Table
 
 from arenaplan.export.offline_plan import with_offline_plan
 from arenaplan.export.tflite_writer import write_model
-from arenaplan.passes import make_pass, run_passes
 from arenaplan.passes.band_search import model_macs
-from arenaplan.passes.inplace import alias_options
+from arenaplan.pipeline import PlanRequest, Source, run_plan
 from arenaplan.placement import PlanOptions, plan_model
 from arenaplan.reader import read_model_bytes
 from arenaplan.tflm.kernel_sets import KERNELS
@@ -59,16 +58,21 @@ def _row(path: Path, args: argparse.Namespace) -> list[str]:
     data = path.read_bytes()
     model = read_model_bytes(data)
     start = time.perf_counter()
-    options = {
-        "max_extra_macs": args.max_extra_macs / 100,
-        "objective": args.objective,
-        "clobber_inputs": args.clobber_inputs,
-    }
-    names = tuple(args.passes.split(","))
-    new, _ = run_passes(model, [make_pass(n, options) for n in names])
-    aliases, clobber = alias_options(names, args.clobber_inputs)
-    before = plan_model(model)
-    plan = plan_model(new, PlanOptions(aliases=aliases, clobber_inputs=clobber))
+    source = Source(data, model, path.name)
+    before = run_plan(PlanRequest(source, prove=False)).plan
+    done = run_plan(
+        PlanRequest(
+            source,
+            passes=tuple(args.passes.split(",")),
+            max_extra_macs=args.max_extra_macs / 100,
+            objective=args.objective,
+            clobber_inputs=args.clobber_inputs,
+            prove=False,  # proven below, on every kernel set asked for
+        )
+    )
+    new, plan, rw = done.model, done.plan, done.rewrite
+    assert rw is not None  # passes ran
+    aliases, clobber = rw.aliases, rw.clobber_inputs
     seconds = time.perf_counter() - start
     planned = with_offline_plan(write_model(new), plan.offline_offsets)
     total = model_macs(model)
