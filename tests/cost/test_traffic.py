@@ -33,14 +33,13 @@ from testkit import MODEL_PATHS, TFLM_REFUSES, model_path
 from arenaplan.cli import main
 from arenaplan.cost.traffic import (
     Traffic,
-    _broadcast_loads,
-    _taps,
     compare,
     difference,
     memcpy_traffic,
     operator_traffic,
     traffic_details,
 )
+from arenaplan.cost.traffic_tflm import _broadcast_loads, _taps
 from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Quantization
 from arenaplan.reader import read_model, read_model_bytes

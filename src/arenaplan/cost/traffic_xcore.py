@@ -5,7 +5,7 @@ operators that call lib_nn (xmos/lib_nn at commit 52a618797e3e, the paths below
 are inside it), so the loops of TFLM's reference kernels (``cost.traffic``)
 do not describe what the core loads and stores. This module counts the accesses of
 lib_nn's loops for the operators of the *un-transformed* model, per operator, in
-the keys and :class:`~arenaplan.cost.traffic.Traffic` form of
+the keys and :class:`~arenaplan.cost.traffic_counts.Traffic` form of
 ``cost.traffic.operator_traffic`` (so ``cost.timing`` can use either).
 
 Kernels (one VPU vector is 32 bytes; "group": 16 output channels or elements):
@@ -66,7 +66,8 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from arenaplan.cost.traffic import Key, OperatorCounts, Traffic, traffic_details
+from arenaplan.cost.traffic import traffic_details
+from arenaplan.cost.traffic_counts import Key, OperatorCounts, Traffic
 from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Model, Operator, Subgraph
 
