@@ -1,4 +1,4 @@
-"""The memory traffic model (cost/traffic.py) and its measurement (verify/traffic_measure.py).
+"""The memory traffic model (cost/traffic*.py) and its measurement (verify/traffic_measure.py).
 
 Formula tests run on small models built with the project's writer
 (``traffic_models.py``), shaped unlike the shared models (other paddings, strides,
@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -257,3 +259,20 @@ def test_measurement_attributes_tensors_and_persistent_blocks() -> None:
 
 def test_quantization_helper_is_the_opmodels_one() -> None:
     assert q(0.5) == Quantization((0.5,), (0,))
+
+
+@needs_build
+def test_per_element_table_regenerates_as_shipped(tmp_path: Path) -> None:
+    """scripts/gen_traffic_per_element.py writes the shipped table: every entry, and
+    the header but for the names of this machine's tools."""
+    repo = Path(__file__).resolve().parents[2]
+    out = tmp_path / "traffic_per_element.json"
+    cmd = [sys.executable, str(repo / "scripts" / "gen_traffic_per_element.py"), "--out", str(out)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)  # seconds
+    assert done.returncode == 0, done.stderr
+    new = json.loads(out.read_text())
+    shipped = json.loads((repo / "src/arenaplan/cost/data" / out.name).read_text())
+    for tool in ("compiler", "valgrind"):
+        new.pop(tool)
+        shipped.pop(tool)
+    assert new == shipped

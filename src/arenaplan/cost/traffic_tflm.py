@@ -31,8 +31,9 @@ These are the data terms: they follow the kernels' loops and hold for any compil
 that does not vectorise them. One table among them is measured, not read from the
 loops: the op data loads per element of the kernels that pass their parameters by
 reference (:func:`per_element_table`, the package's ``data/traffic_per_element.json``,
-measured by hand on :data:`~arenaplan.cost.traffic_counts.HOST_REFERENCE`; no script
-regenerates it). The fixed per-invoke terms are ``cost.traffic_fixed``'s.
+measured on :data:`~arenaplan.cost.traffic_counts.HOST_REFERENCE` and written by
+``python scripts/gen_traffic_per_element.py``). The fixed per-invoke terms are
+``cost.traffic_fixed``'s.
 """
 
 from __future__ import annotations
@@ -58,7 +59,8 @@ from arenaplan.ir.model import Model, Operator, Subgraph, Tensor
 def per_element_table() -> dict[tuple[str, str], dict[int, int]]:
     """(opcode, element type) -> width in bytes -> op data loads per element, of the
     element-wise kernels that read their parameters once per element. Measured on
-    HOST_REFERENCE: the package's data/traffic_per_element.json, read once."""
+    HOST_REFERENCE: the package's data/traffic_per_element.json (written by
+    scripts/gen_traffic_per_element.py), read once."""
     data = resources.files("arenaplan.cost") / "data" / "traffic_per_element.json"
     table = json.loads(data.read_text())["kernels"]
     out = {}
