@@ -52,7 +52,9 @@ arena by ``XC_ld_flash`` before each operator (lib_tflite_micro
 ``src/tflite-xcore-kernels/xcore_load_weights.cc``), so they are read from the
 arena's memory. Stack traffic (the accumulator's VSTR/VSTD, temporary vectors)
 is not counted. Other operators and other types use the reference model. Counts
-are per invoke; bytes moved by masked stores are the bytes they write.
+are accesses and bytes per invoke; bytes moved by masked stores are the bytes they
+write. Every count is an estimate: lib_nn's loops as its source reads, not
+measured on the device.
 
 Extents (:func:`xcore_counts`, :class:`XcoreOp`): the bytes of each scratch and
 op-data block the kernels read, and of a tensor read past its end (MUL's first
