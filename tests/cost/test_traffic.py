@@ -262,12 +262,21 @@ def test_quantization_helper_is_the_opmodels_one() -> None:
 
 
 @needs_build
-def test_per_element_table_regenerates_as_shipped(tmp_path: Path) -> None:
-    """scripts/gen_traffic_per_element.py writes the shipped table: every entry, and
-    the header but for the names of this machine's tools."""
+@pytest.mark.parametrize(
+    "script, table",
+    [
+        ("gen_traffic_per_element.py", "traffic_per_element.json"),
+        ("gen_traffic_rfft.py", "traffic_rfft.json"),
+    ],
+)
+def test_measured_kernel_tables_regenerate_as_shipped(
+    tmp_path: Path, script: str, table: str
+) -> None:
+    """Each script writes its shipped table: every entry, and the header but for the
+    names of this machine's tools."""
     repo = Path(__file__).resolve().parents[2]
-    out = tmp_path / "traffic_per_element.json"
-    cmd = [sys.executable, str(repo / "scripts" / "gen_traffic_per_element.py"), "--out", str(out)]
+    out = tmp_path / table
+    cmd = [sys.executable, str(repo / "scripts" / script), "--out", str(out)]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)  # seconds
     assert done.returncode == 0, done.stderr
     new = json.loads(out.read_text())

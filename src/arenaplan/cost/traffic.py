@@ -43,23 +43,17 @@ from arenaplan.cost.traffic_compare import FIGURES, Difference, compare, differe
 from arenaplan.cost.traffic_counts import (
     HOST_REFERENCE,
     Build,
+    Item,
     Key,
     OperatorCounts,
     Traffic,
     Widths,
     memcpy_traffic,
-    total,
-)
-from arenaplan.cost.traffic_fixed import (
-    ROLE_KEYS,
-    Item,
-    add_fixed,
-    fixed_table,
-    residual,
     role_items,
     role_text,
-    variables,
+    total,
 )
+from arenaplan.cost.traffic_fixed import ROLE_KEYS, add_fixed, fixed_table, residual, variables
 from arenaplan.cost.traffic_tflm import KERNELS, KernelCounts
 from arenaplan.errors import ArenaplanError
 from arenaplan.ir.model import Model

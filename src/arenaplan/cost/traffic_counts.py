@@ -8,7 +8,9 @@ accesses by width in bytes (1, 2, 4, 8, 16, 32; 0 for any other width). The keys
 operator's traffic per key while a kernel model counts it (``cost.traffic_tflm``
 for TFLM's reference kernels, ``cost.traffic_xcore`` for xcore's lib_nn);
 :func:`memcpy_traffic` gives the accesses of the runner's memcpy on a
-:class:`Build`. Every count is an estimate of what the kernels do.
+:class:`Build`. The measured tables of ``data/`` write counts as items, per load or
+store and width ("4:1 8:6+2*n / 8:1": :func:`role_items`), which
+:func:`items_traffic` evaluates. Every count is an estimate of what the kernels do.
 """
 
 from __future__ import annotations
@@ -139,3 +141,38 @@ class OperatorCounts:
     @property
     def op_data(self) -> Key:
         return ("persistent", "op_data", self.sg.index, self.op.index)
+
+
+Item = tuple[str, int]  # ("L" loads or "S" stores, width in bytes)
+
+
+def role_items(text: str) -> dict[Item, str]:
+    """The items of a measured table's entry (the fixed terms', the RFFT's): "4:1
+    8:6+2*n / 8:1" -> {("L", 4): "1", ("L", 8): "6+2*n", ("S", 8): "1"}: per load or
+    store and width in bytes, the count of accesses (a number or an expression)."""
+    loads, _, stores = text.partition("/")
+    out = {}
+    for kind, part in (("L", loads), ("S", stores)):
+        for item in part.split():
+            width, _, count = item.partition(":")
+            out[(kind, int(width))] = count
+    return out
+
+
+def role_text(items: dict[Item, str]) -> str:
+    """The inverse of :func:`role_items`: widths ascending, loads then "/" stores."""
+    parts = [
+        " ".join(f"{w}:{items[(kind, w)]}" for _, w in sorted(k for k in items if k[0] == kind))
+        for kind in ("L", "S")
+    ]
+    return parts[0] + (f" / {parts[1]}" if parts[1] else "")
+
+
+def items_traffic(spec: str, names: dict[str, int]) -> Traffic:
+    """The traffic that ``spec`` (items as :func:`role_items` reads them) gives, its
+    counts evaluated with ``names``."""
+    out = Traffic()
+    for (kind, width), count in role_items(spec).items():
+        n = eval(count, {"__builtins__": {}}, names)  # our own tables, not input
+        out = out + (Traffic.reads if kind == "L" else Traffic.writes)(n, width)
+    return out

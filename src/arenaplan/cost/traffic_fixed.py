@@ -18,7 +18,7 @@ import functools
 import json
 from importlib import resources
 
-from arenaplan.cost.traffic_counts import Traffic
+from arenaplan.cost.traffic_counts import Item, Traffic, items_traffic, role_text
 from arenaplan.cost.traffic_tflm import KernelCounts
 
 
@@ -32,38 +32,6 @@ def fixed_table() -> dict[str, dict[str, str]]:
     Measured on HOST_REFERENCE: the package's data/traffic_fixed.json, read once."""
     data = resources.files("arenaplan.cost") / "data" / "traffic_fixed.json"
     return json.loads(data.read_text())["paths"]
-
-
-Item = tuple[str, int]  # ("L" loads or "S" stores, width in bytes)
-
-
-def role_items(text: str) -> dict[Item, str]:
-    """A role's items in the fixed table: "4:1 8:6+2*n / 8:1" -> {("L", 4): "1",
-    ("L", 8): "6+2*n", ("S", 8): "1"}."""
-    loads, _, stores = text.partition("/")
-    out = {}
-    for kind, part in (("L", loads), ("S", stores)):
-        for item in part.split():
-            width, _, count = item.partition(":")
-            out[(kind, int(width))] = count
-    return out
-
-
-def role_text(items: dict[Item, str]) -> str:
-    """The inverse of :func:`role_items`: widths ascending, loads then "/" stores."""
-    parts = [
-        " ".join(f"{w}:{items[(kind, w)]}" for _, w in sorted(k for k in items if k[0] == kind))
-        for kind in ("L", "S")
-    ]
-    return parts[0] + (f" / {parts[1]}" if parts[1] else "")
-
-
-def _fixed(spec: str, names: dict[str, int]) -> Traffic:
-    out = Traffic()
-    for (kind, width), count in role_items(spec).items():
-        n = eval(count, {"__builtins__": {}}, names)  # our own table, not input
-        out = out + (Traffic.reads if kind == "L" else Traffic.writes)(n, width)
-    return out
 
 
 def variables(c: KernelCounts) -> dict[str, int]:
@@ -84,7 +52,7 @@ def add_fixed(c: KernelCounts, names: dict[str, int]) -> bool:
         return False
     sg, op = c.sg.index, c.op.index
     for role, s in spec.items():
-        t = _fixed(s, names)
+        t = items_traffic(s, names)
         if role == "in*":  # every input
             for i in {i for i in c.op.inputs if i >= 0}:
                 c.add(("persistent", "eval_tensor", sg, i), t)

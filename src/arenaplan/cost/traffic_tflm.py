@@ -31,9 +31,11 @@ These are the data terms: they follow the kernels' loops and hold for any compil
 that does not vectorise them. One table among them is measured, not read from the
 loops: the op data loads per element of the kernels that pass their parameters by
 reference (:func:`per_element_table`, the package's ``data/traffic_per_element.json``,
-measured on :data:`~arenaplan.cost.traffic_counts.HOST_REFERENCE` and written by
-``python scripts/gen_traffic_per_element.py``). The fixed per-invoke terms are
-``cost.traffic_fixed``'s.
+written by ``python scripts/gen_traffic_per_element.py``) and the per-frame loads and
+stores of the int16 RFFT's butterflies and split (:func:`rfft_table`,
+``data/traffic_rfft.json``, written by ``python scripts/gen_traffic_rfft.py``), both
+measured on :data:`~arenaplan.cost.traffic_counts.HOST_REFERENCE`. The fixed
+per-invoke terms are ``cost.traffic_fixed``'s.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from arenaplan.cost.traffic_counts import (
     Key,
     OperatorCounts,
     Traffic,
+    items_traffic,
     memcpy_traffic,
 )
 from arenaplan.ir.dtypes import DType
@@ -655,13 +658,30 @@ def _kiss_stages(n: int) -> tuple[int, int]:
     return fours, 0
 
 
+def kiss_butterflies(n: int) -> tuple[int, int]:
+    """kiss_fft's radix-4 and radix-2 butterflies for a complex FFT of ``n`` points."""
+    fours, twos = _kiss_stages(n)
+    return fours * n // 4, twos * n // 2
+
+
+@functools.cache
+def rfft_table() -> dict[str, str]:
+    """SignalRfft (int16), per frame: "op_data" and "output" -> their loads and stores
+    as items ("2:24*b4+3*n+2 / 2:18*b4"; see ``traffic_counts.role_items``), counts in
+    b4 and b2 (radix-4 and radix-2 butterflies) and n (half the length). Measured on
+    HOST_REFERENCE: the package's data/traffic_rfft.json (written by
+    scripts/gen_traffic_rfft.py), read once."""
+    data = resources.files("arenaplan.cost") / "data" / "traffic_rfft.json"
+    return json.loads(data.read_text())["per_frame"]
+
+
 @_kernel("SignalRfft")
 def _signal_rfft(c: KernelCounts) -> None:
     """Per frame: the input copied into the scratch work area and zero padded to the
     FFT length, then kiss_fftr (int16): the complex FFT of half the length in the
     op data's buffer (radix-4 and radix-2 butterflies, the twiddles read there), and
-    the split into the output's half spectrum. Counts per butterfly measured on
-    HOST_REFERENCE for lengths 32 to 1024."""
+    the split into the output's half spectrum. What the butterflies and the split
+    load and store is measured per frame (:func:`rfft_table`)."""
     x, y = c.i(0), c.o()
     if x.dtype is not DType.INT16:
         raise ValueError("only the int16 RFFT is modelled")
@@ -669,8 +689,10 @@ def _signal_rfft(c: KernelCounts) -> None:
     frame = x.shape[-1] if x.shape else 1
     frames = c.elements(x) // max(frame, 1)
     n = length // 2
-    fours, twos = _kiss_stages(n)
-    b4, b2 = fours * n // 4, twos * n // 2
+    b4, b2 = kiss_butterflies(n)
+    names = {"b4": b4, "b2": b2, "n": n}
+    fft = items_traffic(rfft_table()["op_data"], names)
+    split = items_traffic(rfft_table()["output"], names)
     od, work = c.op_data, c.scratch(0)
     for f in range(frames):
         c.copy(work, 0, x, 2 * f * frame, 2 * frame)
@@ -678,12 +700,8 @@ def _signal_rfft(c: KernelCounts) -> None:
         c.add(work, t_store)
         del t_load
         c.load(work, n, 4)  # the input as n complex values, copied into the op data
-        c.store(od, n + 2 * b2, 4)
-        c.load(od, 24 * b4 + 6 * b2 + 3 * n + 2, 2)
-        c.store(od, 18 * b4 + 4 * b2, 2)
-        c.load(od, n + 10 + 3 * b2, 4)
-        c.load(od, 4, 8)
-        c.store(y, 2 * n + 4, 2)
+        c.add(od, fft)
+        c.add(c.key(y), split)
     _path(c, "int16")
 
 
