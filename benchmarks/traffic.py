@@ -14,7 +14,7 @@ Prints: per model (operators, how many modelled, figures within 5%, bytes measur
 predicted), per kernel path the worst error on data (tensors, scratch buffers,
 operator data) and on bookkeeping (eval tensors, nodes, framework, flatbuffer), and
 the N worst figures. --fixed prints the fixed per-invoke terms each kernel path
-measured (what analysis/data/traffic_fixed.json holds), with the variants where they
+measured (what cost/data/traffic_fixed.json holds), with the variants where they
 differ. Needs: python scripts/build_tflm.py --variants host-reference &&
 python scripts/build_traffic.py.
 """

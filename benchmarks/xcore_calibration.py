@@ -4,7 +4,7 @@ figures it did not see.
     python benchmarks/xcore_calibration.py
 
 The report gives, per operator kind, the time with the whole arena in SRAM and in
-LPDDR, not the model; the model is assumed (``arenaplan.builder.xcore_report``:
+LPDDR, not the model; the model is assumed (``xcore_report_model.py`` beside this script:
 the report's operator counts, shapes from a TCN + LSTM audio network, not tuned to
 the timings), its accesses are lib_nn's (``cost.traffic_xcore``).
 
@@ -43,8 +43,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
+from xcore_report_model import split_arena_model  # benchmarks/xcore_report_model.py
 
-from arenaplan.builder.xcore_report import split_arena_model
 from arenaplan.cost.timing import (
     SCRATCH,
     OpAccesses,

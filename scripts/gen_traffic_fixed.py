@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write the traffic model's fixed terms (analysis/data/traffic_fixed.json), measured.
+"""Write the traffic model's fixed terms (cost/data/traffic_fixed.json), measured.
 
     python scripts/gen_traffic_fixed.py [--variant host-reference] [--out FILE]
 
@@ -7,9 +7,10 @@ Runs every model of ``fixed_models()`` (``tests/kits/traffic_models.py``: the
 shared models, the op and built models of the tests, models that vary the number of
 inputs and steps) once in TFLM under the arenatraffic valgrind tool, takes each
 modelled operator's measured traffic less its data terms
-(``arenaplan.cost.traffic.fixed_terms``) and writes, per kernel path and role,
-the loads and stores every instance of the path agrees on (``NOT_FIXED`` names the
-paths left out, and ``NOT_MEASURED`` of the set the models).
+(``arenaplan.cost.traffic.fixed_terms``) and writes, per kernel path and role, the
+loads and stores every instance of the path agrees on (``NOT_FIXED`` names the paths
+left out, and ``NOT_MEASURED`` of the set the models). ``arenaplan.cost.traffic_fixed``
+reads the table.
 
 Where a count grows with ranks, inputs or steps, ``FORMS`` gives its shape: each
 ``?`` is a number solved from the instances (the instances must determine it), the
@@ -56,7 +57,7 @@ ABOUT = (
     "model (flatbuffer bytes other than tensor data), opdata (the scalar fields of the "
     "operator data), handles (scratch handles). Each item is 'width:count' (width in bytes, "
     "count in accesses); a count may use rK/qK (rank of input/output K), n (inputs) and the "
-    "kernel's own variables (arenaplan.cost.traffic). Measured under valgrind on the "
+    "kernel's own variables (arenaplan.cost.traffic_tflm). Measured under valgrind on the "
     "variant below."
 )
 _BINARY = {"model": "4:?+r0+r1+q0"}  # the dims of both inputs and the output

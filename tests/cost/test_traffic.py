@@ -1,4 +1,4 @@
-"""The memory traffic model (cost/traffic.py) and its measurement (verify/traffic_measure.py).
+"""The memory traffic model (cost/traffic*.py) and its measurement (verify/traffic_measure.py).
 
 Formula tests run on small models built with the project's writer
 (``traffic_models.py``), shaped unlike the shared models (other paddings, strides,
@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -33,14 +35,13 @@ from testkit import MODEL_PATHS, TFLM_REFUSES, model_path
 from arenaplan.cli import main
 from arenaplan.cost.traffic import (
     Traffic,
-    _broadcast_loads,
-    _taps,
     compare,
     difference,
     memcpy_traffic,
     operator_traffic,
     traffic_details,
 )
+from arenaplan.cost.traffic_tflm import _broadcast_loads, _taps
 from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Quantization
 from arenaplan.reader import read_model, read_model_bytes
@@ -258,3 +259,29 @@ def test_measurement_attributes_tensors_and_persistent_blocks() -> None:
 
 def test_quantization_helper_is_the_opmodels_one() -> None:
     assert q(0.5) == Quantization((0.5,), (0,))
+
+
+@needs_build
+@pytest.mark.parametrize(
+    "script, table",
+    [
+        ("gen_traffic_per_element.py", "traffic_per_element.json"),
+        ("gen_traffic_rfft.py", "traffic_rfft.json"),
+    ],
+)
+def test_measured_kernel_tables_regenerate_as_shipped(
+    tmp_path: Path, script: str, table: str
+) -> None:
+    """Each script writes its shipped table: every entry, and the header but for the
+    names of this machine's tools."""
+    repo = Path(__file__).resolve().parents[2]
+    out = tmp_path / table
+    cmd = [sys.executable, str(repo / "scripts" / script), "--out", str(out)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)  # seconds
+    assert done.returncode == 0, done.stderr
+    new = json.loads(out.read_text())
+    shipped = json.loads((repo / "src/arenaplan/cost/data" / out.name).read_text())
+    for tool in ("compiler", "valgrind"):
+        new.pop(tool)
+        shipped.pop(tool)
+    assert new == shipped

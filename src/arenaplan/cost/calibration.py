@@ -19,6 +19,8 @@ weighted by 1 / sqrt(measured cycles): between absolute errors (where a 10 ms
 conv would drown a 0.1 ms add) and relative ones (where an operator of a few
 cycles, all timer noise, would steer the fit). Ticks are converted to cycles
 with ``ticks_per_second`` (default: the target's clock, one tick per cycle).
+The fitted rates (work per cycle) and latencies (cycles per access), and the fitted
+cycles set against the measured ones, are estimates of the time model's parameters.
 """
 
 from __future__ import annotations

@@ -10,8 +10,9 @@ Lines around them (the application's own output, log prefixes) are ignored. Tick
 are the target's timer ticks (``GetCurrentTimeTicks``); ``ticks_per_ms`` is known
 only where ``Log()`` printed both (the largest event gives the best estimate).
 Events are per operator invocation, in execution order: a log of N invocations of
-a model with K operators has N * K events (the interpreter's own events, tagged
-for example ``AllocateTensors``, are kept apart as ``other``).
+a model with K operators has N * K events, besides the interpreter's own (tagged
+for example ``AllocateTensors``: kept here, left out by ``cost.calibration``). These
+are measurements, read as they are; only ``ticks_per_ms`` is an estimate.
 """
 
 from __future__ import annotations

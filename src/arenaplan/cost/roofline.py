@@ -7,7 +7,8 @@ input tensor and written per output tensor, each counted once per operator.
 Time of one operator, as Vela estimates it: the larger of the compute time
 (work / (rate of its kind x clock)) and, for each memory, the time to move the
 bytes it reads and writes there (bytes / bandwidth + latency cycles / clock per
-tensor). Units: seconds, bytes, cycles.
+tensor). Units: seconds, bytes, cycles. Every time is an estimate from the
+target's compute rates, bandwidths and latencies.
 """
 
 from __future__ import annotations

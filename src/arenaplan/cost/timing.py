@@ -1,5 +1,9 @@
 """Operator time on a target from the memory accesses it makes: compute + stalls.
 
+Every figure here is an estimate: cycles from the target's compute rates and memory
+latencies and bandwidths (its TOML, or ``cost.calibration``'s fit) and the access
+counts of the traffic models, seconds = cycles / clock.
+
 For one operator o, in cycles of the target clock (seconds = cycles / clock_hz):
 
     cycles(o) = work(o) / rate[kind(o)]                                  compute

@@ -1,20 +1,22 @@
-"""Memory traffic per operator and per tensor: a model of TFLM's kernels.
+"""Memory traffic per operator and per tensor, estimated: a model of TFLM's kernels.
 
-For every operator, the loads and stores its kernel's Eval makes to every tensor and
-persistent block it touches, from the operator's shapes and options alone: a
-convolution reads each input element once per filter tap that covers it and per
-output channel, its weights once per output pixel, its bias and per-channel
-multipliers once per output element; a pooling reads each window; a softmax reads
-its row three times; a copy moves words. The formulas follow the loops of TFLM's
-reference kernels (``tensorflow/lite/kernels/internal/reference``, the commit of
-``../shared/third_party``) and are checked against every load and store of the real
-kernels counted under valgrind (``arenaplan.verify.traffic_measure``,
-``benchmarks/traffic.py``).
+For every operator of a model, the loads and stores its kernel's Eval makes to every
+tensor and persistent block it touches, from the operator's shapes and options alone
+(:func:`traffic_details`, :func:`operator_traffic`): the data terms of the kernel's
+formula (``cost.traffic_tflm``) plus the fixed per-invoke terms of its kernel path,
+measured on one build (``cost.traffic_fixed``, the package's
+``data/traffic_fixed.json``, written by ``python scripts/gen_traffic_fixed.py``).
+Every figure is an estimate: exact for the build the terms were measured on where
+:attr:`OpTraffic.exact` holds, a lower bound (each input read once, each output
+written once, ``exact=False``) for a kernel not modelled or shapes its formula does
+not cover. :func:`fixed_terms` gives what a measurement says the fixed table should
+hold; :func:`compare` (``cost.traffic_compare``) sets predictions against
+measurements (``arenaplan.verify.traffic_measure``, ``benchmarks/traffic.py``).
 
 Units: ``loads``/``stores`` are memory accesses (one instruction's access to one
 address), ``load_bytes``/``store_bytes`` bytes, and ``load_widths``/``store_widths``
 give the accesses by width in bytes (1, 2, 4, 8, 16, 32; 0 for any other width).
-Counts are for one invoke of the model.
+Counts are for one invoke of the model (``cost.traffic_counts``).
 
 Keys (:data:`Key`):
 
@@ -31,130 +33,54 @@ Keys (:data:`Key`):
 - ``("model",)``: flatbuffer bytes other than tensor data (dims, operator inputs).
 
 Stack and other process memory (``("other",)`` in a measurement) is not modelled.
-
-Kernels modelled (reference kernels; the path each operator takes is its ``kernel``):
-CONV_2D and DEPTHWISE_CONV_2D (int8, int16, float), FULLY_CONNECTED (per tensor and
-per channel, int8, int16, float), AVERAGE_POOL_2D and MAX_POOL_2D, SOFTMAX (int8,
-int16, float), the element-wise unary (RELU, RELU6, LEAKY_RELU, LOGISTIC, TANH,
-HARD_SWISH, ELU, the float math functions, LOGICAL_NOT) and binary kernels (ADD,
-SUB, MUL, DIV, MINIMUM, MAXIMUM, SQUARED_DIFFERENCE, comparisons, logical; same
-shapes and TFLM's broadcast loops), QUANTIZE, DEQUANTIZE, CAST, RESHAPE, SQUEEZE,
-EXPAND_DIMS, CONCATENATION, STRIDED_SLICE, PAD, PADV2, MEAN and SUM (int8, int16;
-float MEAN over H and W), SVDF (int8), UNIDIRECTIONAL_SEQUENCE_LSTM (int8), and the
-Signal library's Window, FftAutoScale, Rfft (int16), Energy, FilterBank,
-FilterBankSquareRoot, FilterBankSpectralSubtraction, PCAN and FilterBankLog. Where the
-data decides a count (PCAN reads one table entry, not three, for an estimate of at
-most 2; spectral subtraction with clamping stores more), the formula takes the
-common case.
-
-What depends on the build: the data terms (tensors, scratch buffers, per-element
-tables) follow the kernels' loops and hold for any compiler that does not vectorise
-them; the fixed per-invoke terms (eval tensors, node, framework, model, the scalar
-fields of operator data) are the counts of one build, :data:`HOST_REFERENCE`
-(``scripts/build_tflm.py`` host-reference: x86-64, gcc 12, TFLM's ``-O2`` for kernels,
-``-Os`` for the framework, 8-byte pointers, the runner's plain memcpy), measured per
-kernel path in the package's ``data/traffic_fixed.json`` (:func:`fixed_table`), which
-``scripts/gen_traffic_fixed.py`` writes from those measurements. Operators whose kernel
-is not modelled get a lower bound (each input read once, each output written once) and
-``exact=False``.
 """
 
 from __future__ import annotations
 
-import functools
-import json
-import math
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from importlib import resources
 
+from arenaplan.cost.traffic_compare import FIGURES, Difference, compare, difference
+from arenaplan.cost.traffic_counts import (
+    HOST_REFERENCE,
+    Build,
+    Item,
+    Key,
+    OperatorCounts,
+    Traffic,
+    Widths,
+    memcpy_traffic,
+    role_items,
+    role_text,
+    total,
+)
+from arenaplan.cost.traffic_fixed import ROLE_KEYS, add_fixed, fixed_table, residual, variables
+from arenaplan.cost.traffic_tflm import KERNELS, KernelCounts
 from arenaplan.errors import ArenaplanError
-from arenaplan.ir.dtypes import DType
-from arenaplan.ir.model import Model, Operator, Subgraph, Tensor
+from arenaplan.ir.model import Model
 from arenaplan.tflm.sizes import tensor_bytes
 
-Key = tuple  # (subgraph, tensor) or ("persistent", kind, ...), ("scratch", sg, op, k), ("model",)
-Widths = tuple[tuple[int, int], ...]
-
-
-def _merge(a: Widths, b: Widths) -> Widths:
-    if not a:
-        return b
-    if not b:
-        return a
-    out: dict[int, int] = dict(a)
-    for w, n in b:
-        out[w] = out.get(w, 0) + n
-    return tuple(sorted((w, n) for w, n in out.items() if n))
-
-
-@dataclass(frozen=True, slots=True)
-class Traffic:
-    """Loads and stores of one operator to one tensor or block (see the module doc)."""
-
-    loads: int = 0
-    stores: int = 0
-    load_bytes: int = 0
-    store_bytes: int = 0
-    load_widths: Widths = ()
-    store_widths: Widths = ()
-
-    def __add__(self, other: Traffic) -> Traffic:
-        return Traffic(
-            self.loads + other.loads,
-            self.stores + other.stores,
-            self.load_bytes + other.load_bytes,
-            self.store_bytes + other.store_bytes,
-            _merge(self.load_widths, other.load_widths),
-            _merge(self.store_widths, other.store_widths),
-        )
-
-    @staticmethod
-    def reads(n: int, width: int) -> Traffic:
-        """``n`` loads of ``width`` bytes each."""
-        n = int(n)
-        if n <= 0:
-            return Traffic()
-        return Traffic(n, 0, n * width, 0, ((_wclass(width), n),), ())
-
-    @staticmethod
-    def writes(n: int, width: int) -> Traffic:
-        """``n`` stores of ``width`` bytes each."""
-        n = int(n)
-        if n <= 0:
-            return Traffic()
-        return Traffic(0, n, 0, n * width, (), ((_wclass(width), n),))
-
-    @property
-    def bytes(self) -> int:
-        return self.load_bytes + self.store_bytes
-
-    @property
-    def accesses(self) -> int:
-        return self.loads + self.stores
-
-
-def _wclass(width: int) -> int:
-    return width if width in (1, 2, 4, 8, 16, 32) else 0
-
-
-def total(items: Iterable[Traffic]) -> Traffic:
-    out = Traffic()
-    for t in items:
-        out = out + t
-    return out
-
-
-@dataclass(frozen=True, slots=True)
-class Build:
-    """What the fixed terms depend on: pointer size, the memcpy's widest word."""
-
-    name: str = "host-reference"
-    pointer: int = 8
-    memcpy_word: int = 8
-
-
-HOST_REFERENCE = Build()
+__all__ = [
+    "FIGURES",
+    "HOST_REFERENCE",
+    "Build",
+    "Difference",
+    "Item",
+    "Key",
+    "OpTraffic",
+    "OperatorCounts",
+    "Traffic",
+    "Widths",
+    "compare",
+    "difference",
+    "fixed_table",
+    "fixed_terms",
+    "memcpy_traffic",
+    "operator_traffic",
+    "role_items",
+    "role_text",
+    "total",
+    "traffic_details",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,887 +102,7 @@ class OpTraffic:
         return total(self.traffic.values())
 
 
-# ---------------------------------------------------------------- helpers
-
-
-def _size(t: Tensor) -> int:
-    return t.dtype.itemsize
-
-
-def _dims(t: Tensor, rank: int) -> tuple[int, ...]:
-    """The tensor's shape extended with leading 1s to ``rank``."""
-    s = tuple(max(d, 0) for d in t.shape)
-    return (1,) * (rank - len(s)) + s
-
-
-def _padding(padding: str, in_size: int, out_size: int, k: int, stride: int, dil: int) -> int:
-    """TFLM's ComputePaddingHeightWidth: the leading padding of one axis."""
-    if padding != "SAME":
-        return 0
-    effective = (k - 1) * dil + 1
-    total = max((out_size - 1) * stride + effective - in_size, 0)
-    return total // 2
-
-
-def _taps(out_size: int, in_size: int, k: int, stride: int, pad: int, dil: int = 1) -> int:
-    """Sum over output positions of the filter taps that fall inside the input."""
-    n = 0
-    for o in range(out_size):
-        origin = o * stride - pad
-        for f in range(k):
-            if 0 <= origin + f * dil < in_size:
-                n += 1
-    return n
-
-
-def memcpy_traffic(nbytes: int, dst_align: int, src_align: int, build: Build = HOST_REFERENCE):
-    """(loads, stores) of the runner's memcpy of ``nbytes``: words of 8 (or 4) bytes
-    while both pointers are aligned to them, then single bytes."""
-    align = math.gcd(dst_align, src_align)
-    word = 8 if align % 8 == 0 and build.memcpy_word >= 8 else 4 if align % 4 == 0 else 1
-    words, rest = (nbytes // word, nbytes % word) if word > 1 else (0, nbytes)
-    t_load = Traffic.reads(words, word) + Traffic.reads(rest, 1)
-    t_store = Traffic.writes(words, word) + Traffic.writes(rest, 1)
-    return t_load, t_store
-
-
-# ---------------------------------------------------------------- the operator context
-
-
-class OperatorCounts:
-    """One operator being counted: its operands and the traffic found so far, per
-    key (the kernel models of TFLM's kernels here and of xcore's build on it)."""
-
-    def __init__(self, model: Model, sg: Subgraph, op: Operator) -> None:
-        self.model, self.sg, self.op = model, sg, op
-        self.acc: dict[Key, Traffic] = {}
-
-    def i(self, k: int) -> Tensor | None:
-        return self.sg.operand(self.op, k)
-
-    def o(self, k: int = 0) -> Tensor | None:
-        return self.sg.operand(self.op, k, output=True)
-
-    def key(self, t: Tensor) -> Key:
-        return (self.sg.index, t.index)
-
-    def add(self, key: Key, t: Traffic) -> None:
-        if t.loads or t.stores:
-            self.acc[key] = self.acc[key] + t if key in self.acc else t
-
-    @property
-    def op_data(self) -> Key:
-        return ("persistent", "op_data", self.sg.index, self.op.index)
-
-
-class _Ctx(OperatorCounts):
-    """One TFLM kernel being modelled: its build, the tensors' sizes, the path taken."""
-
-    def __init__(self, model: Model, sg: Subgraph, op: Operator, build: Build, sizes) -> None:
-        super().__init__(model, sg, op)
-        self.build = build
-        self.sizes = sizes
-        self.vars: dict[str, int] = {}
-        self.kernel = op.opcode
-
-    def nbytes(self, t: Tensor) -> int:
-        return self.sizes[self.sg.index][t.index]
-
-    def elements(self, t: Tensor) -> int:
-        return self.nbytes(t) // max(_size(t), 1)
-
-    def opt(self, name: str, default=None):
-        return self.op.options.get(name, default)
-
-    # traffic
-    def load(self, t: Tensor | Key | None, n: int, width: int | None = None) -> None:
-        if t is None:
-            return
-        if isinstance(t, Tensor):
-            self.add(self.key(t), Traffic.reads(n, width or _size(t)))
-        else:
-            self.add(t, Traffic.reads(n, width or 1))
-
-    def store(self, t: Tensor | Key | None, n: int, width: int | None = None) -> None:
-        if t is None:
-            return
-        if isinstance(t, Tensor):
-            self.add(self.key(t), Traffic.writes(n, width or _size(t)))
-        else:
-            self.add(t, Traffic.writes(n, width or 1))
-
-    def copy(self, dst: Tensor | Key, dst_off: int, src: Tensor | Key, src_off: int, n: int):
-        """A memcpy of ``n`` bytes, offsets in bytes from 16-aligned bases."""
-        t_load, t_store = memcpy_traffic(n, _align(dst_off), _align(src_off), self.build)
-        self.add(self.key(src) if isinstance(src, Tensor) else src, t_load)
-        self.add(self.key(dst) if isinstance(dst, Tensor) else dst, t_store)
-
-    def scratch(self, k: int) -> Key:
-        return ("scratch", self.sg.index, self.op.index, k)
-
-
-def _align(offset: int) -> int:
-    """The alignment of a 16-aligned base plus ``offset`` bytes."""
-    offset %= 16
-    return 16 if offset == 0 else offset & -offset
-
-
-# ---------------------------------------------------------------- kernels
-
-Kernel = Callable[[_Ctx], None]
-_KERNELS: dict[str, Kernel] = {}
-
-
-def _kernel(*opcodes: str):
-    def register(fn: Kernel) -> Kernel:
-        for name in opcodes:
-            _KERNELS[name] = fn
-        return fn
-
-    return register
-
-
-def _path(c: _Ctx, *parts: str) -> None:
-    c.kernel = "/".join((c.op.opcode, *parts))
-
-
-def _dt(t: Tensor | None) -> str:
-    return t.dtype.name.lower() if t is not None else "none"
-
-
-@_kernel("CONV_2D", "DEPTHWISE_CONV_2D")
-def _conv(c: _Ctx) -> None:
-    x, w, b, y = c.i(0), c.i(1), c.i(2), c.o()
-    n, ih, iw, _ = _dims(x, 4)
-    _, oh, ow, cout = _dims(y, 4)
-    _, kh, kw, _ = _dims(w, 4)
-    sh, sw = c.opt("stride_h", 1), c.opt("stride_w", 1)
-    dh, dw = c.opt("dilation_h_factor", 1), c.opt("dilation_w_factor", 1)
-    pad = c.opt("padding", "SAME")
-    ph, pw = _padding(pad, ih, oh, kh, sh, dh), _padding(pad, iw, ow, kw, sw, dw)
-    taps = _taps(oh, ih, kh, sh, ph, dh) * _taps(ow, iw, kw, sw, pw, dw)
-    outputs = n * oh * ow * cout
-    # a convolution's tap reads the filter's input depth for each output channel
-    per_tap = _dims(w, 4)[3] * cout if c.op.opcode == "CONV_2D" else cout
-    c.load(x, n * taps * per_tap)
-    c.load(w, n * taps * per_tap)
-    c.load(b, outputs)
-    c.store(y, outputs)
-    per_channel = x.dtype in (DType.INT8, DType.INT16)
-    if per_channel:
-        c.load(c.op_data, 2 * outputs, 4)  # per-channel multiplier and shift
-    _path(c, _dt(x))
-
-
-@_kernel("FULLY_CONNECTED")
-def _fully_connected(c: _Ctx) -> None:
-    x, w, b, y = c.i(0), c.i(1), c.i(2), c.o()
-    depth = _dims(w, 2)[-1]
-    out_depth = y.shape[-1] if y.shape else 1
-    batches = c.elements(y) // max(out_depth, 1)
-    c.load(x, batches * out_depth * depth)
-    c.load(w, batches * out_depth * depth)
-    c.load(b, batches * out_depth)
-    c.store(y, batches * out_depth)
-    per_channel = w.quantization is not None and len(w.quantization.scales) > 1
-    if per_channel and x.dtype in (DType.INT8, DType.INT16):
-        c.load(c.op_data, 2 * batches * out_depth, 4)  # per-channel multiplier, shift
-        _path(c, _dt(x), "per_channel")
-    else:
-        _path(c, _dt(x))
-
-
-@_kernel("AVERAGE_POOL_2D", "MAX_POOL_2D")
-def _pool(c: _Ctx) -> None:
-    x, y = c.i(0), c.o()
-    n, ih, iw, ch = _dims(x, 4)
-    _, oh, ow, _ = _dims(y, 4)
-    kh, kw = c.opt("filter_height", 1), c.opt("filter_width", 1)
-    sh, sw = c.opt("stride_h", 1), c.opt("stride_w", 1)
-    pad = c.opt("padding", "SAME")
-    ph, pw = _padding(pad, ih, oh, kh, sh, 1), _padding(pad, iw, ow, kw, sw, 1)
-    taps = _taps(oh, ih, kh, sh, ph) * _taps(ow, iw, kw, sw, pw)
-    c.load(x, n * taps * ch)
-    c.store(y, n * oh * ow * ch)
-    _path(c, _dt(x))
-
-
-@_kernel("SOFTMAX")
-def _softmax(c: _Ctx) -> None:
-    """Per row: the maximum, then the exponentials (int8 in: their sum; float and
-    int16: stored to the output and summed), then the output (float and int16: each
-    exponential read back and scaled). int16 reads two entries of the exponential
-    table per element and two of the reciprocal table per row."""
-    x, y = c.i(0), c.o()
-    n = c.elements(x)
-    depth = x.shape[-1] if x.shape else 1
-    rows = n // max(depth, 1)
-    if x.dtype is DType.INT8:
-        c.load(x, 3 * n)
-        c.store(y, n)
-    else:
-        c.load(x, 2 * n)
-        c.store(y, 2 * n)
-        c.load(y, n)
-        if x.dtype is DType.INT16:
-            c.load(c.op_data, 2 * n + 2 * rows, 2)
-    _path(c, _dt(x), _dt(y))
-
-
-@_kernel("RESHAPE", "SQUEEZE")
-def _reshape(c: _Ctx) -> None:
-    """A memcpy of the data (TFLM plans input and output apart)."""
-    x, y = c.i(0), c.o()
-    c.copy(y, 0, x, 0, c.nbytes(y))
-    _path(c)
-
-
-@_kernel("EXPAND_DIMS")
-def _expand_dims(c: _Ctx) -> None:
-    """An element-by-element copy."""
-    x, y = c.i(0), c.o()
-    c.load(x, c.elements(y))
-    c.store(y, c.elements(y))
-    _path(c)
-
-
-@_kernel("QUANTIZE", "DEQUANTIZE", "CAST")
-def _convert(c: _Ctx) -> None:
-    x, y = c.i(0), c.o()
-    c.load(x, c.elements(x))
-    c.store(y, c.elements(y))
-    _path(c, _dt(x), _dt(y))
-
-
-def _broadcast_loads(a: Tensor, b: Tensor, y: Tensor) -> tuple[int, int]:
-    """Loads of each input by TFLM's BroadcastBinaryOpSimple (loops fused, a stride-0
-    operand of the innermost loop read once per run of it)."""
-    rank = max(len(a.shape), len(b.shape), len(y.shape))
-    if rank == 0:
-        return 1, 1
-    da, db, do = _dims(a, rank), _dims(b, rank), _dims(y, rank)
-    loops: list[list[int]] = []  # [a_stride, b_stride, o_stride, extent], innermost first
-    acc = [1, 1, 1]
-    for i in range(rank - 1, -1, -1):
-        sa = 0 if da[i] == 1 and do[i] != 1 else acc[0]
-        sb = 0 if db[i] == 1 and do[i] != 1 else acc[1]
-        so = acc[2]
-
-        def fuse(stride: int, expected: int, nxt: int, od: int = do[i]) -> bool:
-            if od == 1:
-                return True
-            return stride == 0 if nxt == 0 else stride == expected
-
-        if loops and fuse(sa, acc[0], loops[-1][0]) and fuse(sb, acc[1], loops[-1][1]):
-            if fuse(so, acc[2], loops[-1][2]):
-                loops[-1][3] *= do[i]
-            else:
-                loops.append([sa, sb, so, do[i]])
-        else:
-            loops.append([sa, sb, so, do[i]])
-        acc = [acc[0] * da[i], acc[1] * db[i], acc[2] * do[i]]
-    inner = loops[0]
-    runs = math.prod(lp[3] for lp in loops[1:])
-    la = runs * (1 if inner[0] == 0 else inner[3])
-    lb = runs * (1 if inner[1] == 0 else inner[3])
-    return la, lb
-
-
-@_kernel(
-    "ADD",
-    "SUB",
-    "MUL",
-    "DIV",
-    "MINIMUM",
-    "MAXIMUM",
-    "SQUARED_DIFFERENCE",
-    "FLOOR_DIV",
-    "FLOOR_MOD",
-    "EQUAL",
-    "NOT_EQUAL",
-    "GREATER",
-    "GREATER_EQUAL",
-    "LESS",
-    "LESS_EQUAL",
-    "LOGICAL_AND",
-    "LOGICAL_OR",
-)
-def _binary(c: _Ctx) -> None:
-    a, b, y = c.i(0), c.i(1), c.o()
-    if a.shape == b.shape:
-        la = lb = c.elements(y)
-    else:
-        la, lb = _broadcast_loads(a, b, y)
-    c.load(a, la)
-    c.load(b, lb)
-    c.store(y, c.elements(y))
-    for width, k in _PER_ELEMENT.get((c.op.opcode, _dt(a)), {}).items():
-        c.load(c.op_data, k * c.elements(y), width)
-    _path(c, _dt(a), "broadcast" if a.shape != b.shape else "same")
-
-
-def _const_ints(c: _Ctx, t: Tensor | None) -> list[int] | None:
-    if t is None or not t.is_constant or t.buffer >= len(c.model.buffers):
-        return None
-    import numpy as np
-
-    data = c.model.buffers[t.buffer]
-    dtype = "<i8" if t.dtype is DType.INT64 else "<i4"
-    return [int(v) for v in np.frombuffer(data, dtype=dtype)[: t.elements]]
-
-
-def _slice_axis(size, begin, end, stride, bmask, emask, shrink, offset):
-    """strided_slice_logic.h: the start and stop of one axis."""
-    start = begin + size if begin < 0 else begin
-    start = min(max(start, 0), size) if stride > 0 else min(max(start, -1), size - 1)
-    if bmask:
-        start = 0 if stride > 0 else size - 1
-    if shrink:
-        return start, (start if start >= size else start + 1)
-    stop = end + start if offset else end
-    stop = stop + size if stop < 0 else stop
-    stop = min(max(stop, 0), size) if stride > 0 else min(max(stop, -1), size - 1)
-    if emask:
-        stop = size if stride > 0 else -1
-    return start, stop
-
-
-@_kernel("STRIDED_SLICE")
-def _strided_slice(c: _Ctx) -> None:
-    """reference/strided_slice.h on five padded axes: with an innermost stride of 1,
-    one memcpy per run of the innermost axis; otherwise one load and store per
-    element."""
-    x, y = c.i(0), c.o()
-    begin, end, strides = (_const_ints(c, c.i(k)) for k in (1, 2, 3))
-    if begin is None or end is None or strides is None:
-        raise ValueError("non-constant slice bounds")
-    if c.opt("ellipsis_mask", 0) or c.opt("new_axis_mask", 0):
-        raise ValueError("ellipsis and new axes are not modelled")
-    pad = 5 - len(begin)
-    begin, end, strides = [0] * pad + begin, [1] * pad + end, [1] * pad + strides
-    full = (1 << pad) - 1
-    bmask = (c.opt("begin_mask", 0) << pad) | full
-    emask = (c.opt("end_mask", 0) << pad) | full
-    shrink = c.opt("shrink_axis_mask", 0) << pad
-    shape = _dims(x, 5)
-    axes = [
-        _slice_axis(
-            shape[a],
-            begin[a],
-            end[a],
-            strides[a],
-            bmask >> a & 1,
-            emask >> a & 1,
-            shrink >> a & 1,
-            bool(c.opt("offset", False)),
-        )
-        for a in range(5)
-    ]
-
-    def run(a: int) -> list[int]:
-        start, stop = axes[a]
-        st = strides[a]
-        return list(range(start, stop, st))
-
-    size = _size(x)
-    written = 0
-    outer = [(i0, i1, i2, i3) for i0 in run(0) for i1 in run(1) for i2 in run(2) for i3 in run(3)]
-    if strides[4] == 1:
-        start, stop = axes[4]
-        length = stop - start
-        if length > 0:
-            for i0, i1, i2, i3 in outer:
-                index = start + (((i0 * shape[1] + i1) * shape[2] + i2) * shape[3] + i3) * shape[4]
-                c.copy(y, written * size, x, index * size, length * size)
-                written += length
-    else:
-        n = len(outer) * len(run(4))
-        c.load(x, n)
-        c.store(y, n)
-    _path(c, "memcpy" if strides[4] == 1 else "elements")
-
-
-@_kernel("CONCATENATION")
-def _concatenation(c: _Ctx) -> None:
-    y = c.o()
-    rank = len(y.shape)
-    axis = c.opt("axis", 0)
-    axis = axis + rank if axis < 0 else axis
-    outer = math.prod(_dims(y, rank)[:axis])
-    inner = math.prod(_dims(y, rank)[axis + 1 :]) * _size(y)
-    out_row = _dims(y, rank)[axis] * inner
-    for row in range(outer):
-        at = row * out_row
-        for k in range(len(c.op.inputs)):
-            x = c.i(k)
-            if x is None:
-                continue
-            n = _dims(x, rank)[axis] * inner
-            c.copy(y, at, x, row * n, n)
-            at += n
-    _path(c, _dt(y))
-
-
-@_kernel("SVDF")
-def _svdf(c: _Ctx) -> None:
-    x, wf, wt, b, state, y = c.i(0), c.i(1), c.i(2), c.i(3), c.i(4), c.o()
-    if x.dtype is not DType.INT8:
-        raise ValueError("only the integer SVDF is modelled")
-    rank = c.opt("rank", 1)
-    n_batch, n_input = _dims(x, 2)
-    n_filter = wf.shape[0]
-    n_unit = n_filter // rank
-    n_memory = wt.shape[1]
-    ts = _size(state)
-    # shift the state left by one element (a memmove, the source one element in)
-    shifted = (n_batch * n_filter * n_memory - 1) * ts
-    c.copy(state, 0, state, ts, shifted)
-    # feature matmul: each filter row against the input, result into the state
-    c.load(x, n_batch * n_filter * n_input)
-    c.load(wf, n_batch * n_filter * n_input)
-    c.store(state, n_batch * n_filter)
-    c.load(c.op_data, n_batch * n_filter * 3, 4)  # input zero point, scale a and b
-    c.load(c.op_data, n_batch * n_filter, 2)  # the state's zero point
-    # time: weights_time against the state, accumulated in scratch 0
-    c.load(wt, n_batch * n_filter * n_memory)
-    c.load(state, n_batch * n_filter * n_memory)
-    c.load(c.op_data, n_batch * n_filter * n_memory, 4)  # the state's zero point
-    c.store(c.scratch(0), n_batch * n_filter * (1 + n_memory), 4)
-    # bias into scratch 1, reduce over the rank, rescale into the output
-    c.load(b, n_batch * n_unit)
-    c.store(c.scratch(1), n_batch * n_unit * (1 + rank), 4)
-    c.load(c.scratch(0), n_batch * n_unit * rank, 4)
-    c.load(c.scratch(1), n_batch * n_unit * 2, 4)  # the sum stays in a register over the rank
-    c.load(c.op_data, n_batch * n_unit * 3, 4)  # scale a and b, output zero point
-    c.store(y, n_batch * n_unit)
-    c.vars = {"B": n_batch, "U": n_unit}
-    _path(c, "int8", _dt(state))
-
-
-@_kernel("UNIDIRECTIONAL_SEQUENCE_LSTM")
-def _lstm(c: _Ctx) -> None:
-    """lstm_eval.h: per time step, four gates (an input and a recurrent fully
-    connected, their sum, a sigmoid or tanh), the cell update (two products, a sum,
-    the clip), the hidden state (tanh, a product) and a memcpy of it to the output.
-    The four scratch buffers hold the gates; the op data holds every parameter, read
-    once per element by the products."""
-    x, y = c.i(0), c.o()
-    hidden, cell = c.i(18), c.i(19)
-    if x.dtype is not DType.INT8 or cell.dtype is not DType.INT16:
-        raise ValueError("only the int8 LSTM (int16 cell) is modelled")
-    time_major = bool(c.opt("time_major", False))
-    d = _dims(x, 3)
-    steps_t, batch = (d[0], d[1]) if time_major else (d[1], d[0])
-    n_in = d[2]
-    n_state = hidden.shape[-1]
-    rows = batch if time_major else 1  # rows of one step
-    loops = 1 if time_major else batch
-    steps = steps_t * loops
-    e = rows * n_state  # elements of one gate in one step
-    clip = float(c.opt("cell_clip", 0.0) or 0.0) > 0
-    for k in range(1, 5):  # input-to-gate weights and the gate biases
-        c.load(c.i(k), steps * e * n_in)
-        c.load(c.i(k + 11), steps * e)
-    for k in range(5, 9):  # recurrent weights
-        c.load(c.i(k), steps * e * n_state)
-    c.load(x, steps * 4 * e * n_in)
-    c.load(hidden, steps * 4 * e * n_state)
-    c.store(hidden, steps * e)
-    c.load(cell, steps * e * (4 if clip else 3))
-    c.store(cell, steps * e * (3 if clip else 2))
-    for k, (loads, stores) in enumerate(((4, 4), (7, 7), (3, 3), (4, 4))):
-        c.load(c.scratch(k), steps * e * loads, 2)
-        c.store(c.scratch(k), steps * e * stores, 2)
-    for b in range(loops):  # the hidden state copied to the output after each step
-        for t in range(steps_t):
-            out_at = (b * steps_t + t) * e
-            c.copy(y, out_at, hidden, 0 if time_major else b * n_state, e)
-    od = c.op_data
-    c.load(od, steps * (3 * 7 * e + 8 * 7 + 19 + 8 + 3 + 2 + 1), 4)
-    c.load(od, steps * (19 + 8 + 1), 1)
-    c.load(od, steps, 8)
-    if clip:
-        c.load(od, steps * e, 2)
-    if not time_major:
-        c.load(od, 2 * batch, 4)
-        c.load(od, batch, 1)
-    c.vars = {"N": steps}
-    _path(c, "int8")
-
-
-def _custom(c: _Ctx) -> dict:
-    from arenaplan.ir.custom import custom_options
-
-    return custom_options(c.op)
-
-
-@_kernel("SignalWindow")
-def _signal_window(c: _Ctx) -> None:
-    x, w, y = c.i(0), c.i(1), c.o()
-    n, chunk = c.elements(x), c.elements(w)
-    c.load(x, n)
-    c.load(w, n)
-    c.store(y, n)
-    c.load(c.op_data, 1 + 2 * (n // max(chunk, 1)), 4)  # input size, shift per chunk
-    _path(c, "int16")
-
-
-@_kernel("SignalFftAutoScale")
-def _signal_fft_auto_scale(c: _Ctx) -> None:
-    x, y, scale = c.i(0), c.o(0), c.o(1)
-    c.load(x, 2 * c.elements(x))  # the largest magnitude, then the scaling
-    c.store(y, c.elements(y))
-    c.store(scale, 1)
-    _path(c, "int16")
-
-
-@_kernel("SignalEnergy")
-def _signal_energy(c: _Ctx) -> None:
-    x, y = c.i(0), c.o()
-    o = _custom(c)
-    n = max(int(o.get("end_index", 0)) - int(o.get("start_index", 0)), 0)
-    c.load(x, 2 * n)  # real and imaginary parts
-    c.store(y, n)
-    c.load(c.op_data, 2, 4)
-    _path(c, "int16")
-
-
-@_kernel("SignalFilterBank")
-def _signal_filter_bank(c: _Ctx) -> None:
-    """Accumulates each channel's weighted and unweighted bins into a work area in
-    the op data (num_channels + 1 entries), then copies all but the first out."""
-    x, weights, unweights, freq_starts, weight_starts, widths, y = (
-        *(c.i(k) for k in range(6)),
-        c.o(),
-    )
-    channels = c.elements(y)
-    bins = 0
-    if widths.is_constant and c.model.buffers:
-        import numpy as np
-
-        data = c.model.buffers[widths.buffer]
-        bins = int(np.frombuffer(data, dtype="<i2")[: channels + 1].sum())
-    for t in (x, weights, unweights):
-        c.load(t, bins)
-    for t in (freq_starts, weight_starts, widths):
-        c.load(t, channels + 1)
-    c.store(c.op_data, channels + 1, 8)
-    c.load(c.op_data, 2 * (channels + 1), 8)  # the config's pointers, per channel
-    c.copy(y, 0, c.op_data, 8, 8 * channels)
-    _path(c, "uint32")
-
-
-@_kernel("SignalFilterBankSquareRoot")
-def _signal_filter_bank_sqrt(c: _Ctx) -> None:
-    x, bits, y = c.i(0), c.i(1), c.o()
-    c.load(x, c.elements(x))
-    c.load(bits, 1)
-    c.store(y, c.elements(y))
-    _path(c, "uint64")
-
-
-@_kernel("SignalFilterBankSpectralSubtraction")
-def _signal_spectral_subtraction(c: _Ctx) -> None:
-    x, y, noise = c.i(0), c.o(0), c.o(1)
-    n = c.elements(x)
-    c.load(x, 2 * n)
-    c.store(y, n)
-    c.load(c.op_data, 6 * n, 4)  # coefficients and the noise estimate, per channel
-    c.store(c.op_data, n, 4)  # the noise estimate
-    if _custom(c).get("clamping"):
-        raise ValueError("clamping stores depend on the data")
-    c.copy(noise, 0, c.op_data, 0, c.nbytes(noise))
-    _path(c, "uint32")
-
-
-@_kernel("SignalPCAN")
-def _signal_pcan(c: _Ctx) -> None:
-    """Copies the input to the output, then per channel reads the noise estimate,
-    three gain table entries (one when the estimate is at most 2) and the output."""
-    x, noise, lut, y = c.i(0), c.i(1), c.i(2), c.o()
-    n = c.elements(x)
-    c.copy(y, 0, x, 0, c.nbytes(y))
-    c.load(noise, n)
-    c.load(lut, 3 * n)
-    c.load(y, n)
-    c.store(y, n)
-    c.load(c.op_data, 1, 4)
-    _path(c, "uint32")
-
-
-@_kernel("SignalFilterBankLog")
-def _signal_filter_bank_log(c: _Ctx) -> None:
-    x, y = c.i(0), c.o()
-    c.load(x, c.elements(x))
-    c.store(y, c.elements(y))
-    c.load(c.op_data, 2, 4)
-    _path(c, "uint32")
-
-
-def _kiss_stages(n: int) -> tuple[int, int]:
-    """kiss_fft's radix-4 and radix-2 stages for a power of two ``n``."""
-    fours = 0
-    while n % 4 == 0 and n > 1:
-        n //= 4
-        fours += 1
-    if n == 2:
-        return fours, 1
-    if n != 1:
-        raise ValueError("only power-of-two FFT lengths are modelled")
-    return fours, 0
-
-
-@_kernel("SignalRfft")
-def _signal_rfft(c: _Ctx) -> None:
-    """Per frame: the input copied into the scratch work area and zero padded to the
-    FFT length, then kiss_fftr (int16): the complex FFT of half the length in the
-    op data's buffer (radix-4 and radix-2 butterflies, the twiddles read there), and
-    the split into the output's half spectrum. Counts per butterfly measured on
-    HOST_REFERENCE for lengths 32 to 1024."""
-    x, y = c.i(0), c.o()
-    if x.dtype is not DType.INT16:
-        raise ValueError("only the int16 RFFT is modelled")
-    length = int(_custom(c).get("fft_length", 0))
-    frame = x.shape[-1] if x.shape else 1
-    frames = c.elements(x) // max(frame, 1)
-    n = length // 2
-    fours, twos = _kiss_stages(n)
-    b4, b2 = fours * n // 4, twos * n // 2
-    od, work = c.op_data, c.scratch(0)
-    for f in range(frames):
-        c.copy(work, 0, x, 2 * f * frame, 2 * frame)
-        t_load, t_store = memcpy_traffic(2 * (length - frame), _align(2 * frame), 16, c.build)
-        c.add(work, t_store)
-        del t_load
-        c.load(work, n, 4)  # the input as n complex values, copied into the op data
-        c.store(od, n + 2 * b2, 4)
-        c.load(od, 24 * b4 + 6 * b2 + 3 * n + 2, 2)
-        c.store(od, 18 * b4 + 4 * b2, 2)
-        c.load(od, n + 10 + 3 * b2, 4)
-        c.load(od, 4, 8)
-        c.store(y, 2 * n + 4, 2)
-    _path(c, "int16")
-
-
-# Element-wise kernels whose parameters are read from the op data once per element
-# (passed by reference into the loop), by (opcode, element type): width -> loads per
-# element. Measured on HOST_REFERENCE (two sizes where the models have them).
-_PER_ELEMENT: dict[tuple[str, str], dict[int, int]] = {
-    ("RELU", "int8"): {4: 6},
-    ("RELU", "int16"): {4: 6},
-    ("ABS", "int8"): {1: 1, 4: 2},
-    ("HARD_SWISH", "int8"): {2: 4, 4: 2},
-    ("ELU", "int8"): {1: 1},  # its 256-entry lookup table
-    ("SQUARED_DIFFERENCE", "int8"): {4: 12},
-}
-
-_UNARY = (
-    "RELU",
-    "RELU6",
-    "RELU_N1_TO_1",
-    "RELU_0_TO_1",
-    "LEAKY_RELU",
-    "LOGISTIC",
-    "TANH",
-    "HARD_SWISH",
-    "ELU",
-    "ABS",
-    "NEG",
-    "EXP",
-    "LOG",
-    "SQRT",
-    "RSQRT",
-    "SQUARE",
-    "SIN",
-    "COS",
-    "FLOOR",
-    "CEIL",
-    "ROUND",
-    "LOGICAL_NOT",
-)
-
-
-@_kernel(*_UNARY)
-def _unary(c: _Ctx) -> None:
-    """One load of the input and one store of the output per element."""
-    x, y = c.i(0), c.o()
-    n = c.elements(y)
-    c.load(x, n)
-    c.store(y, n)
-    for width, k in _PER_ELEMENT.get((c.op.opcode, _dt(x)), {}).items():
-        c.load(c.op_data, k * n, width)
-    _path(c, _dt(x))
-
-
-@_kernel("PAD", "PADV2")
-def _pad(c: _Ctx) -> None:
-    """reference/pad.h: every output element stored once, every input element read
-    once, the pad value read once (PADV2's third input, else the op data)."""
-    x, y = c.i(0), c.o()
-    c.load(x, c.elements(x))
-    c.store(y, c.elements(y))
-    value = c.i(2) if c.op.opcode == "PADV2" else None
-    c.load(value, 1)
-    _path(c, _dt(x))
-
-
-def _odometer_visits(dims: tuple[int, ...]) -> int:
-    """Digits NextIndex touches while it counts through every index of ``dims``."""
-    n, visits, inner = math.prod(dims), 0, 1
-    for d in reversed(dims):
-        visits += n // inner
-        inner *= d
-    return visits
-
-
-def _memset(c: _Ctx, key: Key, nbytes: int) -> None:
-    c.add(key, memcpy_traffic(nbytes, 16, 16, c.build)[1])
-
-
-@_kernel("MEAN", "SUM")
-def _mean_sum(c: _Ctx) -> None:
-    """int8/int16: reference QuantizedMeanOrSum. The output and the int32 sums
-    (scratch 0) zeroed; for every input element two ReducedOutputOffset calls (the
-    index digits, scratch 1, and the dims), a scan of the resolved axes (scratch 2)
-    and NextIndex; then each sum rescaled into the output. float MEAN over axes 1 and
-    2 of a 4-D tensor (keep_dims): one read per input element."""
-    x, axis_t, y = c.i(0), c.i(1), c.o()
-    axes = _const_ints(c, axis_t)
-    if axes is None:
-        raise ValueError("non-constant axes")
-    rank = len(x.shape)
-    resolved: list[int] = []
-    for a in axes:
-        a = a + rank if a < 0 else a
-        if a not in resolved:
-            resolved.append(a)
-    n, outputs = c.elements(x), c.elements(y)
-    if x.dtype is DType.FLOAT32:
-        keep = bool(c.opt("keep_dims", False))
-        if c.op.opcode != "MEAN" or rank != 4 or sorted(resolved) != [1, 2] or not keep:
-            raise ValueError("only float MEAN over axes 1 and 2 (keep_dims) is modelled")
-        c.load(x, n)
-        c.store(y, outputs)
-        c.load(axis_t, len(axes))
-        _path(c, "float32")
-        return
-    if x.dtype not in (DType.INT8, DType.INT16):
-        raise ValueError("not modelled")
-    k = len(resolved)
-    dims = _dims(x, rank)
-    visits = _odometer_visits(dims)
-    scan = sum(resolved.index(d) + 1 if d in resolved else k for d in range(rank))
-    _memset(c, c.key(y), outputs * _size(y))
-    c.store(y, outputs)
-    c.load(x, n)
-    c.load(axis_t, len(axes))
-    total_sum = c.scratch(0)
-    _memset(c, total_sum, 4 * outputs)
-    c.load(total_sum, n + outputs, 4)
-    c.store(total_sum, n, 4)
-    index = c.scratch(1)
-    _memset(c, index, 4 * rank)
-    c.load(index, visits + n * (2 * rank - k), 4)
-    c.store(index, visits, 4)
-    axes_key = c.scratch(2)
-    c.store(axes_key, k, 4)
-    c.load(axes_key, n * scan + k * (k + 1) // 2, 4)
-    c.load(("model",), n * (3 * rank - k) + visits, 4)  # the input's dims
-    c.vars = {"k": k}
-    _path(c, _dt(x))
-
-
-# ---------------------------------------------------------------- fixed terms
-
-
-@functools.cache
-def fixed_table() -> dict[str, dict[str, str]]:
-    """Kernel path -> role -> the fixed loads (and stores, after "/") of one invoke:
-    inK/outK the eval tensor of input/output K ("in*" every input), node, fw
-    (framework), model, opdata (the scalar fields of the operator data), handles
-    (scratch handles). Each item is "width:count" (bytes, accesses); a count may use
-    rK/qK (rank of input/output K), n (inputs) and the kernel's own variables.
-    Measured on HOST_REFERENCE: the package's data/traffic_fixed.json, read once."""
-    data = resources.files("arenaplan.cost") / "data" / "traffic_fixed.json"
-    return json.loads(data.read_text())["paths"]
-
-
-Item = tuple[str, int]  # ("L" loads or "S" stores, width in bytes)
-
-
-def role_items(text: str) -> dict[Item, str]:
-    """A role's items in the fixed table: "4:1 8:6+2*n / 8:1" -> {("L", 4): "1",
-    ("L", 8): "6+2*n", ("S", 8): "1"}."""
-    loads, _, stores = text.partition("/")
-    out = {}
-    for kind, part in (("L", loads), ("S", stores)):
-        for item in part.split():
-            width, _, count = item.partition(":")
-            out[(kind, int(width))] = count
-    return out
-
-
-def role_text(items: dict[Item, str]) -> str:
-    """The inverse of :func:`role_items`: widths ascending, loads then "/" stores."""
-    parts = [
-        " ".join(f"{w}:{items[(kind, w)]}" for _, w in sorted(k for k in items if k[0] == kind))
-        for kind in ("L", "S")
-    ]
-    return parts[0] + (f" / {parts[1]}" if parts[1] else "")
-
-
-def _fixed(spec: str, names: dict[str, int]) -> Traffic:
-    out = Traffic()
-    for (kind, width), count in role_items(spec).items():
-        n = eval(count, {"__builtins__": {}}, names)  # our own table, not input
-        out = out + (Traffic.reads if kind == "L" else Traffic.writes)(n, width)
-    return out
-
-
-def _variables(c: _Ctx) -> dict[str, int]:
-    """What a fixed term's count may use: rK/qK the rank of input/output K, n the
-    inputs, and the kernel's own variables."""
-    names = dict(c.vars)
-    for k, i in enumerate(c.op.inputs):
-        names[f"r{k}"] = len(c.sg.tensors[i].shape) if i >= 0 else 0
-    for k, i in enumerate(c.op.outputs):
-        names[f"q{k}"] = len(c.sg.tensors[i].shape)
-    names["n"] = sum(1 for i in c.op.inputs if i >= 0)
-    return names
-
-
-def _add_fixed(c: _Ctx, names: dict[str, int]) -> bool:
-    spec = fixed_table().get(c.kernel)
-    if spec is None:
-        return False
-    sg, op = c.sg.index, c.op.index
-    for role, s in spec.items():
-        t = _fixed(s, names)
-        if role == "in*":  # every input
-            for i in {i for i in c.op.inputs if i >= 0}:
-                c.add(("persistent", "eval_tensor", sg, i), t)
-        elif role.startswith(("in", "out")):
-            k = int(role[2:] if role.startswith("in") else role[3:])
-            idx = c.op.inputs if role.startswith("in") else c.op.outputs
-            if k < len(idx) and idx[k] >= 0:
-                c.add(("persistent", "eval_tensor", sg, idx[k]), t)
-        elif role == "node":
-            c.add(("persistent", "node", sg, op), t)
-        elif role == "fw":
-            c.add(("persistent", "framework"), t)
-        elif role == "model":
-            c.add(("model",), t)
-        elif role == "opdata":
-            c.add(c.op_data, t)
-        elif role == "handles":
-            c.add(("persistent", "scratch_handles"), t)
-    return True
-
-
-# ---------------------------------------------------------------- the API
-
-
-def _fallback(c: _Ctx) -> None:
+def _fallback(c: KernelCounts) -> None:
     for i in c.op.tensor_inputs():
         t = c.sg.tensors[i]
         c.load(t, c.elements(t))
@@ -1074,8 +120,8 @@ def traffic_details(
     out = []
     for sg in model.subgraphs:
         for op in sg.operators:
-            c = _Ctx(model, sg, op, build, sizes)
-            kernel = _KERNELS.get(op.opcode)
+            c = KernelCounts(model, sg, op, build, sizes)
+            kernel = KERNELS.get(op.opcode)
             exact = kernel is not None
             try:
                 if kernel is not None:
@@ -1090,11 +136,11 @@ def traffic_details(
                 ZeroDivisionError,
             ):  # shapes or options the formula does not cover: the lower bound instead
                 exact, c.acc, c.kernel = False, {}, op.opcode
-            names = _variables(c)
+            names = variables(c)
             if not exact:
                 _fallback(c)
             elif fixed:
-                exact = _add_fixed(c, names)
+                exact = add_fixed(c, names)
             out.append(
                 OpTraffic(sg.index, op.index, op.opcode, c.kernel, exact, dict(c.acc), names)
             )
@@ -1106,89 +152,6 @@ def operator_traffic(
 ) -> dict[tuple[int, int], dict[Key, Traffic]]:
     """Per (subgraph, operator): per key (see the module doc) -> :class:`Traffic`."""
     return {(d.subgraph, d.op): d.traffic for d in traffic_details(model, build)}
-
-
-# ---------------------------------------------------------------- comparison
-
-FIGURES = ("loads", "stores", "load_bytes", "store_bytes")
-
-
-@dataclass(frozen=True, slots=True)
-class Difference:
-    """Predicted against measured for one operator and key. ``error`` is the largest
-    relative error over loads, stores, their bytes and the accesses by width (the
-    share of accesses counted at a wrong width), 0 when both are zero, inf when
-    only the prediction is."""
-
-    subgraph: int
-    op: int
-    key: Key
-    predicted: Traffic
-    measured: Traffic
-    error: float
-
-
-def _rel(p: int, m: int) -> float:
-    if m == 0:
-        return 0.0 if p == 0 else math.inf
-    return abs(p - m) / m
-
-
-def _width_error(p: Widths, m: Widths) -> float:
-    n = sum(c for _, c in m)
-    if n == 0:
-        return 0.0 if not p else math.inf
-    pd, md = dict(p), dict(m)
-    return sum(abs(pd.get(w, 0) - md.get(w, 0)) for w in set(pd) | set(md)) / (2 * n)
-
-
-def difference(subgraph: int, op: int, key: Key, p: Traffic, m: Traffic) -> Difference:
-    errors = [_rel(getattr(p, f), getattr(m, f)) for f in FIGURES]
-    errors.append(_width_error(p.load_widths, m.load_widths))
-    errors.append(_width_error(p.store_widths, m.store_widths))
-    return Difference(subgraph, op, key, p, m, max(errors))
-
-
-def compare(
-    predicted: dict[tuple[int, int], dict[Key, Traffic]],
-    measured: dict[tuple[int, int], dict[Key, Traffic]],
-    ignore: Iterable[Key] = (("other",),),
-) -> list[Difference]:
-    """One :class:`Difference` per operator and key present in either, ``ignore``d keys
-    (by default the stack and other process memory) left out."""
-    skip = set(ignore)
-    out = []
-    for where in sorted(set(predicted) | set(measured)):
-        p, m = predicted.get(where, {}), measured.get(where, {})
-        for key in sorted(set(p) | set(m), key=repr):
-            if key in skip:
-                continue
-            out.append(difference(*where, key, p.get(key, Traffic()), m.get(key, Traffic())))
-    return out
-
-
-# ---------------------------------------------------------------- the fixed terms, measured
-
-_ROLE_KEYS = {
-    "node": lambda sg, op: ("persistent", "node", sg, op),
-    "fw": lambda sg, op: ("persistent", "framework"),
-    "model": lambda sg, op: ("model",),
-    "opdata": lambda sg, op: ("persistent", "op_data", sg, op),
-    "handles": lambda sg, op: ("persistent", "scratch_handles"),
-}
-
-
-def _minus(m: Traffic, p: Traffic) -> str:
-    items: dict[Item, int] = {}
-    for kind, mine, theirs in (
-        ("L", m.load_widths, p.load_widths),
-        ("S", m.store_widths, p.store_widths),
-    ):
-        for w, n in mine:
-            items[(kind, w)] = items.get((kind, w), 0) + n
-        for w, n in theirs:
-            items[(kind, w)] = items.get((kind, w), 0) - n
-    return role_text({k: str(n) for k, n in items.items() if n})
 
 
 def fixed_terms(
@@ -1211,10 +174,10 @@ def fixed_terms(
                     continue
                 t = m.get(("persistent", "eval_tensor", d.subgraph, i))
                 if t is not None:
-                    roles[f"{prefix}{k}"] = _minus(t, Traffic())
-        for role, make in _ROLE_KEYS.items():
+                    roles[f"{prefix}{k}"] = residual(t, Traffic())
+        for role, make in ROLE_KEYS.items():
             key = make(d.subgraph, d.op)
-            text = _minus(m.get(key, Traffic()), d.traffic.get(key, Traffic()))
+            text = residual(m.get(key, Traffic()), d.traffic.get(key, Traffic()))
             if text:
                 roles[role] = text
         out.append((d.kernel, roles, d.variables))

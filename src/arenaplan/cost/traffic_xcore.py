@@ -5,7 +5,7 @@ operators that call lib_nn (xmos/lib_nn at commit 52a618797e3e, the paths below
 are inside it), so the loops of TFLM's reference kernels (``cost.traffic``)
 do not describe what the core loads and stores. This module counts the accesses of
 lib_nn's loops for the operators of the *un-transformed* model, per operator, in
-the keys and :class:`~arenaplan.cost.traffic.Traffic` form of
+the keys and :class:`~arenaplan.cost.traffic_counts.Traffic` form of
 ``cost.traffic.operator_traffic`` (so ``cost.timing`` can use either).
 
 Kernels (one VPU vector is 32 bytes; "group": 16 output channels or elements):
@@ -52,7 +52,9 @@ arena by ``XC_ld_flash`` before each operator (lib_tflite_micro
 ``src/tflite-xcore-kernels/xcore_load_weights.cc``), so they are read from the
 arena's memory. Stack traffic (the accumulator's VSTR/VSTD, temporary vectors)
 is not counted. Other operators and other types use the reference model. Counts
-are per invoke; bytes moved by masked stores are the bytes they write.
+are accesses and bytes per invoke; bytes moved by masked stores are the bytes they
+write. Every count is an estimate: lib_nn's loops as its source reads, not
+measured on the device.
 
 Extents (:func:`xcore_counts`, :class:`XcoreOp`): the bytes of each scratch and
 op-data block the kernels read, and of a tensor read past its end (MUL's first
@@ -66,7 +68,8 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from arenaplan.cost.traffic import Key, OperatorCounts, Traffic, traffic_details
+from arenaplan.cost.traffic import traffic_details
+from arenaplan.cost.traffic_counts import Key, OperatorCounts, Traffic
 from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Model, Operator, Subgraph
 

@@ -1,4 +1,5 @@
-"""The model assumed for xcore.ai's split-arena figures (xmos/ai_tools #908).
+"""The model assumed for xcore.ai's split-arena figures (xmos/ai_tools #908): the
+input of ``xcore_calibration.py``, which fits the built-in xcore_ai target on it.
 
 The report gives per operator kind the count and the time with the arena in SRAM
 and in LPDDR, not the model: 14 CONV_2D, 20 ADD, 21 lookups (LOGISTIC, TANH), 12
