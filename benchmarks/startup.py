@@ -16,11 +16,16 @@ script beside this Python; --vela to ``vela`` on PATH (install it with
 may be a command with arguments, e.g. --arenaplan "python -m arenaplan.cli".
 Then prints the ratios arenaplan/vela for the help and for the model. The
 machine's other work makes the figures noisy: compare medians.
+
+Every process runs with a bytecode cache, as an installed package has one: the
+warm-up run compiles into a temporary PYTHONPYCACHEPREFIX (so no source tree
+is written to), even where PYTHONDONTWRITEBYTECODE is set.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import shutil
 import statistics
@@ -49,21 +54,28 @@ class Row:
         return statistics.median(self.times) if self.times else None
 
 
-def _wall(argv: list[str]) -> tuple[float, int]:
+def _wall(argv: list[str], env: dict[str, str]) -> tuple[float, int]:
     """Seconds one process takes from start to exit, and its exit status."""
     start = time.perf_counter()
-    done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     return time.perf_counter() - start, done.returncode
 
 
-def time_command(name: str, argv: list[str] | None, runs: int) -> Row:
+def time_command(name: str, argv: list[str] | None, runs: int, env: dict[str, str]) -> Row:
     """Run ``argv`` once to warm the caches, then ``runs`` times on the clock."""
     if argv is None:
         return Row(name, (), NOT_INSTALLED)
-    _, status = _wall(argv)
+    _, status = _wall(argv, env)
     if status != 0:
         return Row(name, (), f"exit status {status}")
-    return Row(name, tuple(_wall(argv)[0] for _ in range(runs)))
+    return Row(name, tuple(_wall(argv, env)[0] for _ in range(runs)))
+
+
+def _environment(tmp: Path) -> dict[str, str]:
+    """This environment, with bytecode written to and read from ``tmp``/pycache."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")
+    return env
 
 
 def _default_arenaplan() -> str:
@@ -80,22 +92,18 @@ def _command(text: str | None) -> list[str] | None:
 
 def measure(arenaplan: list[str], vela: list[str] | None, model: Path, runs: int) -> list[Row]:
     """The four rows, in the order of the table."""
-    with tempfile.TemporaryDirectory(prefix="startup-") as tmp:
-        out = Path(tmp) / "out.tflite"
-        vela_dir = Path(tmp) / "vela"
-        rows = [
-            time_command("arenaplan --help", [*arenaplan, "--help"], runs),
-            time_command(
-                f"arenaplan plan {model.name}",
-                [*arenaplan, "plan", str(model), "-o", str(out)],
-                runs,
-            ),
-        ]
+    with tempfile.TemporaryDirectory(prefix="startup-") as name:
+        tmp = Path(name)
+        env = _environment(tmp)
+        plan = [*arenaplan, "plan", str(model), "-o", str(tmp / "out.tflite")]
         vela_help = [*vela, "--help"] if vela else None
-        vela_model = [*vela, str(model), "--output-dir", str(vela_dir)] if vela else None
-        rows.append(time_command("vela --help", vela_help, runs))
-        rows.append(time_command(f"vela {model.name}", vela_model, runs))
-    return rows
+        vela_model = [*vela, str(model), "--output-dir", str(tmp / "vela")] if vela else None
+        return [
+            time_command("arenaplan --help", [*arenaplan, "--help"], runs, env),
+            time_command(f"arenaplan plan {model.name}", plan, runs, env),
+            time_command("vela --help", vela_help, runs, env),
+            time_command(f"vela {model.name}", vela_model, runs, env),
+        ]
 
 
 def _seconds(value: float | None) -> str:
