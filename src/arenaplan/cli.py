@@ -10,29 +10,45 @@ naming the input, asking for a report); 130 interrupted.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from rich.console import Console
-
 from arenaplan import __version__
-from arenaplan.commands import (
-    calibrate,
-    demo,
-    explore,
-    inspect,
-    passes,
-    plan,
-    profile,
-    solve,
-    sweep,
-    targets,
-    verify,
-)
 from arenaplan.errors import ArenaplanError
+
+# Each command: the module whose ``register`` adds its parser, and the one-line help
+# that module passes (a test holds the two equal). The order is that of the listing.
+# Only the module of the command being run is imported, so a command, or --help,
+# never pays for another's imports.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "plan": ("arenaplan.commands.plan", "plan the arena and write it into the model"),
+    "verify": (
+        "arenaplan.commands.verify",
+        "run original and planned models in TFLM, compare outputs and figures",
+    ),
+    "inspect": ("arenaplan.commands.inspect", "list a model's subgraphs, operators and tensors"),
+    "passes": ("arenaplan.commands.passes", "list the graph rewrites (--passes of plan)"),
+    "solve": ("arenaplan.commands.solve", "exact offset assignment of a minimalloc CSV problem"),
+    "sweep": ("arenaplan.commands.sweep", "estimated latency against the fast memory's size"),
+    "explore": (
+        "arenaplan.commands.explore",
+        "sweep models x targets x SRAM sizes x options; or report a sweep",
+    ),
+    "targets": ("arenaplan.commands.targets", "list the built-in targets, or show one"),
+    "calibrate": (
+        "arenaplan.commands.calibrate",
+        "fit a target's compute rates and memory latencies to profiler logs",
+    ),
+    "profile": (
+        "arenaplan.commands.profile",
+        "bytes each operator moves, per tensor (predicted, and measured)",
+    ),
+    "demo": ("arenaplan.commands.demo", "plan and verify a built-in example model end to end"),
+}
 
 EXIT_USAGE = 2
 EXIT_INTERNAL = 70  # sysexits.h EX_SOFTWARE
@@ -47,27 +63,27 @@ class OneLineParser(argparse.ArgumentParser):
         sys.exit(EXIT_USAGE)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def named_command(argv: Sequence[str]) -> str | None:
+    """The command ``argv`` names: its first word that is not an option (the options
+    before a command take no value), or None."""
+    word = next((w for w in argv if not w.startswith("-")), None)
+    return word if word in COMMANDS else None
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser, with ``command``'s own options; every other command is a bare
+    name and its help line, enough to list it and to refuse a misspelt one."""
     parser = OneLineParser(
         prog="arenaplan",
         description="Plan the TFLM tensor arena of a .tflite model offline, and prove it.",
     )
     parser.add_argument("--version", action="version", version=f"arenaplan {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (
-        plan,
-        verify,
-        inspect,
-        passes,
-        solve,
-        sweep,
-        explore,
-        targets,
-        calibrate,
-        profile,
-        demo,
-    ):
-        module.register(sub)
+    for name, (module, help_line) in COMMANDS.items():
+        if name == command:
+            importlib.import_module(module).register(sub)
+        else:
+            sub.add_parser(name, help=help_line)
     return parser
 
 
@@ -82,11 +98,14 @@ def _inputs(args: argparse.Namespace) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(named_command(argv))
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version, or a usage error already printed
         return int(exc.code or 0) if not isinstance(exc.code, str) else EXIT_USAGE
+    from rich.console import Console  # after parsing: --help and usage errors need none
+
     console = Console(highlight=False)
     try:
         return int(args.run(args, console) or 0)

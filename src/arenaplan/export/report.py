@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import html
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-from arenaplan.cost.roofline import TensorKey, default_memory
-from arenaplan.cost.timing import estimate
 from arenaplan.export.json_plan import persistent_figures
 from arenaplan.export.picture import render, render_memories
 from arenaplan.export.summary import find_peak, saving
@@ -22,6 +21,9 @@ from arenaplan.ir.model import Model
 from arenaplan.placement.plan import Plan
 from arenaplan.targets.model import Target
 from arenaplan.weights.plan import WeightsPlan
+
+if TYPE_CHECKING:
+    from arenaplan.cost.roofline import TensorKey
 
 Region = tuple[str, int, int, int]  # (memory, base in the laid-out head, bytes used, capacity)
 
@@ -182,6 +184,9 @@ def _where(t, where: Mapping[TensorKey, str] | None) -> str:
 
 
 def _operators(model: Model, target: Target, where: Mapping[TensorKey, str] | None = None) -> str:
+    from arenaplan.cost.roofline import default_memory  # here: only a report for a target times
+    from arenaplan.cost.timing import estimate
+
     placed = {**default_memory(model, target), **(where or {})}
     times = estimate(model, target, placed)
     total = sum(t.seconds for t in times)

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -31,12 +32,13 @@ from arenaplan.allocation.problem import Buffer, Problem
 from arenaplan.allocation.registry import get_allocator
 from arenaplan.allocation.validate import check_solution
 from arenaplan.analysis.buffers import ArenaItems, arena_items
-from arenaplan.cost.roofline import TensorKey, default_memory
-from arenaplan.cost.timing import Timer
 from arenaplan.errors import AllocationError
 from arenaplan.ir.model import Model
 from arenaplan.targets.model import Target
 from arenaplan.tflm.kernel_sets import REFERENCE
+
+if TYPE_CHECKING:
+    from arenaplan.cost.roofline import TensorKey
 
 VELA_GROUP = 20  # Vela searches competing live ranges in groups of at most 20
 
@@ -78,6 +80,9 @@ class _State:
         kernels: str = REFERENCE,
         pointer_size: int = 8,
     ) -> None:
+        from arenaplan.cost.roofline import default_memory  # here: only placing over memories times
+        from arenaplan.cost.timing import Timer
+
         self.model, self.target = model, target
         self.pinned = pinned
         self.kernels, self.pointer_size = kernels, pointer_size

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib.util
-import multiprocessing as mp
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,7 +52,9 @@ class TflmRunner:
 
     def __init__(self) -> None:
         require_tflm()
-        self._ctx = mp.get_context("spawn")
+        import multiprocessing  # here, not above: planning alone never starts a child
+
+        self._ctx = multiprocessing.get_context("spawn")
         self._proc: Any = None
         self._conn: Any = None
 

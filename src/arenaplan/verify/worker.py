@@ -10,8 +10,10 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-from multiprocessing.connection import Connection
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
 
 _HEAD = re.compile(r"Arena allocation head (\d+) bytes")
 _TAIL = re.compile(r"Arena allocation tail (\d+) bytes")
