@@ -24,8 +24,6 @@ from arenaplan.commands.rewrite import add_pass_options
 from arenaplan.commands.weights import add_weights_option, check_weights_args, print_weights
 from arenaplan.errors import UsageError
 from arenaplan.export.files import Outputs
-from arenaplan.export.memories_summary import print_memories, target_arena_line
-from arenaplan.export.picture import picture_format, pyplot
 from arenaplan.export.summary import arena_line, print_rewrite, print_summary
 from arenaplan.pipeline import PlanRequest, PlanResult, Wanted, read_source, run_plan
 from arenaplan.targets import Target
@@ -122,6 +120,8 @@ def _claim_outputs(args: argparse.Namespace) -> Outputs:
     outputs = Outputs((args.model,))
     for _, attr, option in _OUTPUTS:
         outputs.claim(getattr(args, attr), option, stdout_ok=attr == "json")
+    if args.picture is not None or args.report is not None:
+        from arenaplan.export.picture import picture_format, pyplot
     if args.picture is not None:
         picture_format(args.picture)
     if args.picture is not None or args.report is not None:
@@ -142,7 +142,11 @@ def _check_target_options(args: argparse.Namespace, target: Target | None) -> No
 
 
 def _wanted(args: argparse.Namespace) -> Wanted:
-    picture = picture_format(args.picture) if args.picture is not None else None
+    picture = None
+    if args.picture is not None:
+        from arenaplan.export.picture import picture_format
+
+        picture = picture_format(args.picture)
     return Wanted(
         model=args.output is not None,
         json=args.json is not None,
@@ -200,6 +204,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
     for path in written:
         console.print(f"wrote {path}")
     target, model, plan, tiers = request.target, done.model, done.plan, done.tiers
+    if target is not None:
+        from arenaplan.export.memories_summary import target_arena_line
     console.print(
         target_arena_line(model, plan, target, request.caps, tiers, done.profile)
         if target is not None
@@ -221,4 +227,6 @@ def _print(console: Console, request: PlanRequest, done: PlanResult) -> None:
     else:
         print_rewrite(console, records, done.proof, before, (model, plan), done.profile)
     if request.target is not None:
+        from arenaplan.export.memories_summary import print_memories
+
         print_memories(console, model, request.target, request.caps, plan, tiers)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
@@ -11,9 +12,10 @@ from rich.table import Table
 
 from arenaplan.errors import UsageError
 from arenaplan.targets import Target
-from arenaplan.verify.prove import Proof
-from arenaplan.weights.plan import WeightsPlan
-from arenaplan.weights.policies import parse_weights
+
+if TYPE_CHECKING:
+    from arenaplan.verify.prove import Proof
+    from arenaplan.weights.plan import WeightsPlan
 
 
 def add_weights_option(p: argparse.ArgumentParser) -> None:
@@ -47,6 +49,8 @@ def check_weights_args(args: argparse.Namespace, target: Target | None) -> None:
             if value is not None:
                 raise UsageError(f"{option} needs --weights")
         return
+    from arenaplan.weights.policies import parse_weights
+
     parse_weights(args.weights)  # one line if malformed
     if target is None:
         raise UsageError("--weights needs --target (how its memories read weights)")

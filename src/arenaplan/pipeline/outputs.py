@@ -6,19 +6,18 @@ name, in the order they are written; nothing touches the file system here."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from arenaplan.errors import UsageError
-from arenaplan.export.firmware import firmware_header
-from arenaplan.export.json_plan import plan_to_json
-from arenaplan.export.picture import render as render_picture
-from arenaplan.export.picture import render_memories
-from arenaplan.export.planner_cpp import planner_source
-from arenaplan.export.report import html_report
 from arenaplan.pipeline.request import PlanRequest, PlanResult, Wanted
 from arenaplan.placement.memories import memory_regions, persistent_memory, target_memory
-from arenaplan.placement.tiers import place_tiers
 from arenaplan.tflm.tail import predict_tail
-from arenaplan.weights.outputs import fetch_schedule, staged_blob, weights_json
+
+if TYPE_CHECKING:
+    from arenaplan.weights.blob import WeightsBlob
+
+# Each renderer is imported where its output is asked for: a plan with -o alone
+# imports none of them.
 
 
 def render(request: PlanRequest, done: PlanResult) -> PlanResult:
@@ -32,9 +31,11 @@ def render(request: PlanRequest, done: PlanResult) -> PlanResult:
     if wanted.model:
         files["model"] = done.planned
     needs_blob = wanted.json or wanted.weights_blob or wanted.schedule
-    blob = staged_blob(done.weights) if done.weights is not None and needs_blob else None
+    blob = _blob(done) if done.weights is not None and needs_blob else None
     name = done.source.name
     if wanted.json:
+        from arenaplan.export.json_plan import plan_to_json
+
         extra = _extra_json(done, blob)
         text = plan_to_json(model, plan, name, where, done.refusals, extra)
         files["json"] = text.encode()
@@ -43,14 +44,21 @@ def render(request: PlanRequest, done: PlanResult) -> PlanResult:
     if wanted.header:
         files["header"] = _header(request, done).encode()
     if wanted.planner_cpp and target is not None:
+        from arenaplan.export.planner_cpp import planner_source
+        from arenaplan.placement.tiers import place_tiers
+
         placement = tiers or place_tiers(model, target, request.caps, kernels=plan.kernels)
         files["planner_cpp"] = planner_source(model, placement, target, name, done.profile).encode()
     if done.weights is not None and blob is not None:
         if wanted.weights_blob:
             files["weights_blob"] = blob.data
         if wanted.schedule:
+            from arenaplan.weights.outputs import fetch_schedule
+
             files["schedule"] = fetch_schedule(done.weights, blob, name).encode()
     if wanted.report:
+        from arenaplan.export.report import html_report
+
         refusal = "; ".join(done.refusals) or None
         report = html_report(
             model,
@@ -83,6 +91,9 @@ def _picture(
     persistent: tuple[str | None, int],
     request: PlanRequest,
 ) -> bytes:
+    from arenaplan.export.picture import render as render_picture
+    from arenaplan.export.picture import render_memories
+
     title = f"arena plan: {done.source.name}"
     if regions:
         return render_memories(done.plan, regions, title, fmt, persistent=persistent)
@@ -96,6 +107,8 @@ def _picture(
 
 def _header(request: PlanRequest, done: PlanResult) -> str:
     """The arena header: one arena, or two when TFLM's tail goes to another memory."""
+    from arenaplan.export.firmware import firmware_header
+
     target, arena, tiers, caps = request.target, done.arena, done.tiers, request.caps
     arena_section, persistent_section, head = "", None, None
     if target is not None and arena is not None:
@@ -129,7 +142,14 @@ def _header(request: PlanRequest, done: PlanResult) -> str:
     )
 
 
-def _extra_json(done: PlanResult, blob) -> dict[str, object]:
+def _blob(done: PlanResult) -> WeightsBlob:
+    from arenaplan.weights.outputs import staged_blob
+
+    assert done.weights is not None  # asked by the caller
+    return staged_blob(done.weights)
+
+
+def _extra_json(done: PlanResult, blob: WeightsBlob | None) -> dict[str, object]:
     """The JSON's ``passes``, ``proof`` and, with weights, ``weights`` (whose own
     ``proof`` is that of the model with its copies)."""
     records = done.rewrite.records if done.rewrite else ()
@@ -140,5 +160,7 @@ def _extra_json(done: PlanResult, blob) -> dict[str, object]:
     ]
     proof = done.proof.as_dict() if done.proof else None
     if done.weights is not None and blob is not None:
+        from arenaplan.weights.outputs import weights_json
+
         return {"passes": passes, "proof": None, "weights": weights_json(done.weights, proof, blob)}
     return {"passes": passes, "proof": proof}

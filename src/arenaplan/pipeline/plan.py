@@ -11,10 +11,10 @@ is written here: the caller writes ``PlanResult.files`` once all succeeded.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from arenaplan.errors import PlanValidationError, UsageError
 from arenaplan.export.offline_plan import with_offline_plan
-from arenaplan.export.tflite_writer import write_model
 from arenaplan.ir.model import Model
 from arenaplan.pipeline.outputs import render
 from arenaplan.pipeline.request import Notify, PlanRequest, PlanResult
@@ -24,10 +24,12 @@ from arenaplan.placement.memories import check_arena_memory, check_capacities, f
 from arenaplan.reader import read_model_bytes
 from arenaplan.tflm.kernel_sets import REFERENCE
 from arenaplan.tflm.refusals import tflm_refusals
-from arenaplan.verify.prove import Proof, prove
-from arenaplan.weights.outputs import tflm_head
-from arenaplan.weights.plan import plan_weights
-from arenaplan.weights.policies import parse_weights
+
+if TYPE_CHECKING:
+    from arenaplan.verify.prove import Proof
+
+# Proving (verify.prove, the writer) and weights are imported where a request needs
+# them: a plain plan of a small model imports neither.
 
 
 def _ignore(_line: str) -> None:
@@ -127,6 +129,9 @@ def _plan(request: PlanRequest, profile: str, notify: Notify) -> PlanResult:
         plan = done.plan
         if not rw.changed and not plan.aliases:  # the plan of the model as given
             return replace(done, model=original, planned=planned_model_bytes(data, original, plan))
+        from arenaplan.export.tflite_writer import write_model
+        from arenaplan.verify.prove import prove
+
         source = write_model(rw.model) if rw.changed else data
         planned = planned_model_bytes(source, rw.model, plan)
         proof = prove(data, planned, plan.arena, plan.kernels)
@@ -182,12 +187,19 @@ def _weights_of(
     request: PlanRequest, model: Model, options: PlanOptions, profile: str
 ) -> PlanResult:
     """The weights plan of ``model`` and, when proving, its bytes and proof."""
+    from arenaplan.weights.plan import plan_weights
+    from arenaplan.weights.policies import parse_weights
+
     target = request.target
     assert target is not None and request.weights is not None  # checked by the caller
     policy = parse_weights(request.weights)
     wp = plan_weights(model, target, policy, request.caps, options)
     planned, proof = b"", None
     if request.prove:
+        from arenaplan.export.tflite_writer import write_model
+        from arenaplan.verify.prove import prove
+        from arenaplan.weights.outputs import tflm_head
+
         data, original = request.source.data, request.source.model
         changed = wp.model is not original
         source = write_model(wp.model) if changed else data

@@ -12,16 +12,19 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from arenaplan.ir.model import Model
-from arenaplan.pipeline.rewrite import Rewrite
 from arenaplan.placement.plan import Plan
-from arenaplan.placement.tiers import TierPlacement
 from arenaplan.reader import load_model
 from arenaplan.targets import Memory, Target
-from arenaplan.verify.prove import Proof
-from arenaplan.weights.blob import WeightsBlob
-from arenaplan.weights.plan import WeightsPlan
+
+if TYPE_CHECKING:  # what only some requests use is imported by those that do
+    from arenaplan.pipeline.rewrite import Rewrite
+    from arenaplan.placement.tiers import TierPlacement
+    from arenaplan.verify.prove import Proof
+    from arenaplan.weights.blob import WeightsBlob
+    from arenaplan.weights.plan import WeightsPlan
 
 Notify = Callable[[str], None]  # receives one line for the user (a warning), as it happens
 

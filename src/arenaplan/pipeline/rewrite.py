@@ -8,13 +8,15 @@ pipeline's next step (``pipeline.plan``).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from arenaplan.errors import ArenaplanError
 from arenaplan.ir.model import Model
-from arenaplan.passes import PassRecord, make_pass, run_passes
-from arenaplan.passes.inplace import alias_options
 from arenaplan.placement.plan import Plan
 from arenaplan.tflm.tail import min_arena_estimate
+
+if TYPE_CHECKING:
+    from arenaplan.passes import PassRecord
 
 FIT_PASSES = ("reorder", "inplace", "bands")
 
@@ -36,6 +38,9 @@ class Rewrite:
 def run_rewrite(model: Model, names: tuple[str, ...], options: dict[str, object]) -> Rewrite:
     """Run the passes ``names`` with ``options`` (each pass takes those that are its
     fields: max_extra_macs, fit, clobber_inputs, profile, objective, kernels)."""
+    from arenaplan.passes import make_pass, run_passes
+    from arenaplan.passes.inplace import alias_options
+
     new, records = run_passes(model, [make_pass(name, options) for name in names])
     aliases, clobber = alias_options(names, bool(options.get("clobber_inputs", False)))
     return Rewrite(new, tuple(records), aliases, clobber)

@@ -34,8 +34,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from arenaplan.allocation.packing import align_up
-from arenaplan.cost.roofline import default_memory
-from arenaplan.cost.timing import Timer
 from arenaplan.errors import UsageError
 from arenaplan.ir.model import Model
 from arenaplan.targets.model import Memory, Target
@@ -103,6 +101,9 @@ class WeightCosts:
     target (weights in its last weights memory, staged into its fastest)."""
 
     def __init__(self, model: Model, target: Target) -> None:
+        from arenaplan.cost.roofline import default_memory  # the time model: weights plans only
+        from arenaplan.cost.timing import Timer
+
         self.target = target
         self.source: Memory = target.weights_memory()
         self.dest: Memory = target.fastest()
