@@ -37,6 +37,7 @@ WRITES = {
 }
 DRAWS = {"--picture", "--report", "--plot"}  # need matplotlib (the extra `report`)
 OWN_MODEL = "my_model.tflite"  # the README's "your own model": the demo's model here
+NO_RUNTIME = "the TFLM runtime is not installed (pip install 'arenaplan[tflm]')"
 FENCE = re.compile(r"^(\s*)```(\w*)\s*$")
 
 
@@ -76,6 +77,10 @@ def ci_test_command() -> str:
     return line.removesuffix("||").strip()
 
 
+def has_runtime() -> bool:
+    return importlib.util.find_spec("tflite_micro") is not None
+
+
 def arenaplan() -> list[str]:
     """The console script beside this Python, else the module."""
     script = Path(sys.executable).with_name("arenaplan")
@@ -98,6 +103,8 @@ def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert done.returncode == 0, done.stderr
     for name in ("demo.tflite", "demo.planned.tflite", "demo.plan.json"):
         assert (folder / "arenaplan-demo" / name).is_file()
+    if has_runtime():  # the README says the demo verifies the plan in TFLM
+        assert "every predicted figure measured exactly" in done.stdout, done.stdout
     return folder
 
 
@@ -125,12 +132,14 @@ def test_readme_block_runs(block: list[str], demo_dir: Path, tmp_path: Path) -> 
     shutil.copy(tmp_path / "arenaplan-demo" / "demo.tflite", tmp_path / OWN_MODEL)
     for command in block:
         argv = shlex.split(command)
-        if argv[1] == "verify" and importlib.util.find_spec("tflite_micro") is None:
-            pytest.skip("the TFLM runtime is not installed: pip install 'arenaplan[tflm]'")
+        if argv[1] == "verify" and not has_runtime():
+            pytest.skip(NO_RUNTIME)
         if DRAWS & set(argv) and importlib.util.find_spec("matplotlib") is None:
-            pytest.skip("pictures need matplotlib: pip install 'arenaplan[report]'")
+            pytest.skip("pictures need matplotlib (pip install 'arenaplan[report]')")
         done = run(argv, tmp_path)
         assert done.returncode == 0, f"{command}\n{done.stdout}\n{done.stderr}"
+        if argv[1] == "plan" and "--passes" in argv and has_runtime():  # proven, it says
+            assert "proven in TFLM" in done.stdout, done.stdout
         for option, value in itertools.pairwise(argv):
             if option in WRITES and value != "-":
                 assert (tmp_path / value).exists(), f"{command}: {value} not written"
