@@ -164,7 +164,9 @@ def test_groups_from_the_blob_match_tflm(source, tflm_kernels, tmp_path: Path) -
     )
     ops = _groupable(model)
     if not ops:
-        pytest.skip("no int8 CONV_2D or DEPTHWISE_CONV_2D operator")
+        pytest.skip(
+            "this model has no int8 CONV_2D or DEPTHWISE_CONV_2D: no weight groups to fetch"
+        )
     blob = weights_blob(model, [(op, G) for op in ops])
     fetches = []
     for k, op in enumerate(ops):  # every operator's buffers at 0: they run one by one
