@@ -9,6 +9,7 @@ import pytest
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 MODELS_DIR = SHARED / "models"
 MODEL_PATHS = sorted(MODELS_DIR.glob("*.tflite")) if MODELS_DIR.is_dir() else []
+SHARED_ABSENT = "../shared/models is absent (CI has it beside the clone)"
 # Models the PyPI TFLM runtime refuses (models README): still valid planner input.
 TFLM_REFUSES = {
     "arm-ml-examples__basic_lstm_quantized_small",
@@ -19,21 +20,22 @@ TFLM_REFUSES = {
 def model_path(stem: str) -> Path:
     path = MODELS_DIR / f"{stem}.tflite"
     if not path.exists():
-        pytest.skip(f"../shared/models is absent (looked for {path})")
+        pytest.skip(SHARED_ABSENT)
     return path
 
 
 def shared_path(relative: str) -> Path:
     path = SHARED / relative
     if not path.exists():
-        pytest.skip(f"../shared is absent (looked for {path})")
+        folder = "/".join(Path(relative).parts[:2])  # one reason per shared folder
+        pytest.skip(f"../shared/{folder} is absent (CI has ../shared beside the clone)")
     return path
 
 
 def model_params() -> list:
     """Parametrise over every real model; one skipped case where ../shared is absent."""
     if not MODEL_PATHS:
-        return [pytest.param(None, marks=pytest.mark.skip(reason=f"{MODELS_DIR} is absent"))]
+        return [pytest.param(None, marks=pytest.mark.skip(reason=SHARED_ABSENT))]
     return [pytest.param(p, id=p.stem) for p in MODEL_PATHS]
 
 

@@ -92,7 +92,9 @@ def test_demo_model_is_planned_below_tflm() -> None:
 
 
 def test_demo_model_runs_in_tflm_with_informative_outputs() -> None:
-    pytest.importorskip("tflite_micro", reason="the TFLM runtime is absent")
+    pytest.importorskip(
+        "tflite_micro", reason="the TFLM runtime is not installed (pip install 'arenaplan[tflm]')"
+    )
     from arenaplan.verify.inputs import random_inputs
     from arenaplan.verify.runner import TflmRunner
 

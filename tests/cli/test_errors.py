@@ -200,7 +200,9 @@ def test_a_spread_plan_claims_no_saving(tmp_path: Path, capsys) -> None:
     ],
 )
 def test_a_model_tflm_refuses_gets_no_saving_claim(tmp_path: Path, capsys, stem, why) -> None:
-    pytest.importorskip("matplotlib", reason="the report needs matplotlib")
+    pytest.importorskip(
+        "matplotlib", reason="pictures need matplotlib (pip install 'arenaplan[report]')"
+    )
     js, report = tmp_path / "p.json", tmp_path / "r.html"
     assert main(["plan", str(model_path(stem)), "--json", str(js), "--report", str(report)]) == 0
     out = " ".join(capsys.readouterr().out.split())

@@ -30,7 +30,9 @@ def test_spreads_over_memories_and_runs_bit_exact(tmp_path: Path, capsys) -> Non
     text = capsys.readouterr().out
     assert "ocram" in text and "memories end to" in text
     assert read_model(out).offline_plan is not None
-    pytest.importorskip("tflite_micro", reason="the TFLM runtime is absent")
+    pytest.importorskip(
+        "tflite_micro", reason="the TFLM runtime is not installed (pip install 'arenaplan[tflm]')"
+    )
     from arenaplan.verify import compare_models
 
     report = compare_models(src.read_bytes(), out.read_bytes(), trials=2)

@@ -41,7 +41,9 @@ def test_an_unknown_pass_is_one_usage_line(capsys) -> None:
 
 
 def test_bands_rewrite_is_proven_recorded_and_verifies(tmp_path: Path, capsys) -> None:
-    pytest.importorskip("tflite_micro", reason="the TFLM runtime (tflite-micro) is absent")
+    pytest.importorskip(
+        "tflite_micro", reason="the TFLM runtime is not installed (pip install 'arenaplan[tflm]')"
+    )
     code, data, out, _ = _plan(tmp_path, capsys, "--passes", "bands")
     assert code == 0
     (record,) = data["passes"]
@@ -55,7 +57,9 @@ def test_bands_rewrite_is_proven_recorded_and_verifies(tmp_path: Path, capsys) -
 
 
 def test_the_same_options_give_the_same_bytes(tmp_path: Path, capsys) -> None:
-    pytest.importorskip("tflite_micro", reason="the TFLM runtime (tflite-micro) is absent")
+    pytest.importorskip(
+        "tflite_micro", reason="the TFLM runtime is not installed (pip install 'arenaplan[tflm]')"
+    )
     _plan(tmp_path, capsys, "--passes", "bands,inplace")
     first = (tmp_path / "out.tflite").read_bytes(), (tmp_path / "plan.json").read_bytes()
     _plan(tmp_path, capsys, "--passes", "bands,inplace")
@@ -73,14 +77,18 @@ def test_an_unproven_rewrite_falls_back_and_says_why(tmp_path: Path, capsys, mon
 
 
 def test_fit_that_no_rewrite_reaches_is_one_line(tmp_path: Path, capsys) -> None:
-    pytest.importorskip("tflite_micro", reason="the TFLM runtime (tflite-micro) is absent")
+    pytest.importorskip(
+        "tflite_micro", reason="the TFLM runtime is not installed (pip install 'arenaplan[tflm]')"
+    )
     code, _, _, err = _plan(tmp_path, capsys, "--fit", "1KiB")
     assert code == 2 and err.count("\n") == 1 and "--fit" in err
     assert not (tmp_path / "out.tflite").exists()
 
 
 def test_fit_reaches_a_reachable_size_at_small_cost(tmp_path: Path, capsys) -> None:
-    pytest.importorskip("tflite_micro", reason="the TFLM runtime (tflite-micro) is absent")
+    pytest.importorskip(
+        "tflite_micro", reason="the TFLM runtime is not installed (pip install 'arenaplan[tflm]')"
+    )
     code, data, _, err = _plan(tmp_path, capsys, "--fit", "9000", "--profile", "arm32")
     assert code == 0, err
     bands = next(r for r in data["passes"] if r["name"] == "bands")

@@ -35,7 +35,9 @@ def rows(out: str) -> list[list[str]]:
 
 
 def test_sweep_prints_every_capacity_and_plots(tmp_path: Path, capsys) -> None:
-    pytest.importorskip("matplotlib", reason="plots need matplotlib")
+    pytest.importorskip(
+        "matplotlib", reason="pictures need matplotlib (pip install 'arenaplan[report]')"
+    )
     src = model_path("arm-ml-examples__ds_cnn_s_quantized")
     plot = tmp_path / "sweep.svg"
     assert (
@@ -150,7 +152,9 @@ def no_computing(monkeypatch):
 
 
 def test_plot_path_is_checked_before_computing(tmp_path: Path, capsys, no_computing) -> None:
-    pytest.importorskip("matplotlib", reason="plots need matplotlib")
+    pytest.importorskip(
+        "matplotlib", reason="pictures need matplotlib (pip install 'arenaplan[report]')"
+    )
     src = model_path("tflite-micro__hello_world_int8")
     missing = tmp_path / "no" / "such" / "dir" / "p.png"
     assert main(["sweep", str(src), "--plot", str(missing)]) == 2
@@ -174,7 +178,9 @@ def test_plot_without_matplotlib_fails_first(
 
 
 def test_plot_is_deterministic(tmp_path: Path) -> None:
-    pytest.importorskip("matplotlib", reason="plots need matplotlib")
+    pytest.importorskip(
+        "matplotlib", reason="pictures need matplotlib (pip install 'arenaplan[report]')"
+    )
     src = model_path("tflite-micro__hello_world_int8")
     first, second = tmp_path / "a.png", tmp_path / "b.png"
     assert main(["sweep", str(src), "--points", "3", "--plot", str(first)]) == 0

@@ -237,7 +237,14 @@ def test_measured_equals_predicted_on_built_models(name: str) -> None:
 
 def _shared_params() -> list:
     out = [pytest.param(p, id=p.stem) for p in MODEL_PATHS if p.stem not in TFLM_REFUSES]
-    return out or [pytest.param(None, marks=pytest.mark.skip(reason="../shared/models absent"))]
+    return out or [
+        pytest.param(
+            None,
+            marks=pytest.mark.skip(
+                reason="../shared/models is absent (CI has it beside the clone)"
+            ),
+        )
+    ]
 
 
 @needs_build

@@ -152,7 +152,9 @@ def test_the_assumed_model_has_the_reports_counts() -> None:
 
 
 def test_per_opcode_calibration_recovers_known_parameters_within_2_percent() -> None:
-    pytest.importorskip("scipy", reason="calibration needs scipy")
+    pytest.importorskip(
+        "scipy", reason="calibration needs scipy (pip install 'arenaplan[calibrate]')"
+    )
     from kits.profiles_kit import log_text, placement
 
     from arenaplan.cost.calibration import Run, calibrate
@@ -205,7 +207,9 @@ def test_shipped_xcore_prices_the_persistent_arena_alone_well_under_1_percent() 
 def test_shipped_xcore_carries_the_fit_within_1_percent() -> None:
     """``xcore_ai.toml`` as shipped holds the benchmark's fitted rates (per opcode) and
     LPDDR latencies: neither can drift from the fit."""
-    pytest.importorskip("scipy", reason="calibration needs scipy")
+    pytest.importorskip(
+        "scipy", reason="calibration needs scipy (pip install 'arenaplan[calibrate]')"
+    )
     bench = _bench()
     fitted = bench.fit(split_arena_model()).target
     shipped = load_builtin("xcore_ai")
@@ -239,7 +243,9 @@ def test_each_kind_held_out_of_the_fit() -> None:
     over-read) made again on the four, they are not: add +249%, lookup -30%, conv
     anywhere in -77%..+1% (tied structures), mul -16%..-12%, split -6%; the bound
     stated is 300%: the structure is fitted to the kinds it is judged on."""
-    pytest.importorskip("scipy", reason="calibration needs scipy")
+    pytest.importorskip(
+        "scipy", reason="calibration needs scipy (pip install 'arenaplan[calibrate]')"
+    )
     bench = _bench()
     model = split_arena_model()
     shipped = bench.fit(model)
@@ -259,7 +265,9 @@ def test_each_kind_held_out_of_the_fit() -> None:
 def test_no_cache_size_in_256_bytes_to_12_kib_changes_the_fit() -> None:
     """The figures cannot tell the LPDDR cache's size apart anywhere in [256 B,
     12 KiB) on the assumed model (the shipped 2 KiB is an assumption)."""
-    pytest.importorskip("scipy", reason="calibration needs scipy")
+    pytest.importorskip(
+        "scipy", reason="calibration needs scipy (pip install 'arenaplan[calibrate]')"
+    )
     bench = _bench()
     model = split_arena_model()
     shipped = bench.fit(model).errors()

@@ -67,7 +67,9 @@ def tflm_headers(tmp_path_factory: pytest.TempPathFactory) -> TflmHeaders:
     if not TARBALL.exists():
         pytest.skip(f"TFLM's source tarball is absent (../shared: looked for {TARBALL})")
     if shutil.which("g++") is None or shutil.which("tar") is None:
-        pytest.skip("g++ and tar are needed to compile against TFLM's headers")
+        pytest.skip(
+            "g++ and tar are needed to compile against TFLM's headers (apt-get install g++ tar)"
+        )
     dest = tmp_path_factory.mktemp("tflm")
     start = time.perf_counter()
     subprocess.run(

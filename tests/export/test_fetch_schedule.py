@@ -154,7 +154,9 @@ CASES = [pytest.param(p, id=p.stem) for p in MODEL_PATHS] + [
 ]
 
 
-@pytest.mark.skipif(not tflm_available(), reason="TFLM runtime not installed")
+@pytest.mark.skipif(
+    not tflm_available(), reason="the TFLM runtime is not installed (pip install 'arenaplan[tflm]')"
+)
 @pytest.mark.parametrize("source", CASES)
 def test_groups_from_the_blob_match_tflm(source, tflm_kernels, tmp_path: Path) -> None:
     model = (
@@ -162,7 +164,9 @@ def test_groups_from_the_blob_match_tflm(source, tflm_kernels, tmp_path: Path) -
     )
     ops = _groupable(model)
     if not ops:
-        pytest.skip("no int8 CONV_2D or DEPTHWISE_CONV_2D operator")
+        pytest.skip(
+            "this model has no int8 CONV_2D or DEPTHWISE_CONV_2D: no weight groups to fetch"
+        )
     blob = weights_blob(model, [(op, G) for op in ops])
     fetches = []
     for k, op in enumerate(ops):  # every operator's buffers at 0: they run one by one
@@ -202,7 +206,9 @@ def _check_groups(model: Model, ops: list[int], exe: Path, folder: Path) -> dict
         }
 
 
-@pytest.mark.skipif(not tflm_available(), reason="TFLM runtime not installed")
+@pytest.mark.skipif(
+    not tflm_available(), reason="the TFLM runtime is not installed (pip install 'arenaplan[tflm]')"
+)
 @pytest.mark.parametrize("policy", ["groups:16,double", "auto"])
 def test_plan_schedule_runs_bit_exact(policy: str, tflm_kernels, tmp_path: Path) -> None:
     """``plan --weights ... --weights-blob --schedule``: the files the command writes,

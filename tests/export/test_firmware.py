@@ -45,7 +45,7 @@ C_FLAGS = ["gcc", "-std=c11", "-Wall", "-Wextra", "-pedantic", "-Werror"]
 CXX_FLAGS = ["g++", "-std=c++17", "-Wall", "-Wextra", "-Werror"]
 needs_gcc = pytest.mark.skipif(
     not (shutil.which("gcc") and shutil.which("g++") and shutil.which("nm")),
-    reason="gcc, g++ and nm are needed to compile the generated header",
+    reason="gcc, g++ and nm compile the generated header (apt-get install gcc g++ binutils)",
 )
 
 

@@ -129,7 +129,14 @@ def _cases() -> list:
     cases = [Case(s, t) for s in stems for t in BENCH_TARGETS]
     cases += [Case(s, t, m) for s, t, m in MEMORY_CASES]
     if not stems:
-        return [pytest.param(None, marks=pytest.mark.skip(reason="../shared/models is absent"))]
+        return [
+            pytest.param(
+                None,
+                marks=pytest.mark.skip(
+                    reason="../shared/models is absent (CI has it beside the clone)"
+                ),
+            )
+        ]
     return [pytest.param(c, id=c.id) for c in cases]
 
 
@@ -453,7 +460,7 @@ def _pypi_run(model: bytes, inputs: list[list[np.ndarray]], n_outputs: int):
 @cache
 def _pypi_outputs(stem: str) -> list[list[np.ndarray]] | str:
     if not tflm_available():
-        return "the PyPI TFLM runtime is absent"
+        return "the TFLM runtime is not installed (pip install 'arenaplan[tflm]')"
     model = _model(stem)
     inputs = random_inputs(model, TRIALS, SEED)
     result = _pypi_run(model_path(stem).read_bytes(), inputs, len(model.subgraphs[0].outputs))
@@ -638,7 +645,10 @@ def test_example_firmware_runs_the_model(variant: str, tmp_path: Path) -> None:
         pytest.skip(tools)
     arenaplan = Path(sys.executable).parent / "arenaplan"
     if not arenaplan.is_file() or shutil.which("make") is None or shutil.which("xxd") is None:
-        pytest.skip("make, xxd and the arenaplan command are needed to build the example")
+        pytest.skip(
+            "make, xxd and the arenaplan command are needed to build the example "
+            "(apt-get install make xxd; pip install -e .)"
+        )
     stem, target, memory = EXAMPLE_CASE
     out = tmp_path / "build"
     library = json.loads((variant_dir(variant) / "build.json").read_text())["library"]
@@ -656,7 +666,10 @@ def test_example_firmware_runs_the_model(variant: str, tmp_path: Path) -> None:
     line = next(x for x in run.stdout.splitlines() if x.startswith("output"))
     printed = bytes.fromhex("".join(line.split()[1:]))
     if not tflm_available():
-        pytest.skip("the PyPI TFLM runtime is absent: nothing to compare the output with")
+        pytest.skip(
+            "the TFLM runtime is not installed (pip install 'arenaplan[tflm]'): "
+            "nothing to compare the output with"
+        )
     sample = random_inputs(_model(stem), 1, 0)[0][0]  # main.cc's input: byte i is 7 * i
     ramp = (np.arange(sample.nbytes) * 7 % 256).astype(np.uint8)
     given = ramp.view(sample.dtype).reshape(sample.shape)
@@ -666,7 +679,9 @@ def test_example_firmware_runs_the_model(variant: str, tmp_path: Path) -> None:
     print(f"{variant} example: {line}")
 
 
-@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed")
+@pytest.mark.skipif(
+    shutil.which("g++") is None, reason="g++ is not installed (apt-get install g++)"
+)
 def test_arena_header_sends_a_spread_plan_with_persistent_data_apart_to_the_split_arena(
     tmp_path: Path,
 ) -> None:

@@ -24,7 +24,9 @@ from arenaplan.reader import load_model
 from arenaplan.targets import load_builtin
 from arenaplan.tflm.tail import predict_tail
 
-pytest.importorskip("matplotlib", reason="pictures need matplotlib (extra 'report')")
+pytest.importorskip(
+    "matplotlib", reason="pictures need matplotlib (pip install 'arenaplan[report]')"
+)
 
 PERSISTENT = "persistent (TFLM tail, predicted)"
 

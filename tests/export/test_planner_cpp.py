@@ -68,7 +68,9 @@ ARENAS = {
 }
 
 
-@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed")
+@pytest.mark.skipif(
+    shutil.which("g++") is None, reason="g++ is not installed (apt-get install g++)"
+)
 @pytest.mark.parametrize("arena", sorted(ARENAS))
 def test_planner_answers_from_its_table(tmp_path: Path, arena: str) -> None:
     """Each buffer at its planned address, or kTfLiteError where the distance from
@@ -141,7 +143,9 @@ def _interface(folder: Path) -> None:
     (micro / "micro_log.h").write_text(LOG)
 
 
-@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed")
+@pytest.mark.skipif(
+    shutil.which("g++") is None, reason="g++ is not installed (apt-get install g++)"
+)
 @pytest.mark.parametrize("short", ["fast", "ocram"])
 def test_planner_refuses_an_array_smaller_than_its_plan(tmp_path: Path, short: str) -> None:
     """An array 16 bytes short of what the table puts in it (the fast one given to the

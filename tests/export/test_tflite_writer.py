@@ -290,7 +290,7 @@ def test_a_planned_model_written_again_carries_one_offline_plan() -> None:
 @pytest.fixture(scope="module")
 def runner() -> Iterator[TflmRunner]:
     pytest.importorskip(
-        "tflite_micro", reason="the TFLM runtime (pip install tflite-micro) is absent"
+        "tflite_micro", reason="the TFLM runtime is not installed (pip install 'arenaplan[tflm]')"
     )
     from arenaplan.verify import TflmRunner
 
@@ -300,7 +300,7 @@ def runner() -> Iterator[TflmRunner]:
 
 def _runnable(path: Path) -> bytes:
     if path.stem in TFLM_REFUSES:
-        pytest.skip("TFLM refuses the original model (models README): no outputs to compare")
+        pytest.skip("TFLM refuses this model (models README): nothing to run")
     return path.read_bytes()
 
 

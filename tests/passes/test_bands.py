@@ -132,7 +132,9 @@ def test_pools_that_read_padding_are_not_row_local() -> None:
 
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_banded_models_run_bit_exact_in_tflm(name: str) -> None:
-    pytest.importorskip("tflite_micro", reason="the TFLM runtime (tflite-micro) is absent")
+    pytest.importorskip(
+        "tflite_micro", reason="the TFLM runtime is not installed (pip install 'arenaplan[tflm]')"
+    )
     from arenaplan.export.tflite_writer import write_model
     from arenaplan.verify import compare_models
 

@@ -145,7 +145,9 @@ def test_the_gaining_models_gain(name: str) -> None:
 
 @pytest.mark.parametrize("name", sorted(GAINING))
 def test_reordered_models_run_bit_exact_in_tflm(name: str) -> None:
-    pytest.importorskip("tflite_micro", reason="the TFLM runtime (tflite-micro) is absent")
+    pytest.importorskip(
+        "tflite_micro", reason="the TFLM runtime is not installed (pip install 'arenaplan[tflm]')"
+    )
     from arenaplan.export.tflite_writer import write_model
     from arenaplan.verify import compare_models
 
@@ -174,7 +176,9 @@ def _random_order(problem, seed: int) -> tuple[int, ...]:
 def test_any_order_the_dependencies_allow_runs_bit_exact_in_tflm(name: str) -> None:
     """Not only the searched order: random orders that keep the dependencies compute
     the same, bit for bit."""
-    pytest.importorskip("tflite_micro", reason="the TFLM runtime (tflite-micro) is absent")
+    pytest.importorskip(
+        "tflite_micro", reason="the TFLM runtime is not installed (pip install 'arenaplan[tflm]')"
+    )
     from arenaplan.export.tflite_writer import write_model
     from arenaplan.verify import compare_models
 

@@ -298,7 +298,7 @@ def test_lstm_kernel_sums_and_three_buffers() -> None:
     of the state width in the tail and asks for three scratch buffers, not four."""
     path = next((p for p in _shared() if p.stem == "tflite-micro__trained_lstm_int8"), None)
     if path is None:
-        pytest.skip("../shared/models is absent")
+        pytest.skip("../shared/models is absent (CI has it beside the clone)")
     ir = read_model_bytes(path.read_bytes())
     sizes = tensor_bytes(ir)
     assert len(scratch_requests(ir, sizes)) == 4
@@ -395,7 +395,7 @@ def _check(variant: str, name: str, data: bytes) -> None:
 def test_shared_model_head_and_tail_equal_the_cmsis_nn_build(path: Path, variant: str) -> None:
     _need(variant)
     if path.stem in TFLM_REFUSES:
-        pytest.skip("TFLM refuses the model")
+        pytest.skip("TFLM refuses this model (models README): nothing to run")
     _check(variant, path.stem, path.read_bytes())
 
 
@@ -412,7 +412,7 @@ def test_shared_model_smallest_arena_in_the_cmsis_nn_build(path: Path, variant: 
 
     _need(variant)
     if path.stem in TFLM_REFUSES:
-        pytest.skip("TFLM refuses the model")
+        pytest.skip("TFLM refuses this model (models README): nothing to run")
     kernels, profile = NATIVE[variant]
     data = path.read_bytes()
     ir = read_model_bytes(data)

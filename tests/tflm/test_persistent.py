@@ -45,8 +45,10 @@ def test_arm32_tails_match_the_reference_measurements(stem: str) -> None:
 @pytest.mark.parametrize("path", model_params())
 def test_host_tail_matches_the_runtime(path) -> None:
     if path.stem in TFLM_REFUSES:
-        pytest.skip("TFLM refuses this model: no tail to measure")
-    pytest.importorskip("tflite_micro", reason="the TFLM runtime is absent")
+        pytest.skip("TFLM refuses this model (models README): nothing to run")
+    pytest.importorskip(
+        "tflite_micro", reason="the TFLM runtime is not installed (pip install 'arenaplan[tflm]')"
+    )
     from arenaplan.verify import measure
 
     model = read_model(path)
@@ -134,7 +136,7 @@ def _native_tail(variant: str, data: bytes) -> int:
 @pytest.mark.parametrize("path", model_params())
 def test_tail_equals_the_32_bit_build(path, variant: str) -> None:
     if path.stem in TFLM_REFUSES:
-        pytest.skip("TFLM refuses this model: no tail to measure")
+        pytest.skip("TFLM refuses this model (models README): nothing to run")
     measured = _native_tail(variant, path.read_bytes())
     estimate = tail_estimate(read_model(path), NATIVE_32[variant])
     print(f"\n{variant} {path.stem}: tail {estimate.bytes} (measured {measured})")

@@ -16,7 +16,7 @@ from arenaplan.reader import read_model, read_model_bytes
 from arenaplan.tflm.refusals import REGISTERED_BUILTINS, RULES, tflm_refusals
 from arenaplan.verify.inputs import random_inputs
 
-RUNTIME_ABSENT = "the TFLM runtime (pip install tflite-micro) is absent"
+RUNTIME_ABSENT = "the TFLM runtime is not installed (pip install 'arenaplan[tflm]')"
 ARENA = 1 << 20  # bytes: plenty for every case here
 
 

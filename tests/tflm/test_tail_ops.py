@@ -27,7 +27,7 @@ ALL_MODELS = {**OP_MODELS, **SHAPED}
 def runner() -> Iterator[object]:
     """One TFLM child process for the whole module (fast)."""
     pytest.importorskip(
-        "tflite_micro", reason="the TFLM runtime (pip install tflite-micro) is absent"
+        "tflite_micro", reason="the TFLM runtime is not installed (pip install 'arenaplan[tflm]')"
     )
     from arenaplan.verify import TflmRunner
 

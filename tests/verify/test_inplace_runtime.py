@@ -16,7 +16,9 @@ import pytest
 from placement.test_aliases import ALIAS_MODELS, ALL, CLOBBER, CMSIS_MODELS, VIEW_MODELS
 from testkit import model_params, model_path
 
-pytest.importorskip("tflite_micro", reason="the TFLM runtime (pip install tflite-micro) is absent")
+pytest.importorskip(
+    "tflite_micro", reason="the TFLM runtime is not installed (pip install 'arenaplan[tflm]')"
+)
 
 from arenaplan.export.offline_plan import with_offline_plan
 from arenaplan.placement import Plan, PlanOptions, plan_model
@@ -102,7 +104,7 @@ def test_every_shared_model_aliased_runs_bit_exact(path: Path, runner) -> None:
     data = path.read_bytes()
     plan, report = _run(data, CLOBBER_ALL, runner)
     if report.refused and "TFLM refuses the original model" in report.refused:
-        pytest.skip("TFLM refuses this model")
+        pytest.skip("TFLM refuses this model (models README): nothing to run")
     _check(data, plan, report)
     assert plan.arena <= plan_model(read_model_bytes(data)).arena
 

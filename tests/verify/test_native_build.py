@@ -72,7 +72,7 @@ def _same_outputs(a: RunResult, b: RunResult, float_rtol: float = 0.0) -> bool:
 @pytest.fixture(scope="module")
 def pypi_runner():
     if not tflm_available():
-        pytest.skip("the TFLM runtime (pip install tflite-micro) is absent")
+        pytest.skip("the TFLM runtime is not installed (pip install 'arenaplan[tflm]')")
     with TflmRunner() as runner:
         yield runner
 
@@ -129,7 +129,7 @@ def test_arm_under_qemu_gives_the_host_outputs(path: Path, variant: str) -> None
     _need(variant)
     _need(ARM_HOST[variant])
     if path.stem in TFLM_REFUSES:
-        pytest.skip("TFLM refuses the model")
+        pytest.skip("TFLM refuses this model (models README): nothing to run")
     arm, host = _native(variant, path), _native(ARM_HOST[variant], path)
     assert arm.ok and host.ok, arm.error or host.error
     assert _same_outputs(arm, host, FMA_RTOL if variant in FUSED_MULTIPLY_ADD else 0.0)
@@ -140,7 +140,7 @@ def test_cmsis_nn_gives_the_reference_outputs(path: Path) -> None:
     _need("host-reference")
     _need("host-cmsis_nn")
     if path.stem in TFLM_REFUSES:
-        pytest.skip("TFLM refuses the model")
+        pytest.skip("TFLM refuses this model (models README): nothing to run")
     ref, cmsis = _native("host-reference", path), _native("host-cmsis_nn", path)
     assert ref.ok and cmsis.ok, ref.error or cmsis.error
     first = [RunResult(r.outputs[:1], None, r.measurement, "") for r in (ref, cmsis)]
@@ -154,7 +154,7 @@ def test_tensor_offsets_are_the_offline_plan(path: Path, variant: str) -> None:
     """With our offline plan, TFLM puts every planned tensor where the plan says."""
     _need(variant)
     if path.stem in TFLM_REFUSES:
-        pytest.skip("TFLM refuses the model")
+        pytest.skip("TFLM refuses this model (models README): nothing to run")
     planned, offsets = _planned(path)
     with NativeRunner(variant) as runner:
         run = runner.run_native(planned, GENEROUS_ARENA, [], 1)
@@ -212,5 +212,5 @@ def test_each_variant_runs_its_own_way() -> None:
 def _model_paths() -> list[Path]:
     paths = [p.values[0] for p in model_params() if p.values[0] is not None]
     if not paths:
-        pytest.skip("../shared/models is absent")
+        pytest.skip("../shared/models is absent (CI has it beside the clone)")
     return paths

@@ -37,7 +37,7 @@ def test_a_rewrite_proven_on_reference_kernels_is_proven_on_cmsis_nn(
     path: Path, kernels: str, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     if path.stem in TFLM_REFUSES:
-        pytest.skip("TFLM refuses the model")
+        pytest.skip("TFLM refuses this model (models README): nothing to run")
     need_prover("reference")
     need_prover(kernels)
     folder = tmp_path_factory.getbasetemp()

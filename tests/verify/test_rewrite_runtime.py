@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 from testkit import TFLM_REFUSES, model_params, model_path
 
-pytest.importorskip("tflite_micro", reason="the TFLM runtime (tflite-micro) is absent")
+pytest.importorskip(
+    "tflite_micro", reason="the TFLM runtime is not installed (pip install 'arenaplan[tflm]')"
+)
 
 from arenaplan.export.offline_plan import with_offline_plan
 from arenaplan.export.tflite_writer import write_model
@@ -48,7 +50,7 @@ def _rewritten(data: bytes, objective: str, clobber: bool = False):
 @pytest.mark.parametrize("path", model_params())
 def test_rewritten_model_is_bit_exact_with_the_planned_head(path: Path, objective, runner) -> None:
     if path.stem in TFLM_REFUSES:
-        pytest.skip("TFLM refuses the original model (models README): nothing to compare")
+        pytest.skip("TFLM refuses this model (models README): nothing to run")
     model, new, plan, planned = _rewritten(path.read_bytes(), objective)
     report = compare_models(path.read_bytes(), planned, trials=2, runner=runner)
     assert report.failed is None and report.refused is None

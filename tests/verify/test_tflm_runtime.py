@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 from testkit import TFLM_REFUSES, model_params, model_path
 
-pytest.importorskip("tflite_micro", reason="the TFLM runtime (pip install tflite-micro) is absent")
+pytest.importorskip(
+    "tflite_micro", reason="the TFLM runtime is not installed (pip install 'arenaplan[tflm]')"
+)
 
 from arenaplan.cli import main
 from arenaplan.export.offline_plan import with_offline_plan

@@ -27,7 +27,9 @@ from arenaplan.weights.plan import plan_weights
 from arenaplan.weights.policies import Policy, WeightCosts, parse_weights
 from arenaplan.weights.staging import operator_weights
 
-needs_tflm = pytest.mark.skipif(not tflm_available(), reason="TFLM runtime not installed")
+needs_tflm = pytest.mark.skipif(
+    not tflm_available(), reason="the TFLM runtime is not installed (pip install 'arenaplan[tflm]')"
+)
 
 
 def target(read: str = "copy", copy: str = "blocking", rate: float = 10e6, latency: float = 0):

@@ -217,7 +217,10 @@ def native_available(variant: str, root: Path | None = None) -> str | None:
         return f"unknown TFLM variant {variant!r} (known: {', '.join(VARIANTS)})"
     path = runner_path(variant, root)
     if not path.is_file():
-        return f"TFLM {variant} is not built at {path.parent}: {BUILD_COMMAND} --variants {variant}"
+        return (
+            f"TFLM {variant} is not built (looked in {path.parent}): "
+            f"{BUILD_COMMAND} --variants {variant}, or bash scripts/native_lane.sh for every build"
+        )
     emulator = _EMULATOR.get(VARIANTS[variant].runs)
     if emulator is not None and shutil.which(emulator[0]) is None:
         return f"{emulator[0]} is absent, TFLM {variant} cannot run: apt-get install {emulator[1]}"
