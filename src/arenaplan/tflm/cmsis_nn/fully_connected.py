@@ -3,7 +3,7 @@
 
 Sources: tensorflow/lite/micro/kernels/cmsis_nn/fully_connected.cc.
 
-For an int8 input with int8 weights (others run the reference code):
+Its scratch and kernel sums concern an int8 input with int8 weights only:
 
 - scratch (Prepare): run as a 1x1 convolution (output of more than two dims,
   accum_depth a multiple of 4), per-tensor quantisation fakes per-channel arrays in

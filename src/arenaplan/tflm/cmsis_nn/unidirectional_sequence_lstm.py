@@ -3,8 +3,8 @@
 
 Sources: tensorflow/lite/micro/kernels/cmsis_nn/unidirectional_sequence_lstm.cc.
 
-The CMSIS-NN path: int8 or int16 activations with an int16 cell state (float runs
-the reference code).
+The CMSIS-NN path: int8 or int16 activations with an int16 cell state; off it,
+the kernel asks for what the reference kernel asks for.
 
 - scratch: three buffers on the CMSIS-NN path, four (as the reference) otherwise,
   each batch * state * the cell state's element size;

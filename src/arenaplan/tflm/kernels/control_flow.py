@@ -4,8 +4,7 @@ Sources: tensorflow/lite/micro/kernels/if.cc, tensorflow/lite/micro/kernels/whil
 tensorflow/lite/micro/kernels/call_once.cc,
 tensorflow/lite/core/api/flatbuffer_conversions.cc (ParseIf, ParseWhile, ParseCallOnce).
 
-- tail: each its options and its Init OpData (the subgraphs they run are
-  allocated with the model);
+- tail: each its options and its Init OpData;
 - scratch, refusals, in place: none.
 """
 

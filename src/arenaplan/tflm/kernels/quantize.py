@@ -10,8 +10,8 @@ QUANTIZE
 - scratch: none;
 - refuses (PrepareQuantizeReference, EvalQuantizeReference): an (input, output)
   type pair it has no case for;
-- in place: output over input 0 of its shape (quantize.h, requantize.h: element i
-  read before it is written), when the output element is no wider.
+- in place: output over input 0 of its shape (reference/quantize.h,
+  requantize.h: element i read before it is written).
 
 DEQUANTIZE
 - tail: Init: DequantizeOpData;

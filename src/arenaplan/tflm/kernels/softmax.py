@@ -12,8 +12,8 @@ SOFTMAX
   (InitializeLutForInt16): two 513-entry int16 tables for an int16 input;
 - scratch: none;
 - refuses (CalculateSoftmaxParams): an (input, output) type pair it has no case for;
-- in place: output over input 0 of its shape (each row's loops read element i
-  before they write it).
+- in place: output over input 0 of its shape (docs/inplace.md says which loops
+  were read).
 
 LOG_SOFTMAX
 - tail: no options, no Init; Prepare: its OpData on the int8 path only;
