@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from kits.opmodels import F32, I8, I16, I32, Net, binary, quantize_dequantize, unary
 from testkit import model_path
 
+from arenaplan.analysis.aliases import alias_candidates, contiguous_start
 from arenaplan.analysis.buffers import arena_items
 from arenaplan.errors import PlanValidationError
 from arenaplan.ir.model import Operator, Options
@@ -36,11 +37,9 @@ from arenaplan.tflm.aliases import (
     SLICE_VIEW,
     VIEW_KERNELS,
     Alias,
-    alias_candidates,
-    contiguous_start,
-    slice_ranges,
 )
 from arenaplan.tflm.kernel_sets import KERNELS, cmsis_features
+from arenaplan.tflm.kernels.slice import slice_ranges
 
 INPLACE_ONLY = PlanOptions(aliases=frozenset({"inplace"}))
 CLOBBER = PlanOptions(aliases=frozenset({"inplace"}), clobber_inputs=True)

@@ -107,7 +107,7 @@ def test_a_cached_tail_is_read_once_per_line_of_its_blocks() -> None:
 
 
 # ---- against TFLM built from source for 32-bit ARM (verify.native) -----------------
-# The arm32 and int32 columns of tail_structs against the compiler that gave them: the
+# The arm32 and int32 columns of structs against the compiler that gave them: the
 # reference kernels built for Cortex-M4 with one-byte enums, and with int-sized ones.
 
 # build variant (reference kernels, under qemu-arm) -> the profile its tail is predicted

@@ -13,12 +13,13 @@ from arenaplan.ir.dtypes import DType
 from arenaplan.reader import read_model_bytes
 from arenaplan.tflm.structs import OPTIONS, STATE
 from arenaplan.tflm.tail import (
+    BUILTIN,
+    CUSTOM,
     PROFILES,
     min_arena_estimate,
     predict_tail,
     tail_estimate,
 )
-from arenaplan.tflm.tail_rules import BUILTIN, CUSTOM
 
 ALL_MODELS = {**OP_MODELS, **SHAPED}
 

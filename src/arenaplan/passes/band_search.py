@@ -15,11 +15,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from arenaplan.allocation.packing import align_up
+from arenaplan.analysis.aliases import CONCAT_VIEW, SLICE_VIEW, Alias, alias_candidates
 from arenaplan.analysis.lifetimes import Lifetimes, compute_lifetimes
 from arenaplan.ir.model import Model, Operator, Subgraph
 from arenaplan.passes.band_split import Chain, band_rows, needs
 from arenaplan.passes.rows import window
-from arenaplan.tflm.aliases import CONCAT_VIEW, SLICE_VIEW, Alias, alias_candidates
 from arenaplan.tflm.sizes import tensor_bytes
 
 ALIGN = 16  # bytes, TFLM's arena alignment

@@ -13,9 +13,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import ClassVar
 
+from arenaplan.analysis.aliases import INPLACE, alias_candidates
 from arenaplan.ir.model import Model
 from arenaplan.passes.base import PassResult
-from arenaplan.tflm.aliases import INPLACE, alias_candidates
 from arenaplan.tflm.kernel_sets import REFERENCE
 
 # pass name -> the alias kinds (``PlanOptions.aliases``) it asks the planner for:

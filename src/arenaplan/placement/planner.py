@@ -30,6 +30,7 @@ from arenaplan.allocation.problem import Buffer, Problem, Solution
 from arenaplan.allocation.registry import get_allocator
 from arenaplan.allocation.tflm_greedy import TflmGreedy, tflm_order
 from arenaplan.allocation.validate import check_solution
+from arenaplan.analysis.aliases import alias_candidates
 from arenaplan.analysis.buffers import ArenaItems, StagingRequest, arena_items, staging_buffers
 from arenaplan.errors import AllocationError
 from arenaplan.ir.model import Model
@@ -42,7 +43,6 @@ from arenaplan.placement.plan import (
     TensorPlacement,
 )
 from arenaplan.placement.validate import check_plan
-from arenaplan.tflm.aliases import alias_candidates
 from arenaplan.tflm.sizes import TFLM_ALIGNMENT
 
 _TFLM = TflmGreedy()

@@ -10,7 +10,7 @@ the wheel's own parsers (objdump of ``_runtime.so``). Profiles:
   ``Parse*`` functions allocate them (the wheel is a newer TFLM: its
   ``TfLiteFullyConnectedParams`` is 32/8, the source's 16/4), the kernel state from host
   g++ with ``-DUSE_TFLM_COMPRESSION``. Every op the tests can build is checked against
-  the runtime's measured tail (``tests/analysis/test_tail_ops.py``).
+  the runtime's measured tail (``tests/tflm/test_tail_ops.py``).
 - ``arm32``: arm-none-eabi-g++ (Cortex-M4) with ``-DTF_LITE_STATIC_MEMORY``, its default
   one-byte enums.
 - ``int32``: the same compiler with ``-fno-short-enums`` (int-sized enums, as on RISC-V,

@@ -10,11 +10,15 @@ allocations, eval tensors and node structs per subgraph;  3. builtin options
 per operator;  4. kernel Init (OpData, signal state);  5. kernel Prepare
 (per-channel arrays, lookup tables, writable dims);  6. scratch handles and
 variable tensors;  7. the interpreter's I/O views.
-What each operator kind adds in steps 3-5 is in ``tail_rules`` (one rule per
-kernel), the struct sizes per profile in ``tail_structs``. All sizes in bytes.
-``kernels`` (``tflm.kernel_sets``) names the kernels the build runs: the reference
-kernels (default), or CMSIS-NN at a feature level, whose kernels' rules are in
-``cmsis_nn`` (their OpData, Prepare allocations and scratch requests differ).
+What each operator kind adds in steps 3-5 is its kernel's ``OpRule``, stated in its
+family module of ``tflm.kernels`` (``BUILTIN`` and ``CUSTOM`` below gather them); the
+struct sizes per profile are in ``structs``. All sizes in bytes. ``kernels``
+(``tflm.kernel_sets``) names the kernels the build runs: the reference kernels
+(default), or CMSIS-NN at a feature level, whose kernels' rules are in
+``tflm.cmsis_nn`` (their OpData, Prepare allocations and scratch requests differ).
+Operators without a rule are reported as unmodelled; a rule raises ``Unmodelled``
+for a case it cannot predict. Other optimised kernels (Xtensa's, ESP-NN's) are not
+modelled.
 
 API:
 
@@ -47,14 +51,25 @@ from dataclasses import dataclass, field, replace
 
 from arenaplan.ir.model import Model, Operator
 from arenaplan.tflm import cmsis_nn
+from arenaplan.tflm import kernels as families
+from arenaplan.tflm.facts import Allocations, OpRule, OpView, Unmodelled
 from arenaplan.tflm.kernel_sets import REFERENCE, cmsis_features
 from arenaplan.tflm.scratch import ScratchRequest, scratch_requests
 from arenaplan.tflm.sizes import TensorBytes, tensor_bytes
 from arenaplan.tflm.structs import options_for, state_for
-from arenaplan.tflm.tail_rules import Allocations, OpRule, OpView, Unmodelled, rule_for
 
 ALIGN = 16  # kernels' persistent buffers and variables are 16-aligned
 COMPRESSION_METADATA = "COMPRESSION_METADATA"  # metadata name of compressed models
+
+# What each operator's reference kernel adds to the tail, by schema name (builtins) and
+# custom code (the custom kernels TFLM ships), from ``tflm.kernels``.
+BUILTIN: dict[str, OpRule] = {n: k.tail for n, k in families.BUILTIN.items() if k.tail is not None}
+CUSTOM: dict[str, OpRule] = {n: k.tail for n, k in families.CUSTOM.items() if k.tail is not None}
+
+
+def rule_for(op: Operator) -> OpRule | None:
+    """The rule of ``op``'s kind, or None when TFLM's behaviour is not modelled."""
+    return (CUSTOM if op.is_custom else BUILTIN).get(op.opcode)
 
 
 @dataclass(frozen=True, slots=True)
