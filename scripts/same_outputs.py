@@ -115,6 +115,12 @@ def _basic_cases(models: list[str]) -> list[Case]:
         args = ("-o", "p.tflite", "--json", "p.json", "--header", "p.h")
         out.append(_one(f"plan-basic--{m}", "plan", MODEL, *args, model=m))
         out.append(_one(f"inspect--{m}", "inspect", MODEL, model=m))
+        report = ("--report", "r.html", "--picture", "p.svg", "-q")
+        out.append(_one(f"plan-report--{m}", "plan", MODEL, *report, model=m))
+        target = ("--target", "imxrt1170", "--json", "p.json", "--planner-cpp", "p.cc")
+        out.append(_one(f"plan-imxrt1170--{m}", "plan", MODEL, *target, model=m))
+        passes = ("--passes", "reorder,inplace,bands", "-o", "p.tflite", "--json", "p.json")
+        out.append(_one(f"plan-passes--{m}", "plan", MODEL, *passes, model=m))
     return out
 
 
@@ -225,9 +231,73 @@ def _rewrite_cases() -> list[Case]:
             (("plan", MODEL, "-o", "p.tflite", "-q"), ("verify", MODEL, "p.tflite")),
             model=HELLO,
         ),
+        _one(
+            f"plan-cmsis-bands--{KWS}",
+            *("plan", MODEL, "--passes", "bands,inplace", "--kernels", "cmsis_nn", *out),
+            model=KWS,
+        ),
+        _one(
+            f"plan-dsp-inplace--{DSCNN}",
+            *("plan", MODEL, "--passes", "inplace", "--kernels", "cmsis_nn+dsp", *out),
+            model=DSCNN,
+        ),
+        _one(
+            f"plan-mve-bands--{CONV}",
+            *("plan", MODEL, "--passes", "bands", "--kernels", "cmsis_nn+mve", *out),
+            model=CONV,
+        ),
+        _one(
+            f"plan-weights-passes--{DSCNN}",
+            *("plan", MODEL, "--target", "imxrt1170", "--weights", "whole"),
+            *("--passes", "inplace", "--clobber-inputs", *out),
+            model=DSCNN,
+        ),
+        _one(
+            f"plan-weights-proof--{VWW}",
+            *("plan", MODEL, "--target", "generic", "--weights", "whole", *out),
+            model=VWW,
+        ),
+        Case(
+            f"verify-trials--{KWS}",
+            (
+                ("plan", MODEL, "-o", "p.tflite", "-q"),
+                ("verify", MODEL, "p.tflite", "--trials", "2", "--seed", "7"),
+            ),
+            model=KWS,
+        ),
         _one("demo-no-verify", "demo", "--out-dir", "d", "--no-verify"),
         _one("demo", "demo", "--out-dir", "d"),
     ]
+
+
+# MicroProfiler Log() output of DSCNN's operators, two invocations, under two placements
+# of xcore_ai (made-up ticks, slower in LPDDR).
+DSCNN_OPS = (
+    ("QUANTIZE", "RESHAPE")
+    + ("CONV_2D", "DEPTHWISE_CONV_2D") * 4
+    + ("CONV_2D", "AVERAGE_POOL_2D", "RESHAPE", "FULLY_CONNECTED", "SOFTMAX", "DEQUANTIZE")
+)
+TICKS = {
+    "CONV_2D": 400000,
+    "DEPTHWISE_CONV_2D": 90000,
+    "FULLY_CONNECTED": 3000,
+    "AVERAGE_POOL_2D": 8000,
+}
+CALIBRATE_RUNS = tuple(
+    f"run_{m}.log@activations={m},persistent={m},weights={m}" for m in ("sram", "lpddr")
+)
+
+
+def _calibrate_logs() -> tuple[tuple[str, bytes], ...]:
+    logs = []
+    for memory, factor in (("sram", 1.0), ("lpddr", 1.7)):
+        lines = ["MicroInterpreter ready"]
+        for run in range(2):
+            for k, op in enumerate(DSCNN_OPS):
+                ticks = round(TICKS.get(op, 500) * factor * (1 + 0.01 * k) + 7 * run)
+                lines.append(f"{op} took {ticks} ticks (0 ms).")
+        logs.append((f"run_{memory}.log", ("\n".join(lines) + "\n").encode()))
+    return tuple(logs)
 
 
 def _other_cases() -> list[Case]:
@@ -363,6 +433,28 @@ def _other_cases() -> list[Case]:
             "--kernels",
             "cmsis_nn+mve",
             model=VWW,
+        ),
+        Case(
+            f"calibrate--{DSCNN}",
+            (
+                ("calibrate", *CALIBRATE_RUNS, "--model", MODEL, "-o", "t.toml"),
+                ("plan", MODEL, "--target-file", "t.toml", "--report", "r.html", "-q"),
+            ),
+            model=DSCNN,
+            files=_calibrate_logs(),
+        ),
+        _one(
+            f"calibrate-per-opcode--{DSCNN}",
+            *("calibrate", *CALIBRATE_RUNS, "--model", MODEL, "-o", "t.toml", "--per-opcode"),
+            *("--ticks-per-second", "300e6"),
+            model=DSCNN,
+            files=_calibrate_logs(),
+        ),
+        _one(
+            f"calibrate-bad-memory--{DSCNN}",
+            *("calibrate", "run_sram.log@activations=ddr", "--model", MODEL, "-o", "t.toml"),
+            model=DSCNN,
+            files=_calibrate_logs(),
         ),
         _one(
             f"calibrate-no-log--{VWW}",
