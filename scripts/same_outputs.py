@@ -15,11 +15,12 @@ stdout and stderr; for the case, every file left in its folder (name, SHA-256;
 the files are kept). All of it goes to ``OUT/manifest.json``.
 
 Wall-clock figures the tool prints ("planned in 7.4 ms", solve's and explore's
-seconds) and any remaining SRC/OUT path are replaced by placeholders before
+seconds, solve --json's "seconds", the ``seconds`` column of explore's
+results.sqlite) and any remaining SRC/OUT path are replaced by placeholders before
 hashing; the raw streams are kept beside the manifest (``OUT/cases/<name>.raw``)
 for inspection. Cases marked ``timing=True`` depend on a solver's time limit on a
-loaded machine: ``compare`` reports their differences separately and does not
-fail on them.
+loaded machine: ``compare`` reports their differences separately and does not fail
+on them.
 
 ``compare A B`` prints each case whose exit code, stdout, stderr or files differ,
 with the first lines of a stream's diff, and exits 1 if any non-timing case
@@ -34,12 +35,14 @@ record takes 10-20 minutes with ``--jobs 2`` on a loaded two-core machine.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
 import hashlib
 import json
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 import time
@@ -580,6 +583,7 @@ _TIMES = [
     (re.compile(r"nodes, \d+(?:\.\d+)? s"), "nodes, <T> s"),
     (re.compile(r"^ *\d+\.\ds cap", re.M), "<T>s cap"),
     (re.compile(r"buffers in \d+\.\d+ s"), "buffers in <T> s"),
+    (re.compile(r'"seconds": [0-9.e+-]+'), '"seconds": "<T>"'),  # solve --json
     (
         re.compile(r"in \d+\.\d s on (\w+); \d+\.\d s of work: \d+\.\d+x one process"),
         r"in <T> s on \1; <T> s of work: <X>x one process",
@@ -659,9 +663,29 @@ def _run_step(argv: tuple[str, ...], folder: Path, env: Env) -> dict:
     }
 
 
+def _sqlite_dump(path: Path) -> bytes:
+    """Every table's rows in key order, the wall-clock column ``seconds`` blanked."""
+    lines = []
+    with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
+        tables = db.execute("SELECT name, sql FROM sqlite_master ORDER BY name").fetchall()
+        for name, sql in tables:
+            lines.append(f"{name}: {sql}")
+            if not (sql or "").startswith("CREATE TABLE"):
+                continue
+            cursor = db.execute(f'SELECT * FROM "{name}" ORDER BY 1')
+            columns = [d[0] for d in cursor.description]
+            for row in cursor:
+                values = ["<T>" if c == "seconds" else v for c, v in zip(columns, row, strict=True)]
+                lines.append(repr(values))
+    return "\n".join(lines).encode()
+
+
 def _file_entry(path: Path, env: Env) -> dict:
     data = path.read_bytes()
     entry = {"sha256": _sha(data), "bytes": len(data)}
+    if path.suffix == ".sqlite":
+        entry["sha256_normalised"] = _sha(_sqlite_dump(path))
+        return entry
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -715,7 +739,11 @@ def record(args: argparse.Namespace) -> int:
 # ---- comparing --------------------------------------------------------------------
 
 
-def _file_key(entry: dict) -> str:
+def _file_key(folder: Path, name: str, entry: dict) -> str:
+    """The hash compared: of the normalised content when normalising changed it.
+    A kept SQLite file is dumped again (records made before its normalisation)."""
+    if name.endswith(".sqlite") and (folder / name).exists():
+        return _sha(_sqlite_dump(folder / name))
     return entry.get("sha256_normalised", entry["sha256"])
 
 
@@ -724,7 +752,7 @@ def _stream_diff(a: str, b: str, limit: int = 8) -> list[str]:
     return [f"      {line}" for line in list(lines)[2 : 2 + limit]]
 
 
-def diff_case(a: dict, b: dict) -> list[str]:
+def diff_case(a: dict, b: dict, folders: tuple[Path, Path]) -> list[str]:
     """What differs between two records of one case, one line each (plus diffs)."""
     out = []
     if len(a["steps"]) != len(b["steps"]):
@@ -734,14 +762,16 @@ def diff_case(a: dict, b: dict) -> list[str]:
         if sa["exit"] != sb["exit"]:
             out.append(f"    {tag} exit code {sa['exit']} != {sb['exit']}".replace("  ", " ", 1))
         for stream in ("stdout", "stderr"):
-            if sa[stream] != sb[stream]:
+            # normalised again: a record made before a rule was added
+            ta, tb = normalise(sa[stream], []), normalise(sb[stream], [])
+            if ta != tb:
                 out.append(f"    {tag} {stream}".replace("  ", " ", 1))
-                out += _stream_diff(sa[stream], sb[stream])
+                out += _stream_diff(ta, tb)
     fa, fb = a["files"], b["files"]
     for name in sorted(set(fa) | set(fb)):
         if name not in fa or name not in fb:
             out.append(f"    file {name} only in {'A' if name in fa else 'B'}")
-        elif _file_key(fa[name]) != _file_key(fb[name]):
+        elif _file_key(folders[0], name, fa[name]) != _file_key(folders[1], name, fb[name]):
             out.append(f"    file {name} ({fa[name]['bytes']} vs {fb[name]['bytes']} bytes)")
     return out
 
@@ -756,7 +786,8 @@ def compare(args: argparse.Namespace) -> int:
             print(f"{name}: only in {'A' if name in ra else 'B'}")
             failing += 1
             continue
-        lines = diff_case(ra[name], rb[name])
+        folders = (Path(args.a) / "cases" / name, Path(args.b) / "cases" / name)
+        lines = diff_case(ra[name], rb[name], folders)
         if not lines:
             continue
         is_timing = ra[name]["timing"] or rb[name]["timing"]
