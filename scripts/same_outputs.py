@@ -15,12 +15,17 @@ stdout and stderr; for the case, every file left in its folder (name, SHA-256;
 the files are kept). All of it goes to ``OUT/manifest.json``.
 
 Wall-clock figures the tool prints ("planned in 7.4 ms", solve's and explore's
-seconds, solve --json's "seconds", the ``seconds`` column of explore's
-results.sqlite) and any remaining SRC/OUT path are replaced by placeholders before
-hashing; the raw streams are kept beside the manifest (``OUT/cases/<name>.raw``)
-for inspection. Cases marked ``timing=True`` depend on a solver's time limit on a
-loaded machine: ``compare`` reports their differences separately and does not fail
-on them.
+seconds, solve --json's "seconds", explore's progress bar and the ``seconds``
+column of its results.sqlite) and any remaining SRC/OUT path are replaced by
+placeholders before hashing; the raw streams are kept beside the manifest
+(``OUT/cases/<name>.raw``) for inspection. Cases marked ``timing=True`` depend on a
+solver's time limit on a loaded machine: ``compare`` reports their differences
+separately and does not fail on them.
+
+The record depends on the machine as well as the tree: whether TFLM's native builds
+are in the cache decides whether CMSIS-NN rewrites are proven (two cases set
+``ARENAPLAN_TFLM_BUILD`` to a missing folder to record the unproven path). Compare
+records made on the same machine.
 
 ``compare A B`` prints each case whose exit code, stdout, stderr or files differ,
 with the first lines of a stream's diff, and exits 1 if any non-timing case
@@ -106,6 +111,7 @@ class Case:
     files: tuple[tuple[str, bytes], ...] = ()  # (name, content) written first
     shared: tuple[tuple[str, str], ...] = ()  # (name, path under --benchmarks)
     timing: bool = False  # depends on a time limit: differences do not fail
+    env: tuple[tuple[str, str], ...] = ()  # extra environment (relative paths: the folder's)
 
 
 def _one(name: str, *argv: str, **kw) -> Case:
@@ -178,6 +184,10 @@ def _plan_rich(m: str) -> list[Case]:
         p("target-file", "--target-file", "t.toml", "--json", "p.json", files=TOML),
     ]
     return cases
+
+
+# No TFLM built from source: CMSIS-NN rewrites cannot be proven (a folder never made).
+NO_BUILDS = (("ARENAPLAN_TFLM_BUILD", "no-builds"),)
 
 
 def _rewrite_cases() -> list[Case]:
@@ -268,6 +278,19 @@ def _rewrite_cases() -> list[Case]:
             ),
             model=KWS,
         ),
+        _one(
+            f"plan-cmsis-no-build--{CONV}",
+            *("plan", MODEL, "--passes", "bands", "--kernels", "cmsis_nn", *out),
+            model=CONV,
+            env=NO_BUILDS,
+        ),
+        _one(
+            f"plan-cmsis-no-build-unproven--{CONV}",
+            *("plan", MODEL, "--passes", "bands", "--kernels", "cmsis_nn", "--write-unproven"),
+            *out,
+            model=CONV,
+            env=NO_BUILDS,
+        ),
         _one("demo-no-verify", "demo", "--out-dir", "d", "--no-verify"),
         _one("demo", "demo", "--out-dir", "d"),
     ]
@@ -301,6 +324,9 @@ def _calibrate_logs() -> tuple[tuple[str, bytes], ...]:
                 lines.append(f"{op} took {ticks} ticks (0 ms).")
         logs.append((f"run_{memory}.log", ("\n".join(lines) + "\n").encode()))
     return tuple(logs)
+
+
+POOL = ("--target", "imxrt1170", "--sram", "2KiB..64KiB:4", "--out", "x")
 
 
 def _other_cases() -> list[Case]:
@@ -401,7 +427,7 @@ def _other_cases() -> list[Case]:
                     "--sram",
                     "4KiB,64KiB",
                     "--passes",
-                    "none",
+                    "none,bands",
                     "--weights",
                     "none,auto",
                     "--out",
@@ -416,6 +442,15 @@ def _other_cases() -> list[Case]:
             ),
             model=HELLO,
         ),
+        Case(  # the default backend, a process pool
+            f"explore-pool--{CONV}",
+            (
+                ("explore", MODEL, *POOL),
+                ("explore", MODEL, *POOL, "-q"),  # a rerun: every task done
+            ),
+            model=CONV,
+        ),
+        _one(f"explore-workers--{CONV}", "explore", MODEL, *POOL, "--workers", "2", model=CONV),
         _one(f"profile--{KWS}", "profile", MODEL, model=KWS),
         _one(f"profile-json-all--{VWW}", "profile", MODEL, "--all", "--json", "t.json", model=VWW),
         _one(f"profile-stdout--{HELLO}", "profile", MODEL, "--json", "-", model=HELLO),
@@ -584,6 +619,8 @@ _TIMES = [
     (re.compile(r"^ *\d+\.\ds cap", re.M), "<T>s cap"),
     (re.compile(r"buffers in \d+\.\d+ s"), "buffers in <T> s"),
     (re.compile(r'"seconds": [0-9.e+-]+'), '"seconds": "<T>"'),  # solve --json
+    (re.compile(r"[0-9.]+ tasks/s"), "<R> tasks/s"),  # explore's progress bar
+    (re.compile(r"\d+:\d\d:\d\d eta [-\d:]+"), "<T> eta <T>"),
     (
         re.compile(r"in \d+\.\d s on (\w+); \d+\.\d s of work: \d+\.\d+x one process"),
         r"in <T> s on \1; <T> s of work: <X>x one process",
@@ -633,8 +670,9 @@ def _prepare(case: Case, folder: Path, env: Env) -> set[str]:
     return inputs
 
 
-def _run_step(argv: tuple[str, ...], folder: Path, env: Env) -> dict:
+def _run_step(argv: tuple[str, ...], folder: Path, env: Env, extra: dict[str, str]) -> dict:
     environ = dict(os.environ, PYTHONPATH=str(env.src / "src"), COLUMNS="200", LINES="50")
+    environ.update(extra)
     environ.pop("PYTHONSTARTUP", None)
     start = time.monotonic()
     try:
@@ -699,7 +737,7 @@ def _file_entry(path: Path, env: Env) -> dict:
 def record_case(case: Case, env: Env) -> dict:
     folder = env.out / "cases" / case.name
     inputs = _prepare(case, folder, env)
-    steps = [_run_step(argv, folder, env) for argv in case.steps]
+    steps = [_run_step(argv, folder, env, dict(case.env)) for argv in case.steps]
     raw = {k: [s.pop(k) for s in steps] for k in ("raw_out", "raw_err")}
     (env.out / "cases" / f"{case.name}.raw").write_text(json.dumps(raw, indent=1))
     files = {}
