@@ -31,8 +31,8 @@ records made on the same machine.
 with the first lines of a stream's diff, and exits 1 if any non-timing case
 differs, else 0 with a one-line summary.
 
-The cases need the shared models (``--models``, default /work/shared/models) and
-the minimalloc benchmark (``--benchmarks``, default /work/shared/benchmarks); the
+The cases need the shared models (``--models``, default ../shared/models beside the
+clone) and the minimalloc benchmark (``--benchmarks``, default ../shared/benchmarks); the
 tree under test must have its C extensions built (``_search``, ``_sweep``). A
 record takes 10-20 minutes with ``--jobs 2`` on a loaded two-core machine.
 """
@@ -54,6 +54,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"  # ../shared beside the clone
 
 RUN = "import sys; from arenaplan.cli import main; sys.exit(main())"
 TIMEOUT_S = 900  # per command line
@@ -848,8 +850,8 @@ def main() -> int:
     rec.add_argument("--src", required=True, help="the tree under test (holds src/arenaplan)")
     rec.add_argument("--out", required=True, help="folder of the record (replaced)")
     rec.add_argument("--jobs", type=int, default=2, help="cases run at once (default 2)")
-    rec.add_argument("--models", default="/work/shared/models")
-    rec.add_argument("--benchmarks", default="/work/shared/benchmarks")
+    rec.add_argument("--models", default=str(SHARED / "models"))
+    rec.add_argument("--benchmarks", default=str(SHARED / "benchmarks"))
     rec.add_argument("--only", help="regular expression: record only the cases it matches")
     cmp = sub.add_parser("compare", help="compare two records")
     cmp.add_argument("a")

@@ -140,6 +140,12 @@ def test_rerun_skips_finished_tasks(zoo: list[Path], tmp_path: Path, capsys) -> 
     assert Store(out, create=False).rows() == first
 
 
+def test_workers_sets_the_pool_size(zoo: list[Path], tmp_path: Path) -> None:
+    out = tmp_path / "sweep"
+    assert main(_explore(zoo, out, "--backend", "pool", "--workers", "2")) == 0
+    assert len(Store(out, create=False).rows()) == 2 * 2 * 6 * 2
+
+
 def test_resume_after_a_kill_loses_and_duplicates_nothing(zoo: list[Path], tmp_path: Path) -> None:
     out = tmp_path / "sweep"
     cmd = [sys.executable, "-m", "arenaplan.cli", *_explore(zoo, out, "--backend", "inprocess")]
@@ -212,6 +218,7 @@ def test_pareto_and_shares() -> None:
         (["MODEL", "--sram", "9KiB..1KiB:3", "--out", "o"], "expected SMALL..LARGE"),
         (["MODEL", "--passes", "magic", "--sram", "1KiB", "--out", "o"], "unknown pass"),
         (["--report", "nowhere", "-o", "x.html"], "no sweep results"),
+        (["MODEL", "--sram", "1KiB", "--out", "o", "--workers", "0"], "must be at least 1"),
     ],
 )
 def test_errors_are_one_line(zoo, tmp_path: Path, capsys, args: list[str], message: str) -> None:
