@@ -27,11 +27,8 @@ instances do not give a table, 2 when the build is absent.
 
 from __future__ import annotations
 
-import argparse
 import fnmatch
-import json
 import re
-import subprocess
 import sys
 import time
 from collections import defaultdict
@@ -40,15 +37,13 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO / "src"), str(REPO / "tests")]
-
+sys.path[:0] = [str(Path(__file__).resolve().parents[1] / d) for d in ("scripts", "src", "tests")]
 from kits.traffic_models import NOT_MEASURED, fixed_models  # noqa: E402
+from traffic_table import REPO, TableError, table_main  # noqa: E402
 
 from arenaplan.cost.traffic import Item, fixed_terms, role_items, role_text  # noqa: E402
 from arenaplan.reader import read_model_bytes  # noqa: E402
-from arenaplan.verify.native import bundle_key, variant_dir  # noqa: E402
-from arenaplan.verify.traffic_measure import measure_traffic, traffic_available  # noqa: E402
+from arenaplan.verify.traffic_measure import measure_traffic  # noqa: E402
 
 OUT = REPO / "src" / "arenaplan" / "cost" / "data" / "traffic_fixed.json"
 ABOUT = (
@@ -106,10 +101,6 @@ NOT_FIXED = {
     "ABS/int8": "its node is read once per element",
     "FLOOR_DIV/float32/same": "input 1's eval tensor and the flatbuffer are read per element",
 }
-
-
-class TableError(Exception):
-    pass
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,45 +209,21 @@ def measure(variant: str) -> dict[str, list[Instance]]:
     return paths
 
 
-def header(variant: str) -> dict[str, str]:
-    build = json.loads((variant_dir(variant) / "build.json").read_text())
-    valgrind = subprocess.run(["valgrind", "--version"], capture_output=True, text=True)
-    command = "python scripts/gen_traffic_fixed.py"
-    return {
-        "about": ABOUT,
-        "generated_by": command + ("" if variant == "host-reference" else f" --variant {variant}"),
-        "tflm_bundle": bundle_key(),
-        "variant": variant,
-        "compiler": build.get("compiler", "unknown"),
-        "valgrind": valgrind.stdout.strip(),
-    }
+def _measure(variant: str) -> tuple[dict[str, object], str]:
+    start = time.perf_counter()
+    paths = measure(variant)
+    table = {p: path_entry(p, paths[p]) for p in sorted(paths) if p not in NOT_FIXED}
+    seconds = time.perf_counter() - start
+    notes = [f"  model not measured: {name} ({why})" for name, why in NOT_MEASURED.items()]
+    notes += [f"  path not written: {path} ({why})" for path, why in NOT_FIXED.items()]
+    return {"paths": table}, "".join(
+        [f": {len(table)} kernel paths in {seconds:.0f} s", *(f"\n{n}" for n in notes)]
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--variant", default="host-reference", help="a host variant of build_tflm")
-    ap.add_argument("--out", type=Path, default=OUT, help=f"default: {OUT.relative_to(REPO)}")
-    args = ap.parse_args(argv)
-    why = traffic_available(args.variant)
-    if why is not None:
-        print(f"gen_traffic_fixed: {why}", file=sys.stderr)
-        return 2
-    start = time.perf_counter()
-    paths = measure(args.variant)
-    try:
-        table = {p: path_entry(p, paths[p]) for p in sorted(paths) if p not in NOT_FIXED}
-    except TableError as exc:
-        print(f"gen_traffic_fixed: {exc}", file=sys.stderr)
-        return 1
-    doc = {**header(args.variant), "paths": table}
-    args.out.write_text(json.dumps(doc, indent=1) + "\n")
-    seconds = time.perf_counter() - start
-    print(f"wrote {args.out}: {len(table)} kernel paths in {seconds:.0f} s", file=sys.stderr)
-    for name, why in NOT_MEASURED.items():
-        print(f"  model not measured: {name} ({why})", file=sys.stderr)
-    for path, why in NOT_FIXED.items():
-        print(f"  path not written: {path} ({why})", file=sys.stderr)
-    return 0
+    description = __doc__.splitlines()[0]
+    return table_main("gen_traffic_fixed", description, OUT, ABOUT, _measure, argv)
 
 
 if __name__ == "__main__":

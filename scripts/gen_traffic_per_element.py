@@ -23,20 +23,15 @@ give a table, 2 when the build is absent.
 
 from __future__ import annotations
 
-import argparse
-import json
-import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO / "src"), str(REPO / "tests")]
-
+sys.path[:0] = [str(Path(__file__).resolve().parents[1] / d) for d in ("scripts", "src", "tests")]
 from kits.opmodels import I8, I16, Net  # noqa: E402
+from traffic_table import REPO, TableError, table_main  # noqa: E402
 
 from arenaplan.ir.dtypes import DType  # noqa: E402
-from arenaplan.verify.native import bundle_key, variant_dir  # noqa: E402
-from arenaplan.verify.traffic_measure import measure_traffic, traffic_available  # noqa: E402
+from arenaplan.verify.traffic_measure import measure_traffic  # noqa: E402
 
 OUT = REPO / "src" / "arenaplan" / "cost" / "data" / "traffic_per_element.json"
 ABOUT = (
@@ -56,10 +51,6 @@ KERNELS: tuple[tuple[str, DType, int], ...] = (
     ("SQUARED_DIFFERENCE", I8, 2),
 )
 SIZES = ((1, 4, 4, 8), (1, 12, 12, 8), (1, 5, 7, 3))  # output shapes: 128, 1152, 105 elements
-
-
-class TableError(Exception):
-    pass
 
 
 def one_op(opcode: str, dtype: DType, inputs: int, shape: tuple[int, ...]) -> bytes:
@@ -103,41 +94,17 @@ def per_element(name: str, rows: list[tuple[int, dict[int, int]]]) -> dict[str, 
     return out
 
 
-def header(variant: str) -> dict:
-    build = json.loads((variant_dir(variant) / "build.json").read_text())
-    valgrind = subprocess.run(["valgrind", "--version"], capture_output=True, text=True)
-    command = "python scripts/gen_traffic_per_element.py"
-    return {
-        "about": ABOUT,
-        "generated_by": command + ("" if variant == "host-reference" else f" --variant {variant}"),
-        "tflm_bundle": bundle_key(),
-        "variant": variant,
-        "compiler": build.get("compiler", "unknown"),
-        "valgrind": valgrind.stdout.strip(),
-    }
+def _measure(variant: str) -> tuple[dict[str, object], str]:
+    table = {}
+    for opcode, dtype, inputs in KERNELS:
+        name = f"{opcode}/{dtype.name.lower()}"
+        table[name] = per_element(name, measure(opcode, dtype, inputs, variant))
+    return {"kernels": table}, f": {len(table)} kernels"
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--variant", default="host-reference", help="a host variant of build_tflm")
-    ap.add_argument("--out", type=Path, default=OUT, help=f"default: {OUT.relative_to(REPO)}")
-    args = ap.parse_args(argv)
-    why = traffic_available(args.variant)
-    if why is not None:
-        print(f"gen_traffic_per_element: {why}", file=sys.stderr)
-        return 2
-    table = {}
-    try:
-        for opcode, dtype, inputs in KERNELS:
-            name = f"{opcode}/{dtype.name.lower()}"
-            table[name] = per_element(name, measure(opcode, dtype, inputs, args.variant))
-    except TableError as exc:
-        print(f"gen_traffic_per_element: {exc}", file=sys.stderr)
-        return 1
-    doc = {**header(args.variant), "kernels": table}
-    args.out.write_text(json.dumps(doc, indent=1) + "\n")
-    print(f"wrote {args.out}: {len(table)} kernels", file=sys.stderr)
-    return 0
+    description = __doc__.splitlines()[0]
+    return table_main("gen_traffic_per_element", description, OUT, ABOUT, _measure, argv)
 
 
 if __name__ == "__main__":

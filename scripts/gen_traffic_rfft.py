@@ -24,23 +24,18 @@ give a table, 2 when the build is absent.
 
 from __future__ import annotations
 
-import argparse
-import json
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO / "src"), str(REPO / "tests")]
-
+sys.path[:0] = [str(Path(__file__).resolve().parents[1] / d) for d in ("scripts", "src", "tests")]
 from kits.opmodels import I16, Net  # noqa: E402
+from traffic_table import REPO, TableError, table_main  # noqa: E402
 
 from arenaplan.cost.traffic_counts import role_text  # noqa: E402
 from arenaplan.cost.traffic_tflm import kiss_butterflies  # noqa: E402
-from arenaplan.verify.native import bundle_key, variant_dir  # noqa: E402
-from arenaplan.verify.traffic_measure import measure_traffic, traffic_available  # noqa: E402
+from arenaplan.verify.traffic_measure import measure_traffic  # noqa: E402
 
 OUT = REPO / "src" / "arenaplan" / "cost" / "data" / "traffic_rfft.json"
 ABOUT = (
@@ -54,10 +49,6 @@ ABOUT = (
 LENGTHS = (32, 64, 128, 256, 512, 1024)  # FFT lengths (powers of two)
 VARIABLES = ("b4", "b2", "n")  # the columns of a count, then a constant
 KEYS = {"op_data": ("persistent", "op_data", 0, 0), "output": (0, 1)}
-
-
-class TableError(Exception):
-    pass
 
 
 def one_frame(length: int) -> bytes:
@@ -117,39 +108,13 @@ def table(variant: str) -> dict[str, str]:
     return out
 
 
-def header(variant: str) -> dict:
-    build = json.loads((variant_dir(variant) / "build.json").read_text())
-    valgrind = subprocess.run(["valgrind", "--version"], capture_output=True, text=True)
-    command = "python scripts/gen_traffic_rfft.py"
-    return {
-        "about": ABOUT,
-        "generated_by": command + ("" if variant == "host-reference" else f" --variant {variant}"),
-        "tflm_bundle": bundle_key(),
-        "variant": variant,
-        "compiler": build.get("compiler", "unknown"),
-        "valgrind": valgrind.stdout.strip(),
-        "lengths": list(LENGTHS),
-    }
+def _measure(variant: str) -> tuple[dict[str, object], str]:
+    return {"lengths": list(LENGTHS), "per_frame": table(variant)}, ""
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--variant", default="host-reference", help="a host variant of build_tflm")
-    ap.add_argument("--out", type=Path, default=OUT, help=f"default: {OUT.relative_to(REPO)}")
-    args = ap.parse_args(argv)
-    why = traffic_available(args.variant)
-    if why is not None:
-        print(f"gen_traffic_rfft: {why}", file=sys.stderr)
-        return 2
-    try:
-        per_frame = table(args.variant)
-    except TableError as exc:
-        print(f"gen_traffic_rfft: {exc}", file=sys.stderr)
-        return 1
-    doc = {**header(args.variant), "per_frame": per_frame}
-    args.out.write_text(json.dumps(doc, indent=1) + "\n")
-    print(f"wrote {args.out}", file=sys.stderr)
-    return 0
+    description = __doc__.splitlines()[0]
+    return table_main("gen_traffic_rfft", description, OUT, ABOUT, _measure, argv)
 
 
 if __name__ == "__main__":
