@@ -222,6 +222,38 @@ def test_activations_spread_when_the_weight_buffers_leave_too_little() -> None:
         plan_weights(m, target("copy", "dma"), Policy("groups"), {"sram": room}, PlanOptions())
 
 
+@pytest.mark.parametrize(
+    "stem,target_name",
+    [("mlcommons-tiny__vww_96_int8", "imxrt1170"), ("arm-ml-examples__ds_cnn_s_quantized",
+     "imxrt1170"), ("arm-ml-examples__cnn_s_quantized", "xcore_ai")],
+)  # fmt: skip
+def test_auto_is_never_slower_than_a_fixed_policy_that_fits(stem: str, target_name: str) -> None:
+    """Weights and memories decided together: at every capacity from a quarter of the
+    arena to all of it, auto's estimate is at most every fixed policy's that fits, and
+    auto fits where one of them does, within the capacity given."""
+    m = read_model_bytes(model_path(stem).read_bytes())
+    t = load_builtin(target_name)
+    fast = t.fastest().name
+    arena = plan_model(m, PlanOptions(kernels=t.kernels)).arena
+    fixed = [Policy("whole"), Policy("groups"), Policy("groups", double=True)]
+    if t.weights_memory().read == "in-place":
+        fixed.append(Policy("in-place"))
+    for part in (4, 2, 1):
+        caps = {fast: arena // part // 16 * 16}
+        options = PlanOptions(kernels=t.kernels)
+        others = []
+        for policy in fixed:
+            try:
+                others.append(plan_weights(m, t, policy, caps, options).seconds)
+            except AllocationError:
+                continue
+        auto = plan_weights(m, t, None, caps, options)
+        assert auto.seconds <= min(others, default=auto.seconds), (caps, auto.seconds, others)
+        head = auto.tiers.heights[fast] if auto.tiers else auto.plan.arena
+        assert head <= caps[fast]
+        check_plan(auto.model, auto.plan)
+
+
 # ---- proven in TFLM --------------------------------------------------------------
 
 

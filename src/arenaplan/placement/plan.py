@@ -34,6 +34,9 @@ class PlanOptions:
     # weight staging buffers that firmware fills and TFLM does not know of
     # (``weights.policies``): placed around TFLM's tensors and scratch
     staging: tuple[StagingRequest, ...] = ()
+    # bytes: place the staging buffers below this offset when first-fit can (the
+    # fastest memory's region of a plan spread over several); None: lowest top
+    staging_ceiling: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,7 +31,7 @@ from arenaplan.allocation.registry import get_allocator
 from arenaplan.allocation.tflm_greedy import TflmGreedy, tflm_order
 from arenaplan.allocation.validate import check_solution
 from arenaplan.analysis.aliases import alias_candidates
-from arenaplan.analysis.buffers import ArenaItems, StagingRequest, arena_items, staging_buffers
+from arenaplan.analysis.buffers import ArenaItems, arena_items, staging_buffers
 from arenaplan.errors import AllocationError
 from arenaplan.ir.model import Model
 from arenaplan.placement.alias_classes import AliasLayout, alias_layout
@@ -98,7 +98,7 @@ def plan_model(model: Model, options: PlanOptions | None = None) -> Plan:
         time.perf_counter() - start,
     )  # fmt: skip
     if options.staging:
-        plan = _with_staging(model, items, best.runs, plan, options.staging)
+        plan = _with_staging(model, items, best.runs, plan, options)
     check_plan(model, plan)
     return plan
 
@@ -108,11 +108,13 @@ def _with_staging(
     items: ArenaItems,
     runs: Solution,
     plan: Plan,
-    requests: tuple[StagingRequest, ...],
+    options: PlanOptions,
 ) -> Plan:
     """Place weight staging buffers around TFLM's tensors and scratch (fixed where
     TFLM will put them: it does not know of these buffers), lowest top of a few
-    first-fit orders; the head grows to hold them."""
+    first-fit orders, below ``options.staging_ceiling`` when one order fits there;
+    the head grows to hold them."""
+    requests = options.staging
     bufs = staging_buffers(items.lifetimes, requests)
     fixed = [_fixed(b, o) for b, o in zip(items.buffers, runs.offsets, strict=True)]
     problem = Problem((*fixed, *bufs))
@@ -122,11 +124,14 @@ def _with_staging(
         sorted(range(len(bufs)), key=lambda k: (bufs[k].first, -bufs[k].size)),
     )
     best: list[int] | None = None
-    for order in orders:
-        offs = pack(problem, [n + k for k in order])
-        if offs is not None and (best is None or _top(problem, offs) < _top(problem, best)):
-            best = offs
-    assert best is not None  # no capacity given: first-fit always places
+    for ceiling in dict.fromkeys((options.staging_ceiling, None)):
+        for order in orders:
+            offs = pack(problem, [n + k for k in order], ceiling)
+            if offs is not None and (best is None or _top(problem, offs) < _top(problem, best)):
+                best = offs
+        if best is not None:
+            break
+    assert best is not None  # the last try has no capacity: first-fit always places
     placed = tuple(
         StagingPlacement(r.op, r.first, r.bytes, r.policy, b.size, best[n + k], b.first, b.last)
         for k, (r, b) in enumerate(zip(requests, bufs, strict=True))
@@ -172,7 +177,7 @@ def layout_plan(
         time.perf_counter() - start,
     )  # fmt: skip
     if options.staging:
-        plan = _with_staging(model, items, laid, plan, options.staging)
+        plan = _with_staging(model, items, laid, plan, options)
     check_plan(model, plan)
     return plan
 

@@ -20,7 +20,7 @@ import numpy as np
 from arenaplan.allocation.packing import align_up
 from arenaplan.analysis.buffers import StagingRequest, arena_items, staging_buffers
 from arenaplan.analysis.lifetimes import compute_lifetimes
-from arenaplan.errors import AllocationError
+from arenaplan.errors import AllocationError, PlanValidationError
 from arenaplan.ir.model import Model
 from arenaplan.passes.pipeline import run_passes
 from arenaplan.passes.stage import Stage, staged_index
@@ -86,6 +86,68 @@ def plan_weights(
     of the policies that need the least RAM do not fit it, the activations spread
     over the next memories (``placement.tiers``, the buffers pinned in the fastest)."""
     costs = WeightCosts(model, target)
+    if request is not None:
+        return _plan_policies(model, target, request, capacities, options, costs)
+    try:
+        found = _plan_policies(model, target, None, capacities, options, costs)
+    except AllocationError:  # the greedy choice found no fit: a fixed policy may
+        best = _best_of(None, model, target, capacities, options)
+        if best is None:
+            raise
+        return best
+    if not _under_pressure(found, costs):
+        return found
+    return _best_of(found, model, target, capacities, options) or found
+
+
+# the policies ``auto`` is never slower than: each forced on every operator (with the
+# activations spread when they must), as ``--weights POLICY`` plans them
+FIXED = (IN_PLACE, WHOLE, Policy("groups"), Policy("groups", double=True))
+
+
+def _under_pressure(found: WeightsPlan, costs: WeightCosts) -> bool:
+    """Did ``auto`` give up time to fit: a policy other than each operator's fastest,
+    or activations spread over slower memories?"""
+    fastest = [c.policy for c in costs.fastest()]
+    return found.tiers is not None or [c.policy for c in found.choices] != fastest
+
+
+def _best_of(
+    found: WeightsPlan | None,
+    model: Model,
+    target: Target,
+    capacities: Mapping[str, int] | None,
+    options: PlanOptions,
+) -> WeightsPlan | None:
+    """The fastest (estimated seconds) of ``auto``'s own plan (None: it found no fit)
+    and every fixed policy that fits the same capacities; ``auto``'s on a tie; None
+    when nothing fits. Weights and memories are thus decided together: giving up
+    weight buffers first and spreading the activations only then is one candidate,
+    spreading them with the buffers kept is another."""
+    best = found
+    for policy in FIXED:
+        if policy.kind == "in-place" and target.weights_memory().read != "in-place":
+            continue  # the weights cannot be read where they lie
+        try:
+            other = plan_weights(model, target, policy, capacities, options)
+        except AllocationError:
+            continue  # does not fit: not a candidate
+        if best is None or other.seconds < best.seconds:
+            best = other
+    return best
+
+
+def _plan_policies(
+    model: Model,
+    target: Target,
+    request: Policy | None,
+    capacities: Mapping[str, int] | None,
+    options: PlanOptions,
+    costs: WeightCosts,
+) -> WeightsPlan:
+    """``request`` forced, or chosen greedily by time: start at each operator's
+    fastest policy and give up RAM where it costs the least time; spread the
+    activations when nothing is left to give up."""
     choices = costs.forced(request) if request else costs.fastest()
     live = _activation_live(model, options)
     fast = target.fastest()
@@ -152,14 +214,22 @@ def _spread(
         options.kernels, options.pointer_size,
     )  # fmt: skip
     offsets = laid_out_offsets(tiers, target)
-    plan = layout_plan(staged, offsets, "tiers", replace(options, staging=requests))
-    room = align_up(tiers.heights[fast], TFLM_ALIGNMENT)
+    room = align_up(tiers.heights[fast], TFLM_ALIGNMENT)  # bytes of the fastest's region
+    within = replace(options, staging=requests, staging_ceiling=room)
+    plan = layout_plan(staged, offsets, "tiers", within)
     if any(s.offset + s.size > room for s in plan.staging):  # first-fit went past it
         moved = tuple(
             replace(s, offset=o) for s, o in zip(plan.staging, tiers.pinned_offsets, strict=True)
         )
         plan = replace(plan, staging=moved, arena=max(plan.arena, room))
-        check_plan(staged, plan)
+        try:
+            check_plan(staged, plan)
+        except PlanValidationError:  # the placement over memories does not see where
+            # TFLM puts the kernel scratch at run time: its pinned offsets met it
+            raise AllocationError(
+                f"the weight buffers do not fit in {fast} beside the kernel scratch TFLM "
+                "places there when the activations spread over the memories"
+            ) from None
     return plan, tiers
 
 
