@@ -303,3 +303,31 @@ def test_plan_weights_cli_errors(tmp_path: Path, capsys, extra: list[str], messa
     err = capsys.readouterr().err
     assert rc != 0 and message in err and len(err.strip().splitlines()) == 1
     assert not out.exists()
+
+
+NO_WEIGHTS_TARGET = """\
+name = "noweights"
+clock_hz = 100e6
+[[memory]]
+name = "sram"
+capacity = "1MiB"
+read_bandwidth = 1e9
+write_bandwidth = 1e9
+latency = 1
+holds = ["activations", "persistent"]
+"""
+
+
+@pytest.mark.parametrize("policy", ["auto", "whole", "in-place", "groups"])
+def test_a_target_whose_memories_hold_no_weights_is_one_line(tmp_path: Path, capsys, policy):
+    src, toml = tmp_path / "m.tflite", tmp_path / "t.toml"
+    src.write_bytes(chain())
+    toml.write_text(NO_WEIGHTS_TARGET)
+    out = tmp_path / "o.tflite"
+    rc = main(["plan", str(src), "-o", str(out), "--target-file", str(toml), "--weights", policy])
+    err = capsys.readouterr().err
+    assert rc == 2 and len(err.strip().splitlines()) == 1, err
+    assert "'noweights': no memory holds weights" in err
+    assert not out.exists()
+    assert main(["sweep", str(src), "--target-file", str(toml), "--points", "2"]) == 2
+    assert "no memory holds weights" in capsys.readouterr().err
