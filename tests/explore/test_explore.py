@@ -76,6 +76,15 @@ def test_a_row_per_task(zoo: list[Path]) -> None:
     assert run_task(room)["status"] == "ok"
 
 
+def test_a_plan_the_validator_refuses_is_an_internal_error_row(zoo, monkeypatch) -> None:
+    import arenaplan.tflm.sizes as sizes
+
+    real = sizes._subgraph_bytes
+    monkeypatch.setattr(sizes, "_subgraph_bytes", lambda sg: tuple(b // 2 for b in real(sg)))
+    row = run_task(make_tasks([zoo[0]], ["generic"], [1 << 20])[0])
+    assert row["status"] == "failed" and row["error"].startswith("internal error: invalid plan")
+
+
 def test_weights_that_cannot_be_read_in_place_are_copied(zoo: list[Path]) -> None:
     none, whole = (
         run_task(t)
