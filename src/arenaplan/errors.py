@@ -53,6 +53,12 @@ class RuntimeUnavailableError(ArenaplanError):
     """The TFLM runtime (PyPI ``tflite-micro``) is not installed."""
 
 
+class TflmRefusesError(ArenaplanError):
+    """TFLM refuses the model, so nothing made from it can be proven there (exit 3)."""
+
+    exit_code = 3
+
+
 class VerificationError(ArenaplanError):
     """Running the planned model in TFLM failed or gave different outputs."""
 

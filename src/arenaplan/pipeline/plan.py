@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from arenaplan.errors import PlanValidationError, UsageError
+from arenaplan.errors import PlanValidationError, TflmRefusesError, UsageError
 from arenaplan.export.offline_plan import with_offline_plan
 from arenaplan.ir.model import Model
 from arenaplan.pipeline.outputs import render
@@ -163,8 +163,10 @@ def _plan_weights(
         done = _weights_of(request, rw.model, _with_aliases(options, rw), profile)
         proven = done.proof is None or done.proof.proven
         unavailable = done.proof is not None and done.proof.unavailable
+        refused = done.proof is not None and done.proof.refused  # whatever the rewrite
         rewritten = rw.changed or bool(done.plan.aliases)
-        if proven or (unavailable and request.write_unproven) or not (unavailable or rewritten):
+        kept = proven or refused or (unavailable and request.write_unproven)
+        if kept or not (unavailable or rewritten):
             _check_proof(done.proof, request.write_unproven, notify)  # as without passes
             return replace(done, rewrite=rw)
         notify(
@@ -223,9 +225,12 @@ def _weights_of(
 def _check_proof(proof: Proof | None, write_unproven: bool, notify: Notify) -> None:
     """A proof that fails is an error, and so is one that nothing here can run (no
     runtime or build for the kernels) unless ``write_unproven``: then the copies are
-    written unproven, said through ``notify``."""
+    written unproven, said through ``notify``. A model TFLM refuses is its own error
+    (exit 3), with the reason the proof gives (``verify.compare``: ours, not TFLM's)."""
     if proof is None or proof.proven:
         return
+    if proof.refused:
+        raise TflmRefusesError(f"the weight copies cannot be proven: {proof.reason}")
     if proof.unavailable and write_unproven:
         notify(f"arenaplan: weight copies written UNPROVEN: {proof.reason}")
         return
