@@ -45,12 +45,19 @@ def run_plan(request: PlanRequest, notify: Notify = _ignore) -> PlanResult:
     profile = _profile(request)
     done = _plan(request, profile, notify)
     if request.fit is not None:
-        head_only = request.persistent_memory is not None
+        head_only = objective_of(request) == "head"
         check_fit(request.fit, done.model, done.plan, profile, head_only=head_only)
     if request.outputs is None:
         return done
     done = replace(done, refusals=tflm_refusals(done.model))
     return render(request, done)
+
+
+def objective_of(request: PlanRequest) -> str:
+    """What the bands pass minimises and ``fit`` bounds: the one asked for, else the
+    head alone when the persistent part lives in a memory of its own, else the arena
+    (head + tail)."""
+    return request.objective or ("head" if request.persistent_memory else "arena")
 
 
 def _profile(request: PlanRequest) -> str:
@@ -82,8 +89,8 @@ def planned_model_bytes(data: bytes, model: Model, plan: Plan) -> bytes:
 
 
 def _rewrite(request: PlanRequest, profile: str, kernels: str) -> Rewrite:
-    """Run the passes; bands minimise the head alone when the tail lives elsewhere."""
-    objective = request.objective or ("head" if request.persistent_memory else "arena")
+    """Run the passes; the bands minimise ``objective_of(request)``."""
+    objective = objective_of(request)
     options = {
         "max_extra_macs": request.max_extra_macs,
         "fit": request.fit,
