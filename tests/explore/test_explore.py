@@ -19,7 +19,7 @@ from arenaplan.builder.mobilenet import mobilenet_v1
 from arenaplan.cli import main
 from arenaplan.errors import UsageError
 from arenaplan.explore.backends import ray_available, run
-from arenaplan.explore.grid import make_tasks, parse_sizes
+from arenaplan.explore.grid import make_tasks, parse_sizes, policy_words
 from arenaplan.explore.report import pareto, smallest_fitting, sweep_report
 from arenaplan.explore.store import Store
 from arenaplan.explore.tasks import Task, run_task
@@ -52,6 +52,25 @@ def test_sizes() -> None:
     for bad in ("16KiB..1KiB:4", "1KiB..2KiB:1", "1KiB..2KiB", "x..2KiB:3"):
         with pytest.raises(UsageError):
             parse_sizes(bad)
+
+
+def test_weights_policies_keep_their_double() -> None:
+    assert policy_words("none,groups:8,double") == ["none", "groups:8,double"]
+    assert policy_words("groups,double") == ["groups,double"]
+    assert policy_words("none, auto ,whole") == ["none", "auto", "whole"]
+    assert policy_words("groups,double,groups:4") == ["groups,double", "groups:4"]
+    assert policy_words("whole,double") == ["whole", "double"]  # refused by parse_weights
+
+
+def test_explore_sweeps_a_double_buffered_policy(zoo, tmp_path: Path, capsys) -> None:
+    argv = ["explore", str(zoo[0]), "--target", "xcore_ai", "--sram", "64KiB", "-q"]
+    out = tmp_path / "o"
+    assert main([*argv, "--weights", "none,groups:8,double", "--out", str(out)]) == 0
+    with sqlite3.connect(out / "results.sqlite") as db:
+        rows = db.execute("SELECT weights, status FROM results ORDER BY weights").fetchall()
+    assert rows == [("groups:8,double", "ok"), ("none", "ok")]
+    assert main([*argv, "--weights", "none,double", "--out", str(out)]) == 2
+    assert "--weights 'double': expected" in capsys.readouterr().err
 
 
 def test_task_key_is_what_decides_the_result(zoo: list[Path], tmp_path: Path) -> None:
