@@ -125,6 +125,9 @@ def test_sizes_take_one_syntax(tmp_path: Path, capsys) -> None:
     assert main(["solve", str(csv), "--capacity", "2KB"]) == 1  # 2,000 < 2,048
     assert "infeasible" in capsys.readouterr().out
     assert "zero or more" in _fails(["solve", str(csv), "--capacity", "-1"], capsys)
+    assert "unknown unit 'Kib'" in _fails(["solve", str(csv), "--capacity", "2Kib"], capsys)
+    argv = ["plan", str(model_path(HELLO)), "--target", "esp32s3", "--memory", "sram=32Kib"]
+    assert "--memory sram: '32Kib': unknown unit 'Kib'" in _fails(argv, capsys)
 
 
 def test_solve_refuses_values_beyond_its_integers(tmp_path: Path, capsys) -> None:
