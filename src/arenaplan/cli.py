@@ -2,10 +2,10 @@
 
 Exit status: 0 success; 1 verification found different outputs, or a capacity
 is proven infeasible; 2 bad input or usage (one line on stderr, no traceback, no
-output file); 3 TFLM refuses the model (so it cannot be verified), or the time
-limit came before an answer; 70 an internal error (a bug in arenaplan, such as a
-plan its own validator refuses: one line naming the input, asking for a report);
-130 interrupted.
+output file); 3 TFLM refuses the model (so it cannot be verified, nor weight copies
+proven), or the time limit came before an answer; 70 an internal error (a bug in
+arenaplan, such as a plan its own validator refuses: one line naming the input,
+asking for a report); 130 interrupted.
 """
 
 from __future__ import annotations
