@@ -13,8 +13,18 @@ from arenaplan.units import count_arg, parse_size, seconds_arg, size_arg
 def test_sizes_decimal_and_binary_units() -> None:
     assert parse_size("512KiB", "x") == 524288 and parse_size("2MB", "x") == 2_000_000
     assert parse_size(64, "x") == 64 and parse_size("1.5 MiB", "x") == 1572864
-    assert parse_size("32kb", "x") == 32_000 and parse_size("1GiB", "x") == 1 << 30
-    assert parse_size("0", "x", minimum=0) == 0
+    assert parse_size("32kB", "x") == 32_000 and parse_size("1GiB", "x") == 1 << 30
+    assert parse_size("0", "x", minimum=0) == 0 and parse_size(" 4 KiB ", "x") == 4096
+
+
+@pytest.mark.parametrize("text", ["32Kib", "32kb", "32KIB", "32kib", "2mb", "1Gb", "32K", "8b"])
+def test_only_the_documented_unit_spellings_are_read(text: str) -> None:
+    """``32Kib`` was read as 32,768 B: a lower-case b is bits, KIB is a guess."""
+    with pytest.raises(UsageError) as info:
+        parse_size(text, "--memory sram")
+    message = str(info.value)
+    assert message.startswith(f"--memory sram: {text!r}: unknown unit") and "\n" not in message
+    assert "KB (or kB), MB, GB" in message and "KiB, MiB, GiB" in message
 
 
 @pytest.mark.parametrize("text", ["0", "-1", "-4KiB", "1.5", "0.1KiB", "12 apples", "", "nan"])

@@ -2,9 +2,10 @@
 
 Exit status: 0 success; 1 verification found different outputs, or a capacity
 is proven infeasible; 2 bad input or usage (one line on stderr, no traceback, no
-output file); 3 TFLM refuses the model (so it cannot be verified), or the time
-limit came before an answer; 70 an internal error (a bug in arenaplan: one line
-naming the input, asking for a report); 130 interrupted.
+output file); 3 TFLM refuses the model (so it cannot be verified, nor weight copies
+proven), or the time limit came before an answer; 70 an internal error (a bug in
+arenaplan, such as a plan its own validator refuses: one line naming the input,
+asking for a report); 130 interrupted.
 """
 
 from __future__ import annotations
@@ -110,6 +111,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.run(args, console) or 0)
     except ArenaplanError as exc:
+        if exc.exit_code == EXIT_INTERNAL:  # arenaplan refused its own result: a bug
+            return _internal_error(args, str(exc))
         print(f"arenaplan: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
@@ -119,13 +122,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except Exception as exc:  # the guard of last resort: never a traceback
-        what = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
-        print(
-            f"arenaplan: internal error in '{args.command}' on {_inputs(args)}: {what}. "
-            "This is a bug in arenaplan; please report it with the command line and the input.",
-            file=sys.stderr,
-        )
-        return EXIT_INTERNAL
+        return _internal_error(args, f"{type(exc).__name__}: {exc}")
+
+
+def _internal_error(args: argparse.Namespace, what: str) -> int:
+    """One line naming the command and its input, asking for a report."""
+    what = what.splitlines()[0][:300] if what else "(no message)"
+    print(
+        f"arenaplan: internal error in '{args.command}' on {_inputs(args)}: {what}. "
+        "This is a bug in arenaplan; please report it with the command line and the input.",
+        file=sys.stderr,
+    )
+    return EXIT_INTERNAL
 
 
 if __name__ == "__main__":

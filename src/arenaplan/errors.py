@@ -30,7 +30,13 @@ class AllocationError(ArenaplanError):
 
 
 class PlanValidationError(ArenaplanError):
-    """A plan breaks an invariant; ``problems`` lists every named reason."""
+    """A plan arenaplan made breaks an invariant; ``problems`` lists every named reason.
+
+    The validator judges the planner's own output, never the user's input (``verify``
+    reports a wrong offline plan in a model it is given as a finding, not with this
+    error): so it is a bug in arenaplan, and the command line says so (exit 70)."""
+
+    exit_code = 70
 
     def __init__(self, problems: list[str]) -> None:
         self.problems = problems
@@ -45,6 +51,12 @@ class TargetError(ArenaplanError):
 
 class RuntimeUnavailableError(ArenaplanError):
     """The TFLM runtime (PyPI ``tflite-micro``) is not installed."""
+
+
+class TflmRefusesError(ArenaplanError):
+    """TFLM refuses the model, so nothing made from it can be proven there (exit 3)."""
+
+    exit_code = 3
 
 
 class VerificationError(ArenaplanError):

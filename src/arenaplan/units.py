@@ -1,9 +1,11 @@
 """One syntax for sizes everywhere: command-line options and target files.
 
 A size is a whole number of bytes, optionally with a unit: ``B``; decimal
-``KB`` = 1000, ``MB`` = 1000**2, ``GB`` = 1000**3; binary ``KiB`` = 1024,
-``MiB`` = 1024**2, ``GiB`` = 1024**3 (case-insensitive, spaces allowed:
-``32KiB``, ``1.5 MiB``, ``2MB``). A fractional value must come to whole bytes.
+``KB`` (or SI's ``kB``) = 1000, ``MB`` = 1000**2, ``GB`` = 1000**3; binary
+``KiB`` = 1024, ``MiB`` = 1024**2, ``GiB`` = 1024**3 (spelt so, a space allowed:
+``32KiB``, ``1.5 MiB``, ``2MB``). Any other spelling is refused rather than
+guessed: ``32Kib`` or ``32kb`` could mean bits, ``32KIB`` binary or not. A
+fractional value must come to whole bytes.
 """
 
 from __future__ import annotations
@@ -19,14 +21,16 @@ UNITS = {
     "": 1,
     "B": 1,
     "KB": 1000,
+    "kB": 1000,
     "MB": 1000**2,
     "GB": 1000**3,
-    "KIB": 1024,
-    "MIB": 1024**2,
-    "GIB": 1024**3,
+    "KiB": 1024,
+    "MiB": 1024**2,
+    "GiB": 1024**3,
 }
 SIZE_HELP = "bytes, or with a unit: 32KiB (1024), 32KB (1000), 1.5MiB"
-_SIZE = re.compile(r"\s*(-?\d+(?:\.\d+)?)\s*([KMG]i?B|B)?\s*", re.IGNORECASE)
+UNITS_HELP = "B; KB (or kB), MB, GB for powers of 1000; KiB, MiB, GiB for powers of 1024"
+_SIZE = re.compile(r"\s*(-?\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*")
 
 
 def parse_size(
@@ -42,7 +46,11 @@ def parse_size(
         m = _SIZE.fullmatch(value)
         if not m:
             raise error(f"{where}: {value!r} is not a size ({SIZE_HELP})")
-        exact = Fraction(m.group(1)) * UNITS[(m.group(2) or "").upper()]
+        number, unit = m.groups()
+        if unit not in UNITS:
+            units = f"units, spelt so: {UNITS_HELP}"
+            raise error(f"{where}: {value!r}: unknown unit {unit!r} ({units})")
+        exact = Fraction(number) * UNITS[unit]
         if exact.denominator != 1:
             raise error(f"{where}: {value!r} is not a whole number of bytes")
         size = int(exact)

@@ -49,6 +49,19 @@ def test_an_unexpected_exception_is_one_line_naming_the_input(monkeypatch, capsy
     assert "report" in err
 
 
+def test_a_plan_the_validator_refuses_is_an_internal_error(monkeypatch, capsys) -> None:
+    """The planner's tensor bytes halved (``tflm.sizes``): the validator, with sizes of
+    its own, refuses the plan. That is arenaplan's bug, not bad input: exit 70."""
+    import arenaplan.tflm.sizes as sizes
+
+    real = sizes._subgraph_bytes
+    monkeypatch.setattr(sizes, "_subgraph_bytes", lambda sg: tuple(b // 2 for b in real(sg)))
+    src = model_path(VWW)
+    err = _fails(["plan", str(src)], capsys, code=EXIT_INTERNAL)
+    assert f"internal error in 'plan' on {src}: invalid plan: " in err
+    assert "This is a bug in arenaplan; please report it" in err
+
+
 @pytest.mark.parametrize("where", ["dir", "missing", "proc", "file-as-dir"])
 def test_unwritable_outputs_are_refused_before_any_work(tmp_path: Path, capsys, where) -> None:
     target = {
@@ -112,6 +125,9 @@ def test_sizes_take_one_syntax(tmp_path: Path, capsys) -> None:
     assert main(["solve", str(csv), "--capacity", "2KB"]) == 1  # 2,000 < 2,048
     assert "infeasible" in capsys.readouterr().out
     assert "zero or more" in _fails(["solve", str(csv), "--capacity", "-1"], capsys)
+    assert "unknown unit 'Kib'" in _fails(["solve", str(csv), "--capacity", "2Kib"], capsys)
+    argv = ["plan", str(model_path(HELLO)), "--target", "esp32s3", "--memory", "sram=32Kib"]
+    assert "--memory sram: '32Kib': unknown unit 'Kib'" in _fails(argv, capsys)
 
 
 def test_solve_refuses_values_beyond_its_integers(tmp_path: Path, capsys) -> None:

@@ -96,6 +96,34 @@ def test_fit_reaches_a_reachable_size_at_small_cost(tmp_path: Path, capsys) -> N
     assert data["persistent"]["arm32"]["min_arena"] <= 9000
 
 
+def _bands(data: dict) -> dict:
+    return next(r for r in data["passes"] if r["name"] == "bands")["stats"]
+
+
+def test_objective_says_what_the_bands_minimise_and_fit_bounds(tmp_path: Path, capsys) -> None:
+    pytest.importorskip(
+        "tflite_micro", reason="the TFLM runtime is not installed (pip install 'arenaplan[tflm]')"
+    )
+    code, default, _, _ = _plan(tmp_path, capsys, "--passes", "bands")
+    assert code == 0 and _bands(default)["objective"] == "arena"  # no --persistent-memory
+    code, arena, _, _ = _plan(tmp_path, capsys, "--passes", "bands", "--objective", "arena")
+    assert code == 0 and arena == default
+    code, head, _, _ = _plan(tmp_path, capsys, "--passes", "bands", "--objective", "head")
+    stats = _bands(head)
+    assert code == 0 and stats["objective"] == "head"
+    assert stats["score_after"] == stats["peak_after"] < _bands(arena)["peak_after"]
+    # --fit bounds the same figure: the head alone can reach 3,000 B, the arena cannot
+    assert _plan(tmp_path, capsys, "--fit", "3000")[0] == 2
+    code, fitted, _, err = _plan(tmp_path, capsys, "--fit", "3000", "--objective", "head")
+    assert code == 0 and fitted["arena"]["size"] <= 3000, err
+    wide = ["--target", "imxrt1170", "--kernels", "reference", "--persistent-memory", "ocram"]
+    code, two, _, _ = _plan(tmp_path, capsys, "--passes", "bands", *wide)
+    assert code == 0 and _bands(two)["objective"] == "head"  # the tail lives elsewhere
+    code, two, _, _ = _plan(tmp_path, capsys, "--passes", "bands", *wide, "--objective", "arena")
+    assert code == 0 and _bands(two)["objective"] == "arena"
+    assert "invalid choice" in (_plan(tmp_path, capsys, "--objective", "tail")[3])
+
+
 def test_no_build_for_the_kernels_falls_back_or_writes_unproven(
     tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
 ) -> None:

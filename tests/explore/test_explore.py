@@ -19,7 +19,7 @@ from arenaplan.builder.mobilenet import mobilenet_v1
 from arenaplan.cli import main
 from arenaplan.errors import UsageError
 from arenaplan.explore.backends import ray_available, run
-from arenaplan.explore.grid import make_tasks, parse_sizes
+from arenaplan.explore.grid import make_tasks, parse_sizes, policy_words
 from arenaplan.explore.report import pareto, smallest_fitting, sweep_report
 from arenaplan.explore.store import Store
 from arenaplan.explore.tasks import Task, run_task
@@ -54,6 +54,25 @@ def test_sizes() -> None:
             parse_sizes(bad)
 
 
+def test_weights_policies_keep_their_double() -> None:
+    assert policy_words("none,groups:8,double") == ["none", "groups:8,double"]
+    assert policy_words("groups,double") == ["groups,double"]
+    assert policy_words("none, auto ,whole") == ["none", "auto", "whole"]
+    assert policy_words("groups,double,groups:4") == ["groups,double", "groups:4"]
+    assert policy_words("whole,double") == ["whole", "double"]  # refused by parse_weights
+
+
+def test_explore_sweeps_a_double_buffered_policy(zoo, tmp_path: Path, capsys) -> None:
+    argv = ["explore", str(zoo[0]), "--target", "xcore_ai", "--sram", "64KiB", "-q"]
+    out = tmp_path / "o"
+    assert main([*argv, "--weights", "none,groups:8,double", "--out", str(out)]) == 0
+    with sqlite3.connect(out / "results.sqlite") as db:
+        rows = db.execute("SELECT weights, status FROM results ORDER BY weights").fetchall()
+    assert rows == [("groups:8,double", "ok"), ("none", "ok")]
+    assert main([*argv, "--weights", "none,double", "--out", str(out)]) == 2
+    assert "--weights 'double': expected" in capsys.readouterr().err
+
+
 def test_task_key_is_what_decides_the_result(zoo: list[Path], tmp_path: Path) -> None:
     copy = tmp_path / "elsewhere.tflite"
     copy.write_bytes(zoo[0].read_bytes())
@@ -74,6 +93,15 @@ def test_a_row_per_task(zoo: list[Path]) -> None:
     no = run_task(tiny)  # the weight buffers must stay in SRAM: 64 B cannot hold them
     assert no["status"] == "no-fit" and "weight buffers" in no["error"]
     assert run_task(room)["status"] == "ok"
+
+
+def test_a_plan_the_validator_refuses_is_an_internal_error_row(zoo, monkeypatch) -> None:
+    import arenaplan.tflm.sizes as sizes
+
+    real = sizes._subgraph_bytes
+    monkeypatch.setattr(sizes, "_subgraph_bytes", lambda sg: tuple(b // 2 for b in real(sg)))
+    row = run_task(make_tasks([zoo[0]], ["generic"], [1 << 20])[0])
+    assert row["status"] == "failed" and row["error"].startswith("internal error: invalid plan")
 
 
 def test_weights_that_cannot_be_read_in_place_are_copied(zoo: list[Path]) -> None:

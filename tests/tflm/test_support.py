@@ -74,6 +74,22 @@ def test_the_reasons_name_operator_opcode_and_why() -> None:
     assert kws == tuple(f"operator {i} {hybrid}" for i in (0, 2, 4, 6, 8))
 
 
+def test_a_uint8_convolution_is_refused_for_its_types_not_as_hybrid(runner) -> None:
+    """TFLM's CONV_2D says "Hybrid models are not supported" of a UINT8 model: the
+    reason given (by ``verify``, and by ``plan --weights``) is ours: operator and types."""
+    from arenaplan.verify.compare import compare_models
+
+    data = next(c for c in CASES if c.name == "uint8 CONV_2D").build()
+    ours = (
+        "operator 0 CONV_2D: UINT8 input, UINT8 weights: the kernel takes input/weights "
+        "FLOAT32/FLOAT32, INT16/INT8, INT8/INT4, INT8/INT8"
+    )
+    assert tflm_refusals(read_model_bytes(data)) == (ours,)
+    assert "Hybrid" in (_runs(runner, data)[1] or "")  # TFLM's own words
+    report = compare_models(data, data, trials=1, runner=runner)
+    assert report.refused == f"TFLM refuses the original model: {ours}"
+
+
 def test_every_reason_is_listed_and_subgraphs_other_than_0_are_named() -> None:
     def tensor(i: int, dtype: DType, constant: bool = False) -> Tensor:
         return Tensor(i, f"t{i}", (1, 4), dtype, i + 1 if constant else 0, constant, False)

@@ -335,3 +335,61 @@ def test_plan_weights_cli_errors(tmp_path: Path, capsys, extra: list[str], messa
     err = capsys.readouterr().err
     assert rc != 0 and message in err and len(err.strip().splitlines()) == 1
     assert not out.exists()
+
+
+NO_WEIGHTS_TARGET = """\
+name = "noweights"
+clock_hz = 100e6
+[[memory]]
+name = "sram"
+capacity = "1MiB"
+read_bandwidth = 1e9
+write_bandwidth = 1e9
+latency = 1
+holds = ["activations", "persistent"]
+"""
+
+
+@pytest.mark.parametrize("policy", ["auto", "whole", "in-place", "groups"])
+def test_a_target_whose_memories_hold_no_weights_is_one_line(tmp_path: Path, capsys, policy):
+    src, toml = tmp_path / "m.tflite", tmp_path / "t.toml"
+    src.write_bytes(chain())
+    toml.write_text(NO_WEIGHTS_TARGET)
+    out = tmp_path / "o.tflite"
+    rc = main(["plan", str(src), "-o", str(out), "--target-file", str(toml), "--weights", policy])
+    err = capsys.readouterr().err
+    assert rc == 2 and len(err.strip().splitlines()) == 1, err
+    assert "'noweights': no memory holds weights" in err
+    assert not out.exists()
+    assert main(["sweep", str(src), "--target-file", str(toml), "--points", "2"]) == 2
+    assert "no memory holds weights" in capsys.readouterr().err
+
+
+@needs_tflm
+@pytest.mark.parametrize("policy", ["auto", "whole"])
+@pytest.mark.parametrize(
+    "stem,why",
+    [
+        ("mlcommons-tiny__kws_ref_model_float32", "operator 0 CONV_2D: hybrid (FLOAT32 input"),
+        ("uint8", "operator 0 CONV_2D: UINT8 input, UINT8 weights: the kernel takes"),
+    ],
+)
+def test_a_model_tflm_refuses_exits_3_with_our_reason(tmp_path: Path, capsys, policy, stem, why):
+    """The weight copies of a model TFLM refuses cannot be proven: exit 3, as documented,
+    with the reason ``tflm_refusals`` gives, not TFLM's ("Hybrid models are not
+    supported" of a UINT8 convolution)."""
+    from kits.refusal_models import CASES
+
+    src = tmp_path / "m.tflite"
+    if stem == "uint8":
+        src.write_bytes(next(c for c in CASES if c.name == "uint8 CONV_2D").build())
+    else:
+        src = model_path(stem)
+    out = tmp_path / "o.tflite"
+    for passes in ([], ["--passes", "inplace"]):
+        argv = ["plan", str(src), "--target", "xcore_ai", "--weights", policy, *passes]
+        assert main([*argv, "-o", str(out)]) == 3
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and "Hybrid" not in err, err
+        assert "the weight copies cannot be proven: TFLM refuses the original model: " in err
+        assert why in err and not out.exists()

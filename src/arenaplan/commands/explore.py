@@ -23,7 +23,7 @@ from rich.progress import (
 
 from arenaplan.errors import UsageError
 from arenaplan.explore.backends import BACKENDS, run
-from arenaplan.explore.grid import make_tasks, parse_sizes, words
+from arenaplan.explore.grid import make_tasks, parse_sizes, policy_words, words
 from arenaplan.explore.store import Store
 from arenaplan.explore.tasks import NONE
 from arenaplan.units import count_arg, seconds_arg
@@ -48,7 +48,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "scale, multiples of 16 B) or a comma-separated list",
     )
     p.add_argument("--passes", default=NONE, help="comma-separated: none, or passes joined by +")
-    p.add_argument("--weights", default=NONE, help="comma-separated: none, or --weights policies")
+    p.add_argument(
+        "--weights",
+        default=NONE,
+        help="comma-separated: none, or plan's --weights policies; a double after "
+        "groups[:G] is part of it (none,groups:8,double: none and groups:8,double)",
+    )
     p.add_argument("--out", type=Path, help="folder of the sweep's results")
     p.add_argument(
         "--backend", choices=BACKENDS, default="pool", help="where tasks run (default pool)"
@@ -107,7 +112,7 @@ def _tasks(args: argparse.Namespace):
                 raise UsageError(
                     f"--passes: unknown pass {name!r} (known: {', '.join(PASS_CLASSES)})"
                 )
-    weights = words(args.weights, "--weights")
+    weights = policy_words(args.weights)
     for w in weights:
         if w != NONE:
             parse_weights(w)

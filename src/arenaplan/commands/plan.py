@@ -178,6 +178,7 @@ def request_from_args(args: argparse.Namespace) -> PlanRequest:
         max_extra_macs=args.max_extra_macs,
         fit=args.fit,
         clobber_inputs=args.clobber_inputs,
+        objective=args.objective,
         weights=args.weights,
         arena_memory=args.arena_memory,
         persistent_memory=args.persistent_memory,

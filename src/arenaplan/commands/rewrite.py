@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 
 from arenaplan.passes import PASS_CLASSES
+from arenaplan.passes.bands import OBJECTIVES
 from arenaplan.pipeline.rewrite import FIT_PASSES
 from arenaplan.units import SIZE_HELP, percent_arg, size_arg
 
@@ -50,6 +51,14 @@ def add_pass_options(p: argparse.ArgumentParser) -> None:
         metavar="SIZE",
         help=f"rewrite until the arena (head + tail) is at most SIZE, at the least extra MACs "
         f"found ({SIZE_HELP}); without --passes runs {','.join(FIT_PASSES)}",
+    )
+    p.add_argument(
+        "--objective",
+        choices=OBJECTIVES,
+        default=None,
+        help="what bands minimise and --fit bounds: the head alone, or the arena (head + "
+        "TFLM's persistent tail for the profile) (default: head with --persistent-memory, "
+        "else arena)",
     )
     p.add_argument(
         "--clobber-inputs",

@@ -36,6 +36,19 @@ def words(text: str, option: str) -> list[str]:
     return found
 
 
+def policy_words(text: str) -> list[str]:
+    """``explore --weights``: comma-separated policies, where ``double`` is not a
+    policy but the end of the one before it (``groups[:G],double``), so
+    ``none,groups:8,double`` is ``none`` and ``groups:8,double``."""
+    found: list[str] = []
+    for word in words(text, "--weights"):
+        if word == "double" and found and found[-1].split(":")[0] == "groups":
+            found[-1] += ",double"
+        else:
+            found.append(word)
+    return found
+
+
 def make_tasks(
     models: Sequence[Path],
     targets: Sequence[str],

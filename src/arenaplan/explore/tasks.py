@@ -78,7 +78,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
 
 def run_task(task: Task) -> dict[str, Any]:
     """The row of ``task``; never raises (an error is a row with ``error`` set)."""
-    from arenaplan.errors import AllocationError, ArenaplanError
+    from arenaplan.errors import AllocationError, ArenaplanError, PlanValidationError
 
     start = time.perf_counter()
     row: dict[str, Any] = {
@@ -104,6 +104,8 @@ def run_task(task: Task) -> dict[str, Any]:
         row["fits"], row["status"] = 1, "ok"
     except AllocationError as exc:
         row["error"], row["status"] = _one_line(str(exc)), "no-fit"
+    except PlanValidationError as exc:  # the planner's own plan refused: a bug
+        row["error"] = _one_line(f"internal error: {exc}")
     except ArenaplanError as exc:
         row["error"] = _one_line(str(exc))
     except (MemoryError, RecursionError, ValueError, KeyError, IndexError) as exc:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from arenaplan.errors import PlanValidationError, UsageError
+from arenaplan.errors import PlanValidationError, TflmRefusesError, UsageError
 from arenaplan.export.offline_plan import with_offline_plan
 from arenaplan.ir.model import Model
 from arenaplan.pipeline.outputs import render
@@ -45,12 +45,19 @@ def run_plan(request: PlanRequest, notify: Notify = _ignore) -> PlanResult:
     profile = _profile(request)
     done = _plan(request, profile, notify)
     if request.fit is not None:
-        head_only = request.persistent_memory is not None
+        head_only = objective_of(request) == "head"
         check_fit(request.fit, done.model, done.plan, profile, head_only=head_only)
     if request.outputs is None:
         return done
     done = replace(done, refusals=tflm_refusals(done.model))
     return render(request, done)
+
+
+def objective_of(request: PlanRequest) -> str:
+    """What the bands pass minimises and ``fit`` bounds: the one asked for, else the
+    head alone when the persistent part lives in a memory of its own, else the arena
+    (head + tail)."""
+    return request.objective or ("head" if request.persistent_memory else "arena")
 
 
 def _profile(request: PlanRequest) -> str:
@@ -82,8 +89,8 @@ def planned_model_bytes(data: bytes, model: Model, plan: Plan) -> bytes:
 
 
 def _rewrite(request: PlanRequest, profile: str, kernels: str) -> Rewrite:
-    """Run the passes; bands minimise the head alone when the tail lives elsewhere."""
-    objective = request.objective or ("head" if request.persistent_memory else "arena")
+    """Run the passes; the bands minimise ``objective_of(request)``."""
+    objective = objective_of(request)
     options = {
         "max_extra_macs": request.max_extra_macs,
         "fit": request.fit,
@@ -163,8 +170,10 @@ def _plan_weights(
         done = _weights_of(request, rw.model, _with_aliases(options, rw), profile)
         proven = done.proof is None or done.proof.proven
         unavailable = done.proof is not None and done.proof.unavailable
+        refused = done.proof is not None and done.proof.refused  # whatever the rewrite
         rewritten = rw.changed or bool(done.plan.aliases)
-        if proven or (unavailable and request.write_unproven) or not (unavailable or rewritten):
+        kept = proven or refused or (unavailable and request.write_unproven)
+        if kept or not (unavailable or rewritten):
             _check_proof(done.proof, request.write_unproven, notify)  # as without passes
             return replace(done, rewrite=rw)
         notify(
@@ -223,9 +232,12 @@ def _weights_of(
 def _check_proof(proof: Proof | None, write_unproven: bool, notify: Notify) -> None:
     """A proof that fails is an error, and so is one that nothing here can run (no
     runtime or build for the kernels) unless ``write_unproven``: then the copies are
-    written unproven, said through ``notify``."""
+    written unproven, said through ``notify``. A model TFLM refuses is its own error
+    (exit 3), with the reason the proof gives (``verify.compare``: ours, not TFLM's)."""
     if proof is None or proof.proven:
         return
+    if proof.refused:
+        raise TflmRefusesError(f"the weight copies cannot be proven: {proof.reason}")
     if proof.unavailable and write_unproven:
         notify(f"arenaplan: weight copies written UNPROVEN: {proof.reason}")
         return

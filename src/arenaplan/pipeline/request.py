@@ -68,7 +68,8 @@ class PlanRequest:
     the memory's size; ``profile``/``kernels``: the TFLM build (None: the target's,
     else arm32 / the reference kernels); ``passes``: names of passes to run in order
     (empty with ``fit``: reorder, inplace, bands); ``objective``: what bands minimise
-    (None: the head when ``persistent_memory`` is given, else the arena); ``weights``:
+    and ``fit`` bounds, "head" or "arena" (None: the head when ``persistent_memory``
+    is given, else the arena); ``weights``:
     a ``--weights`` policy (needs a target); ``prove``: prove rewrites and weight
     copies in TFLM and make the planned model's bytes (False: estimates only, for
     sweeps); ``lay_out``: when activations spread over memories, also plan TFLM's one

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from arenaplan.errors import TargetError
+
 # what a memory may hold
 HOLDS = ("activations", "persistent", "weights")
 READS = ("in-place", "copy")  # how operators read weights held in a memory
@@ -95,8 +97,16 @@ class Target:
 
     def weights_memory(self) -> Memory:
         """Where the model's constants (the flatbuffer) live: the last memory that may
-        hold weights (flash)."""
-        return [m for m in self.memories if "weights" in m.holds][-1]
+        hold weights (flash). A target without one cannot say where the weights are
+        read from: planning or timing them is refused in one line."""
+        held = [m for m in self.memories if "weights" in m.holds]
+        if not held:
+            raise TargetError(
+                f"target {self.name!r}: no memory holds weights, so it cannot say where "
+                'the model\'s constants are read from (add "weights" to the holds of '
+                "the memory they live in, e.g. flash)"
+            )
+        return held[-1]
 
     def rate(self, kind: str, opcode: str = "") -> float:
         """Work per cycle of an operator: its opcode's rate, else its kind's, else

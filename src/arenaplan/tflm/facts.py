@@ -203,7 +203,8 @@ class Pairs:
         if self.hybrid and a.dtype is DType.FLOAT32 and b.dtype in _INTEGER_WEIGHTS:
             yield f"hybrid ({both}): TFLM's kernels have no hybrid path"
         else:
-            yield f"{both}: the kernel has no such type pair"
+            takes = ", ".join(sorted(f"{x.name}/{y.name}" for x, y in self.pairs))
+            yield f"{both}: the kernel takes {self.labels[0]}/{self.labels[1]} {takes}"
 
 
 @dataclass(frozen=True, slots=True)

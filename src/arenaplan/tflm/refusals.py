@@ -87,3 +87,14 @@ def tflm_refusals(model: Model) -> tuple[str, ...]:
             for why in _operator_refusals(sg, op):
                 reasons.append(f"{where}operator {op.index} {op.opcode}: {why}")
     return tuple(reasons)
+
+
+def refusal_reason(model: Model, runtime_error: str | None, shown: int = 3) -> str:
+    """Why TFLM refused to run ``model``, in our words: the reasons ``tflm_refusals``
+    finds (the first ``shown``), else the runtime's own message. Ours come first
+    because the runtime's can mislead: its CONV_2D calls a UINT8 model "hybrid"."""
+    reasons = tflm_refusals(model)
+    if not reasons:
+        return runtime_error or "the runtime gave no reason"
+    more = f" (and {len(reasons) - shown} more)" if len(reasons) > shown else ""
+    return "; ".join(reasons[:shown]) + more

@@ -21,6 +21,7 @@ from arenaplan.export.offline_plan import with_offline_plan
 from arenaplan.ir.model import Model
 from arenaplan.placement.validate import offline_plan_problems
 from arenaplan.reader import read_model_bytes
+from arenaplan.tflm.refusals import refusal_reason
 from arenaplan.tflm.tail import min_arena_estimate, tail_estimate
 from arenaplan.verify.inputs import random_inputs
 from arenaplan.verify.runner import GENEROUS_ARENA, Measurement, RunResult, TflmRunner
@@ -260,7 +261,7 @@ def compare_models(
     n_out = len(ir.subgraphs[0].outputs)
     before = runner.run(original, arena_size, inputs, n_out)
     if not before.ok:
-        why = f"TFLM refuses the original model: {before.error}"
+        why = f"TFLM refuses the original model: {refusal_reason(ir, before.error)}"
         return VerifyReport(trials, False, None, None, None, 0, None, refused=why)
     unstable = _reads_unwritten_memory(runner, original, ir, inputs, n_out, before)
     if unstable is not None:

@@ -38,7 +38,8 @@ PROOF_BUILDS: dict[str, str] = {
 class Proof:
     """``reason`` is None when proven; else one line saying why not. ``unavailable``:
     nothing could run the proof (no runtime or build for the kernels), as opposed
-    to a run that failed or differed."""
+    to a run that failed or differed; ``refused``: TFLM refused the original model
+    itself, so nothing made from it can be proven."""
 
     reason: str | None
     _: KW_ONLY
@@ -47,6 +48,7 @@ class Proof:
     head: int | None = None  # TFLM's measured head with the plan (bytes)
     tail: int | None = None  # TFLM's measured tail (bytes)
     unavailable: bool = False
+    refused: bool = False
 
     @property
     def proven(self) -> bool:
@@ -88,9 +90,10 @@ def prove(original: bytes, planned: bytes, arena: int, kernels: str = REFERENCE)
         )
     finally:
         runner.close()
-    why = report.refused or report.failed
-    if why is not None:
-        return Proof(why, runtime=runtime)
+    if report.refused is not None:
+        return Proof(report.refused, runtime=runtime, refused=True)
+    if report.failed is not None:
+        return Proof(report.failed, runtime=runtime)
     m = report.planned
     if not report.identical:
         reason = f"outputs differ from the original's: {report.mismatch}"
