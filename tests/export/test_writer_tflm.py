@@ -23,7 +23,7 @@ from pathlib import Path
 import flatbuffers
 import numpy as np
 import pytest
-from kits.opmodels import I8, OP_MODELS, SHAPED, Net, q
+from kits.opmodels import I8, I16, OP_MODELS, SHAPED, Net, q
 from testkit import model_params
 
 pytest.importorskip(
@@ -34,6 +34,7 @@ from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as fb
 
 from arenaplan.export.tflite_writer import write_model
 from arenaplan.ir.dtypes import DType
+from arenaplan.ir.model import Quantization
 from arenaplan.reader import read_model_bytes
 from arenaplan.verify import TflmRunner, compare_models
 
@@ -50,6 +51,38 @@ def uint8_requantize() -> bytes:
     n.op("QUANTIZE", [mid], [y])
     n.op("DEQUANTIZE", [x], [f])
     return n.done([x], [y, f])
+
+
+def lstm(act: DType = I16, bias: DType = DType.INT64, steps: int = 4, n_in: int = 8) -> bytes:
+    """One UNIDIRECTIONAL_SEQUENCE_LSTM (no peepholes, projection or layer norm)
+    with int8 weights, an int16 cell state and ``bias`` biases."""
+    n = Net("lstm")
+    state = 16
+    out_scale = 1 / 32768 if act is I16 else 1 / 128
+    x = n.act((1, steps, n_in), act, 0.01)
+    w_in = [n.weights((state, n_in), None) for _ in range(4)]
+    w_rec = [n.weights((state, state), None) for _ in range(4)]
+    values = [n.rng.integers(-5000, 5000, state) for _ in range(4)]
+    biases = [n.const(v, bias, q(1e-5)) for v in values]
+    h = n.b.add_tensor("h", (1, state), act, quantization=q(out_scale), is_variable=True)
+    c = n.b.add_tensor("c", (1, state), I16, quantization=q(2**-11), is_variable=True)
+    y = n.act((1, steps, state), act, out_scale)
+    none = [-1] * 3
+    ins = [x, *w_in, *w_rec, *none, *biases, -1, -1, h, c, *none, -1]
+    opts = {"fused_activation_function": "TANH", "time_major": False}
+    n.op("UNIDIRECTIONAL_SEQUENCE_LSTM", ins, [y], cell_clip=0.0, proj_clip=0.0, **opts)
+    return n.done([x], [y])
+
+
+def depthwise_int16x8_int32_bias() -> bytes:
+    """TFLM reads this int32 bias as int64, past the buffer's end (reader/overread.py)."""
+    n = Net("depthwise_b32")
+    x = n.act((1, 8, 8, 4), I16)
+    bias = n.const(n.rng.integers(-3000, 3000, 4), DType.INT32, Quantization((1e-4,) * 4, (0,) * 4))
+    y = n.act((1, 8, 8, 4), I16)
+    opts = {"padding": "SAME", "stride_w": 1, "stride_h": 1, "depth_multiplier": 1}
+    n.op("DEPTHWISE_CONV_2D", [x, n.weights((1, 3, 3, 4), 3), bias], [y], **opts)
+    return n.done([x], [y])
 
 
 # One or more models of each quantisation kind the builder makes.
@@ -85,6 +118,10 @@ BUILT: dict[str, Callable[[], bytes]] = {
 }
 BUILT |= SHAPED
 BUILT["uint8_requantize"] = uint8_requantize
+BUILT["lstm_int8"] = lambda: lstm(I8, DType.INT32)
+BUILT["lstm_int16x8"] = lstm
+BUILT["lstm_int16x8_int32_bias"] = lambda: lstm(I16, DType.INT32)
+BUILT["depthwise_int16x8_int32_bias"] = depthwise_int16x8_int32_bias
 
 
 @pytest.fixture(scope="module")
