@@ -85,6 +85,20 @@ def depthwise_int16x8_int32_bias() -> bytes:
     return n.done([x], [y])
 
 
+def depthwise_int4_weights(per_channel: bool = True) -> bytes:
+    """int8 DEPTHWISE_CONV_2D with int4 weights packed two to a byte (TFLM unpacks them)."""
+    n = Net("depthwise_int4")
+    x = n.act((1, 8, 8, 4), I8)
+    packed = n.rng.integers(0, 256, 18).astype(np.uint8)  # 1 x 3 x 3 x 4 nibbles
+    k = 4 if per_channel else 1
+    quant = Quantization(tuple(float(v) for v in n.rng.uniform(0.01, 0.05, k)), (0,) * k, 3)
+    w = n.b.add_tensor("w4", (1, 3, 3, 4), DType.INT4, data=packed.tobytes(), quantization=quant)
+    y = n.act((1, 8, 8, 4), I8, 0.1)
+    opts = {"padding": "SAME", "stride_w": 1, "stride_h": 1, "depth_multiplier": 1}
+    n.op("DEPTHWISE_CONV_2D", [x, w, n.bias(4, DType.INT32, k)], [y], **opts)
+    return n.done([x], [y])
+
+
 # One or more models of each quantisation kind the builder makes.
 BUILT: dict[str, Callable[[], bytes]] = {
     name: OP_MODELS[name]
@@ -118,6 +132,8 @@ BUILT: dict[str, Callable[[], bytes]] = {
 }
 BUILT |= SHAPED
 BUILT["uint8_requantize"] = uint8_requantize
+BUILT["depthwise_int4_weights_per_channel"] = depthwise_int4_weights
+BUILT["depthwise_int4_weights_per_tensor"] = lambda: depthwise_int4_weights(per_channel=False)
 BUILT["lstm_int8"] = lambda: lstm(I8, DType.INT32)
 BUILT["lstm_int16x8"] = lstm
 BUILT["lstm_int16x8_int32_bias"] = lambda: lstm(I16, DType.INT32)
