@@ -8,7 +8,11 @@ options, operator codes with their versions, metadata, signature defs, the
 description and the schema version.
 
 Layout: buffer data (and custom options) are aligned to 16 bytes in the file;
-the operator codes are one per (operator, version) in order of first use.
+the operator codes are one per (operator, version) in order of first use. Only
+what TFLM does not read differs from a converter's file: quantisation min/max,
+unused or duplicated operator codes, the place of each object. Bytes TFLM reads
+past a buffer's end (an int32 bias on an int16x8 path, ``reader/overread.py``)
+are part of that buffer in the IR, and written as its data.
 A model the IR cannot hold in full (``Model.unkept``), or whose IR contradicts
 itself (a constant tensor without bytes, an offline plan that is not the one in
 its metadata), is refused with one ``UnsupportedModelError`` line.

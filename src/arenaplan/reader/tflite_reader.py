@@ -22,6 +22,7 @@ from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Model, Operator, Quantization, SignatureDef, Subgraph, Tensor
 from arenaplan.ir.signatures import check_operators
 from arenaplan.reader.options import read_options
+from arenaplan.reader.overread import with_bytes_read
 from arenaplan.reader.schema import names
 from arenaplan.reader.unkept import unkept_parts
 
@@ -135,7 +136,7 @@ def _read(data: bytes) -> Model:
         signature_defs=_read_signature_defs(m, subgraphs, budget, len(data)),
         unkept=unkept_parts(m, buffer_sizes, buffers),
     )
-    return _with_offline_plan(model, data, m)
+    return _with_offline_plan(with_bytes_read(model, data, m), data, m)
 
 
 def _check_pos(obj: object, size: int, what: str) -> None:
