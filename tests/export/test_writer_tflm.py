@@ -194,19 +194,6 @@ def test_foreign_layout_written_back_runs_bit_exact(name: str, runner: TflmRunne
     assert_written_runs_bit_exact(foreign, runner)
 
 
-CONVERTED = sorted((Path(__file__).parent / "data").glob("*.tflite"))
-
-
-@pytest.mark.parametrize("path", [pytest.param(p, id=p.stem) for p in CONVERTED])
-def test_converter_made_int16x8_model_written_back_runs_bit_exact(
-    path: Path, runner: TflmRunner
-) -> None:
-    """The converter's own int16x8 files (data/make_converter_models.py): min/max,
-    signature defs, its layout; with int32 biases TFLM's DEPTHWISE_CONV_2D reads
-    past the bias buffer, and the written file must hold those bytes too."""
-    assert_written_runs_bit_exact(path.read_bytes(), runner)
-
-
 @pytest.mark.parametrize("path", model_params())
 def test_shared_model_written_back_runs_bit_exact(path: Path, runner: TflmRunner) -> None:
     assert_written_runs_bit_exact(path.read_bytes(), runner)
