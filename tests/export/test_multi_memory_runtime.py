@@ -23,6 +23,10 @@ On the host (``host-reference``) and on 32-bit ARM under qemu-arm
 (``arm32-reference``); a variant that is not built is skipped, naming the build
 command. The cases of a variant are built and run together, in parallel, the first
 time one is asked for. ``pytest -s`` prints each case's planned and measured figures.
+
+``examples/firmware`` (``make run``, main.cc unchanged, its operators from the
+header's ``arenaplan::RegisterOps``) is built and run for every model TFLM runs in
+its own build (``arm32-cmsis_nn``), its outputs the PyPI runtime's.
 """
 
 from __future__ import annotations
