@@ -205,7 +205,7 @@ def _comment(text: str) -> str:
 def resolver_lines(model: Model) -> list[str]:
     """The resolver block of a generated header (C and C++; the function C++ only)."""
     needs = resolver_needs(model)
-    names = [op for _, op in needs.methods] + list(needs.own_custom) + list(needs.unknown_builtin)
+    names = [op for _, op in needs.methods] + list(needs.own_custom)
     listed = textwrap.wrap(
         _comment(", ".join(names) or "none") + ". */",
         width=86,
