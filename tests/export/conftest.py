@@ -1,9 +1,9 @@
 """TFLM's real headers for the C++ tests, extracted once per session.
 
-Only the headers (``tensorflow/**.h`` and FlatBuffers' include folder, about
-14 MB) come out of ``../shared/third_party``'s TFLM source tarball, into
-pytest's temporary folder, never into the repository. The generated C++ is then
-syntax-checked against them as a firmware build would compile it.
+Only the headers (``tensorflow/**.h``, ``signal/**.h`` and FlatBuffers' include
+folder, about 14 MB) come out of ``../shared/third_party``'s TFLM source tarball,
+into pytest's temporary folder, never into the repository. The generated C++ is
+then syntax-checked against them as a firmware build would compile it.
 """
 
 from __future__ import annotations
@@ -19,7 +19,10 @@ from testkit import SHARED
 
 TARBALL = SHARED / "third_party" / "tflite-micro-90b983c2b-src.tar.xz"
 FLATBUFFERS = "tflite-micro/tensorflow/lite/micro/tools/make/downloads/flatbuffers/include"
-MEMBERS = ("tflite-micro/tensorflow/*.h", f"{FLATBUFFERS}/*")
+GEMMLOWP = "tflite-micro/tensorflow/lite/micro/tools/make/downloads/gemmlowp"
+# signal/: micro_mutable_op_resolver.h includes the signal library's kernels (and,
+# through TFLM's kernels, gemmlowp's fixed-point headers: under tensorflow/ too)
+MEMBERS = ("tflite-micro/tensorflow/*.h", "tflite-micro/signal/*.h", f"{FLATBUFFERS}/*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +43,17 @@ class TflmHeaders:
             str(self.root),
             "-I",
             str(self.root.parent / FLATBUFFERS),
+            "-I",
+            str(self.root.parent / GEMMLOWP),
         ]
+
+    def extract(self, *members: str) -> None:
+        """More files of the tarball (``tflite-micro/...``), beside the headers."""
+        subprocess.run(
+            ["tar", "-xJf", str(TARBALL), "-C", str(self.root.parent), *members],
+            check=True,
+            capture_output=True,
+        )
 
     def syntax_check(self, *sources: Path) -> None:
         """``g++ -fsyntax-only`` on each source (in parallel: each takes seconds, most
@@ -84,7 +97,6 @@ KERNEL_SOURCES = tuple(
     f"tflite-micro/tensorflow/lite/kernels/internal/{name}.cc"
     for name in ("common", "quantization_util", "runtime_shape")
 )
-GEMMLOWP = "tflite-micro/tensorflow/lite/micro/tools/make/downloads/gemmlowp"
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,10 @@ On the host (``host-reference``) and on 32-bit ARM under qemu-arm
 (``arm32-reference``); a variant that is not built is skipped, naming the build
 command. The cases of a variant are built and run together, in parallel, the first
 time one is asked for. ``pytest -s`` prints each case's planned and measured figures.
+
+``examples/firmware`` (``make run``, main.cc unchanged, its operators from the
+header's ``arenaplan::RegisterOps``) is built and run for every model TFLM runs in
+its own build (``arm32-cmsis_nn``), its outputs the PyPI runtime's.
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from testkit import MODEL_PATHS, STATEFUL_LSTM, TFLM_REFUSES, model_path
+from testkit import MODEL_PATHS, SHARED_ABSENT, STATEFUL_LSTM, TFLM_REFUSES, model_path
 
 from arenaplan.allocation.bounds import live_bytes_bound
 from arenaplan.allocation.problem import Problem
@@ -77,6 +81,7 @@ DRIVER = Path(__file__).parent / "native" / "multi_memory_driver.cc"
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "firmware"
 # examples/firmware's model and placement (its Makefile's defaults)
 EXAMPLE_CASE = ("tflite-micro__keyword_scrambled", "imxrt1170", "tcm=640")
+EXAMPLE_VARIANT = "arm32-cmsis_nn"  # the build its Makefile uses by default
 TRIALS = 2  # random inputs per case
 RUN_TIMEOUT = 900  # seconds for a driver's run (qemu runs the largest model in about 10)
 PROBE_TIMEOUT = 60  # seconds for an allocation only (about 1; a halted TFLM never ends)
@@ -633,13 +638,49 @@ def test_command_line_writes_the_planner_that_runs(
     assert "arenaplan::CreateAllocator" in expected or "CreateAllocator()" in expected
 
 
-@pytest.mark.parametrize("variant", VARIANTS_RUN)
-def test_example_firmware_runs_the_model(variant: str, tmp_path: Path) -> None:
+def _example_cases() -> list:
+    """(variant, model): every model TFLM runs in the example's own build (its
+    Makefile's default variant), and its default model in the other builds."""
+    stems = [p.stem for p in MODEL_PATHS if p.stem not in TFLM_REFUSES]
+    if not stems:
+        return [pytest.param(None, None, marks=pytest.mark.skip(reason=SHARED_ABSENT))]
+    cases = [(EXAMPLE_VARIANT, s) for s in stems]
+    cases += [(v, EXAMPLE_CASE[0]) for v in VARIANTS_RUN if v != EXAMPLE_VARIANT]
+    return [pytest.param(v, s, id=f"{v}-{s}") for v, s in cases]
+
+
+def _example_memory(stem: str, variant: str) -> str:
+    """The example's --memory for ``stem``: the Makefile's default for its default
+    model, else the target's fastest memory at benchmarks/tiers.py's capacity (half
+    the lower bound), which spreads every model over two memories."""
+    if stem == EXAMPLE_CASE[0]:
+        return EXAMPLE_CASE[2]
+    fast = load_builtin(EXAMPLE_CASE[1]).fastest().name
+    return f"{fast}={_fast_capacity(_model(stem), VARIANTS[variant].kernels)}"
+
+
+def _example_inputs(model: Model) -> list[np.ndarray]:
+    """main.cc's inputs: input k, byte i is 7 * i + k; a float32 input's element i is
+    (7 * i + k) % 256 / 128 - 1."""
+    inputs = []
+    for k, sample in enumerate(random_inputs(model, 1, 0)[0]):
+        if sample.dtype == np.float32:
+            ramp = (np.arange(sample.size) * 7 + k) % 256
+            inputs.append((ramp.astype(np.float32) / 128 - 1).reshape(sample.shape))
+        else:
+            ramp = ((np.arange(sample.nbytes) * 7 + k) % 256).astype(np.uint8)
+            inputs.append(ramp.view(sample.dtype).reshape(sample.shape))
+    return inputs
+
+
+@pytest.mark.parametrize("variant,stem", _example_cases())
+def test_example_firmware_runs_the_model(variant: str, stem: str, tmp_path: Path) -> None:
     """examples/firmware: ``make run`` plans the model (``plan --planner-cpp`` with the
-    library's kernels), builds main.cc with TFLM's library and runs it; its output is
-    the PyPI runtime's on the same input. On ARM with the Makefile's own flags; on the
-    host with the build's flags and ``--profile pypi`` (64-bit: the persistent array
-    sized for the wheel's larger structs, enough for a host build)."""
+    library's kernels), builds main.cc unchanged with TFLM's library (its operators
+    from the header's arenaplan::RegisterOps) and runs it; each output it prints is
+    the PyPI runtime's on the same inputs. On ARM with the Makefile's own flags; on
+    the host with the build's flags and ``--profile pypi`` (64-bit: the persistent
+    array sized for the wheel's larger structs, enough for a host build)."""
     tools = toolchain(variant)
     if isinstance(tools, str):
         pytest.skip(tools)
@@ -649,34 +690,41 @@ def test_example_firmware_runs_the_model(variant: str, tmp_path: Path) -> None:
             "make, xxd and the arenaplan command are needed to build the example "
             "(apt-get install make xxd; pip install -e .)"
         )
-    stem, target, memory = EXAMPLE_CASE
     out = tmp_path / "build"
     library = json.loads((variant_dir(variant) / "build.json").read_text())["library"]
     args = [f"OUT={out}", f"MODEL={model_path(stem)}", f"TFLM={tools.tree}", f"LIB={library}"]
-    args += [f"ARENAPLAN={arenaplan}", f"TARGET={target}", f"MEMORY={memory}"]
+    args += [f"ARENAPLAN={arenaplan}", f"TARGET={EXAMPLE_CASE[1]}"]
+    args += [f"MEMORY={_example_memory(stem, variant)}"]
     args.append(f"KERNELS={VARIANTS[variant].kernels}")  # the library's kernels
     if not VARIANTS[variant].arm32:
         flags = " ".join(w for w in tools.compile[1:] if not w.startswith("-I"))
         args += [f"CXX={tools.compile[0]}", f"CXXFLAGS={flags}", "LDFLAGS=", "RUN="]
         args.append("PROFILE=pypi")
     run = subprocess.run(
-        ["make", "-C", str(EXAMPLE), *args, "run"], capture_output=True, text=True, check=False
+        ["make", "-C", str(EXAMPLE), *args, "run"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=RUN_TIMEOUT,
     )
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
-    line = next(x for x in run.stdout.splitlines() if x.startswith("output"))
-    printed = bytes.fromhex("".join(line.split()[1:]))
+    printed = {}
+    for line in run.stdout.splitlines():
+        word = line.split()
+        if word[:1] == ["output"]:
+            printed[int(word[1])] = bytes.fromhex("".join(word[2:]))
+    model = _model(stem)
+    assert sorted(printed) == list(range(len(model.subgraphs[0].outputs))), run.stdout[-2000:]
     if not tflm_available():
         pytest.skip(
             "the TFLM runtime is not installed (pip install 'arenaplan[tflm]'): "
-            "nothing to compare the output with"
+            "nothing to compare the outputs with"
         )
-    sample = random_inputs(_model(stem), 1, 0)[0][0]  # main.cc's input: byte i is 7 * i
-    ramp = (np.arange(sample.nbytes) * 7 % 256).astype(np.uint8)
-    given = ramp.view(sample.dtype).reshape(sample.shape)
-    result = _pypi_run(model_path(stem).read_bytes(), [[given]], 1)
+    result = _pypi_run(model_path(stem).read_bytes(), [_example_inputs(model)], len(printed))
     assert result.ok, result.error
-    assert printed == np.ascontiguousarray(result.outputs[0][0]).tobytes()
-    print(f"{variant} example: {line}")
+    for k, array in enumerate(result.outputs[0]):
+        assert printed[k] == np.ascontiguousarray(array).tobytes(), f"output {k} differs"
+    print(f"{variant} example {stem}: {len(printed)} outputs as the PyPI runtime's")
 
 
 @pytest.mark.skipif(

@@ -7,7 +7,9 @@ declares the arrays; with ``ARENAPLAN_DEFINE_ARENAS`` defined before inclusion
 memory's linker section; with ``ARENAPLAN_DEFINE_MODEL_CHECK``, a portable C
 function that checks a model buffer against the planned model's checksum; with
 ``ARENAPLAN_DEFINE_ALLOCATOR`` (C++), a function that makes TFLM's
-``MicroAllocator`` over the arrays (it includes ``micro_allocator.h``). Two layouts:
+``MicroAllocator`` over the arrays (it includes ``micro_allocator.h``); with
+``ARENAPLAN_DEFINE_OP_RESOLVER`` (C++), the operator resolver the model needs
+(``resolver``; ``ARENAPLAN_OP_COUNT`` always). Two layouts:
   one arena         head + tail (+ TFLM's planning room) in one memory;
   two arenas        persistent (tail) in one memory, non-persistent (head) in
                     another, for ``MicroAllocator::Create(persistent, size,
@@ -25,6 +27,7 @@ import re
 import zlib
 
 from arenaplan import __version__
+from arenaplan.export.resolver import resolver_lines
 from arenaplan.ir.model import Model
 from arenaplan.placement.plan import Plan
 from arenaplan.tflm.kernel_sets import KERNEL_WORDS, REFERENCE
@@ -142,6 +145,7 @@ def firmware_header(
     if planned_model is not None:
         lines += [*_model_check(), ""]
     lines += _allocator(two, split)
+    lines += ["", *resolver_lines(model)]
     lines += ["", f"#endif /* {_guard(name)} */", ""]
     return "\n".join(lines)
 
