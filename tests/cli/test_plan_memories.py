@@ -28,8 +28,8 @@ def test_spreads_over_memories_and_runs_bit_exact(tmp_path: Path, capsys) -> Non
         main(["plan", str(src), "--target", "imxrt1170", "--memory", "tcm=32KiB", "-o", str(out)])
         == 0
     )
-    text = capsys.readouterr().out
-    assert "ocram" in text and "memories end to" in text
+    text = " ".join(capsys.readouterr().out.split())
+    assert "ocram" in text and "memories end to end" in text
     assert read_model(out).offline_plan is not None
     pytest.importorskip(
         "tflite_micro", reason="the TFLM runtime is not installed (pip install 'arenaplan[tflm]')"
@@ -121,3 +121,29 @@ def test_spread_plan_with_one_arena_in_the_fast_memory_lists_the_others(capsys) 
     assert "fits beside the head: one arena of 2,836 B in tcm" in out
     assert "set the tensor arena to 2,836 bytes" in out
     assert "the other memories' arrays (--planner-cpp writes them): ocram 4,000 B" in out
+
+
+@pytest.mark.parametrize(
+    ("time_model", "label", "not_label"),
+    [
+        ("stall", "stall-model estimate", "roofline"),
+        ("roofline", "roofline estimate", "stall-model"),
+    ],
+)
+def test_spread_plan_latency_names_the_time_model_that_made_it(
+    tmp_path: Path, capsys, time_model: str, label: str, not_label: str
+) -> None:
+    """The i.MX RT1170 as built in, and the same chip with the roofline as its time
+    model: the latency says which of the two made it."""
+    toml = Path(__file__).parents[2] / "src/arenaplan/targets/builtin/imxrt1170.toml"
+    text = toml.read_text().replace(
+        'kernels = "cmsis_nn+dsp"', f'kernels = "cmsis_nn+dsp"\ntime_model = "{time_model}"'
+    )
+    target = tmp_path / "chip.toml"
+    target.write_text(text)
+    src = model_path("mlcommons-tiny__vww_96_int8")
+    argv = ["plan", str(src), "--target-file", str(target), "--memory", "tcm=32KiB"]
+    assert main(argv) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    latency = out[out.index("estimated latency") :].split(";")[0]
+    assert label in latency and not_label not in latency

@@ -12,6 +12,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from arenaplan.cost.timing import time_model_label
 from arenaplan.export.planner_cpp import split_arrays, split_persistent
 from arenaplan.export.summary import PROFILE_WORDS, arena_line, estimate_words
 from arenaplan.ir.model import Model
@@ -48,7 +49,7 @@ def print_memories(
     console.print(table)
     if tiers is not None:
         console.print(
-            f"estimated latency {tiers.seconds * 1e3:.3f} ms (roofline estimate); the "
+            f"estimated latency {tiers.seconds * 1e3:.3f} ms ({time_model_label(target)}); the "
             f"offline plan lays the memories end to end in one head of "
             f"{plan.arena:,} B"
         )
