@@ -65,13 +65,13 @@ def persistent_advice(
     others = "; --planner-cpp writes the other memories' arrays and the planner" if tiers else ""
     if memory is None:
         return f"{what} fits beside the head: one arena of {one:,} B in {fast}{others}"
-    if tiers is not None:
+    if tiers is not None:  # the split arena's own figures are on the last line
         home = split_arrays(model, tiers, target)[-1].memory
         return (
-            f"{what} does not fit beside the head in {fast}: the activations are spread "
-            "over memories, so TFLM runs them from the split arena --planner-cpp writes "
-            f"(define ARENAPLAN_SPLIT_ARENA), with its persistent data and temporaries in "
-            f"{home}; --header cannot write it"
+            f"TFLM's persistent data does not fit beside the activations in {fast}: they are "
+            "spread over memories, so TFLM runs them from the split arena --planner-cpp "
+            f"writes (define ARENAPLAN_SPLIT_ARENA), with its persistent data and temporaries "
+            f"in {home}; --header cannot write it"
         )
     if memory:
         return (

@@ -91,7 +91,7 @@ def _scratch_peak(plan: Plan) -> int:
 def _limit(records: Sequence[PassRecord]) -> str:
     """What stopped the bands pass short of the size, in words."""
     if not records:
-        return "no rewrite of the model lowered it"
+        return "the plan is of the model as given (no pass ran, or TFLM did not prove one)"
     bands = next((r for r in records if r.name == "bands"), None)
     if bands is None:
         return "the bands pass did not run (it is the pass that lowers the peak)"
