@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -27,8 +28,8 @@ def test_spreads_over_memories_and_runs_bit_exact(tmp_path: Path, capsys) -> Non
         main(["plan", str(src), "--target", "imxrt1170", "--memory", "tcm=32KiB", "-o", str(out)])
         == 0
     )
-    text = capsys.readouterr().out
-    assert "ocram" in text and "memories end to" in text
+    text = " ".join(capsys.readouterr().out.split())
+    assert "ocram" in text and "memories end to end" in text
     assert read_model(out).offline_plan is not None
     pytest.importorskip(
         "tflite_micro", reason="the TFLM runtime is not installed (pip install 'arenaplan[tflm]')"
@@ -79,3 +80,70 @@ def test_persistent_arena_advice(capsys) -> None:
     assert main(["plan", str(src), "--target", "imxrt1170", "--memory", "tcm=64KiB"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "does not fit beside the head in tcm: it goes to ocram" in out
+
+
+def test_spread_plan_last_line_lists_every_memory_as_planner_cpp_sizes_it(
+    tmp_path: Path, capsys
+) -> None:
+    """A plan spread over tcm and ocram whose persistent data cannot join tcm: the last
+    line gives each memory's bytes in the split arena, the very arrays --planner-cpp
+    writes (activations in tcm and ocram; TFLM's temporaries and persistent data in
+    ocram), and the advice sends to --planner-cpp, not to --header (which refuses)."""
+    src = model_path("mlcommons-tiny__vww_96_int8")
+    argv = ["plan", str(src), "--target", "imxrt1170", "--memory", "tcm=32KiB"]
+    header = tmp_path / "planner.h"
+    assert main([*argv, "--planner-cpp", str(header)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    text = header.read_text()
+    tcm = int(re.search(r"uint8_t arenaplan_tcm\[(\d+)\]", text).group(1))
+    ocram = int(re.search(r"uint8_t arenaplan_ocram\[(\d+)\]", text).group(1))
+    persistent = int(re.search(r"uint8_t arenaplan_persistent_ocram\[(\d+)\]", text).group(1))
+    temporary = int(re.search(r"kTemporaryBytes = (\d+);", text).group(1))
+    tail = int(re.search(r"kTailBytes = (\d+);", text).group(1))
+    assert temporary + tail == persistent
+    assert (
+        f"split arena (--planner-cpp writes it): tcm {tcm:,} B (activations); "
+        f"ocram {ocram + persistent:,} B (activations {ocram:,} B + TFLM's temporaries "
+        f"{temporary:,} B + persistent data {tail:,} B) (profile arm32:"
+    ) in out
+    assert "--header writes" not in out and "--header cannot write it" in out
+    assert main([*argv, "--header", str(tmp_path / "arena.h")]) == 2  # as the advice says
+    assert "--planner-cpp" in capsys.readouterr().err
+
+
+def test_spread_plan_with_one_arena_in_the_fast_memory_lists_the_others(capsys) -> None:
+    """Spread, but the tail fits beside tcm's share: one arena in tcm, and the last
+    line lists the other memory's array too (its bytes are the placement's)."""
+    src = model_path("tflite-micro__micro_speech_quantized")
+    argv = ["plan", str(src), "--target", "imxrt1170", "--memory", "tcm=2976"]
+    assert main(argv) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "fits beside the head: one arena of 2,836 B in tcm" in out
+    assert "set the tensor arena to 2,836 bytes" in out
+    assert "the other memories' arrays (--planner-cpp writes them): ocram 4,000 B" in out
+
+
+@pytest.mark.parametrize(
+    ("time_model", "label", "not_label"),
+    [
+        ("stall", "stall-model estimate", "roofline"),
+        ("roofline", "roofline estimate", "stall-model"),
+    ],
+)
+def test_spread_plan_latency_names_the_time_model_that_made_it(
+    tmp_path: Path, capsys, time_model: str, label: str, not_label: str
+) -> None:
+    """The i.MX RT1170 as built in, and the same chip with the roofline as its time
+    model: the latency says which of the two made it."""
+    toml = Path(__file__).parents[2] / "src/arenaplan/targets/builtin/imxrt1170.toml"
+    text = toml.read_text().replace(
+        'kernels = "cmsis_nn+dsp"', f'kernels = "cmsis_nn+dsp"\ntime_model = "{time_model}"'
+    )
+    target = tmp_path / "chip.toml"
+    target.write_text(text)
+    src = model_path("mlcommons-tiny__vww_96_int8")
+    argv = ["plan", str(src), "--target-file", str(target), "--memory", "tcm=32KiB"]
+    assert main(argv) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    latency = out[out.index("estimated latency") :].split(";")[0]
+    assert label in latency and not_label not in latency

@@ -141,3 +141,35 @@ def test_no_build_for_the_kernels_falls_back_or_writes_unproven(
     assert code == 0 and "written UNPROVEN" in err and "UNPROVEN" in out
     assert data["proof"]["proven"] is False and "host-cmsis_nn" in data["proof"]["runtime"]
     assert read_model(tmp_path / "out.tflite").operator_count > original
+
+
+def test_fit_failure_names_the_limit_and_the_figure_in_parts(tmp_path: Path, capsys) -> None:
+    """str_ww: every band that lowers the head adds more tail than it saves. The error
+    says so, gives head (with its kernel scratch) + tail = the arena, and does not
+    blame the MACs the bands were allowed (they used none)."""
+    pytest.importorskip(
+        "tflite_micro", reason="the TFLM runtime is not installed (pip install 'arenaplan[tflm]')"
+    )
+    src = model_path("mlcommons-tiny__str_ww_ref_model")
+    assert main(["plan", str(src), "--fit", "10000", "--profile", "arm32"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert (
+        "the smallest arena, head 6,656 B (kernel scratch 0 B of it) + tail 8,596 B, "
+        "profile arm32, is 15,252 B; more bands lower the head, but the tail grows by more"
+    ) in err
+    assert "+0% MACs used of the 400% allowed" in err and "4x" not in err
+
+
+def test_lower_bound_row_says_it_is_the_rewritten_graphs(tmp_path: Path, capsys) -> None:
+    pytest.importorskip(
+        "tflite_micro", reason="the TFLM runtime is not installed (pip install 'arenaplan[tflm]')"
+    )
+    code, _, out, err = _plan(tmp_path, capsys, "--passes", "bands")
+    assert code == 0, err
+    text = " ".join(out.split())
+    assert "lower bound of the rewritten graph" in text  # the table wraps the rest
+    assert "TFLM's own planner on the rewritten graph" in text
+    code, _, out, err = _plan(tmp_path, capsys)
+    assert "lower bound (live bytes at the peak)" in " ".join(out.split())
+    assert "rewritten graph" not in out

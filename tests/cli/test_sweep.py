@@ -47,6 +47,7 @@ def test_sweep_prints_every_capacity_and_plots(tmp_path: Path, capsys) -> None:
     assert "16,000" in out and "4,000" in out and "Vela" in out
     assert plot.read_bytes().startswith(b"<?xml")
     assert "compute-bound" not in out  # ds_cnn's latency moves with the size
+    assert "latencies: stall-model estimate of TFLM's reference kernels" in " ".join(out.split())
 
 
 @pytest.mark.parametrize("points", [2, 5, 8, 13])

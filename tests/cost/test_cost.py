@@ -49,3 +49,19 @@ def test_roofline_is_compute_bound_in_sram_and_slower_in_slow_memory() -> None:
     # stated; benchmarks/xcore_calibration.py), 6.7x the one-thread figure: between the two
     xcore = sum(t.seconds for t in estimate(model, load_builtin("xcore_ai")))
     assert 0.008 < xcore < 0.031
+
+
+def test_time_model_label_names_the_model_and_its_accesses() -> None:
+    """Labels name the time model a target uses: the stall model with whose accesses
+    it counts (TFLM's reference kernels, or lib_nn's on xcore.ai), or the roofline."""
+    from dataclasses import replace
+
+    from arenaplan.cost.timing import time_model_label
+    from arenaplan.targets import load_builtin
+
+    imxrt, xcore = load_builtin("imxrt1170"), load_builtin("xcore_ai")
+    assert time_model_label(imxrt).startswith("stall-model estimate")
+    assert "TFLM's reference kernels" in time_model_label(imxrt)
+    assert "lib_nn" in time_model_label(xcore) and "roofline" not in time_model_label(xcore)
+    assert time_model_label(load_builtin("cortex_m55_ethos_u55")).startswith("roofline")
+    assert time_model_label(replace(imxrt, time_model="roofline")).startswith("roofline")

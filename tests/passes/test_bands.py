@@ -143,3 +143,40 @@ def test_banded_models_run_bit_exact_in_tflm(name: str) -> None:
     report = compare_models(data, write_model(new), trials=3)
     assert report.refused is None and report.failed is None
     assert report.identical, report.mismatch
+
+
+def test_fit_records_the_budget_that_reached_it_and_why_others_stop() -> None:
+    """``stopped``: "fit" with the least budget that reached the size; on a model whose
+    bands add more tail than they save, "tail", at the largest budget tried."""
+    model = read_model_bytes(MODELS["int8 SAME"]())
+    full = Bands(objective="head", max_extra_macs=4.0).run(model).stats["peak_after"]
+    fitted = Bands(objective="head", fit=(view_peak(model) + full) // 2).run(model)
+    assert fitted.stats["stopped"] == "fit" and fitted.stats["budget_percent"] < 400
+    from testkit import model_path
+
+    from arenaplan.reader import read_model
+
+    str_ww = read_model(model_path("mlcommons-tiny__str_ww_ref_model"))
+    stuck = Bands(fit=1024).run(str_ww)
+    assert not stuck.changed
+    assert stuck.stats == {"score_before": 15252, "stopped": "tail", "budget_percent": 400}
+    assert "activations + kernel scratch + tail (15,252 B)" in stuck.note
+    assert "add more tail than they save" in stuck.note
+
+
+def test_the_score_counts_kernel_scratch_as_the_planner_does() -> None:
+    """The head the search ranks by counts the kernels' scratch requests: on a model
+    CMSIS-NN gives scratch, it is the plan's lower bound, not the activations alone."""
+    from testkit import model_path
+
+    from arenaplan.passes.band_search import head_peak
+    from arenaplan.pipeline import PlanRequest, read_source, run_plan
+    from arenaplan.tflm.tail import tail_estimate
+
+    src = read_source(model_path("arm-ml-examples__cnn_s_quantized"))
+    plan = run_plan(PlanRequest(src, kernels="cmsis_nn+dsp")).plan
+    assert head_peak(src.model, "cmsis_nn+dsp") == plan.lower_bound > view_peak(src.model)
+    tail = tail_estimate(src.model, "arm32", kernels="cmsis_nn+dsp").bytes
+    result = Bands(kernels="cmsis_nn+dsp", max_extra_macs=0.0).run(src.model)
+    assert result.stats["score_before"] == plan.lower_bound + tail
+    assert f"({plan.lower_bound + tail:,} B)" in result.note

@@ -219,8 +219,10 @@ def run(args: argparse.Namespace, console: Console) -> int:
 def _print(console: Console, request: PlanRequest, done: PlanResult) -> None:
     """The summary: the plan, the passes and their proof (or the weights), the memories."""
     model, plan, tiers, name = done.model, done.plan, done.tiers, done.source.name
-    print_summary(console, model, plan, name, spread=tiers is not None, refusals=done.refusals)
     records = done.rewrite.records if done.rewrite else ()
+    rewritten = done.rewrite is not None and done.rewrite.changed
+    spread = tiers is not None
+    print_summary(console, model, plan, name, spread, done.refusals, rewritten)
     before = (done.source.model, done.before) if done.before else None
     if done.weights is not None:
         print_rewrite(console, records, None)

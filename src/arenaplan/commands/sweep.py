@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from arenaplan.commands.common import add_target_options, target_from_args
+from arenaplan.cost.timing import time_model_label
 from arenaplan.errors import AllocationError, UsageError
 from arenaplan.export.files import Outputs
 from arenaplan.export.picture import picture_format, pyplot, save
@@ -163,7 +164,10 @@ def run(args: argparse.Namespace, console: Console) -> int:
         )
     console.print(table)
     start = "the arena" if top == arena else f"{fast.name}'s capacity"
-    console.print(f"{fast.name} from {start} ({top:,} B) down to {rows[-1].capacity:,} B")
+    console.print(
+        f"{fast.name} from {start} ({top:,} B) down to {rows[-1].capacity:,} B; latencies: "
+        f"{time_model_label(target)}"
+    )
     flat = is_flat(rows, scale, decimals)
     if flat:
         console.print(FLAT)

@@ -60,7 +60,7 @@ def check_weights_args(args: argparse.Namespace, target: Target | None) -> None:
 
 def print_weights(console: Console, wp: WeightsPlan, proof: Proof | None) -> None:
     """Per operator: policy, RAM, estimated time against the baseline; then totals."""
-    title = f"weights: from {wp.source}, staged into {wp.dest} (times estimated)"
+    title = f"weights: from {wp.source}, staged into {wp.dest} (times: {wp.time_model})"
     table = Table(title=title)
     heads = ("op", "opcode", "weights B", "policy", f"{wp.dest} B", "ms", f"vs {wp.baseline} ms")
     for col in heads:

@@ -326,6 +326,22 @@ def model_cycles(
     return [op_cycles(op, where, persistent, target) for op in ops]
 
 
+# Whose memory accesses the stall model counts, by ``Target.traffic``.
+TRAFFIC_WORDS = {
+    "tflm": "TFLM's reference kernels",
+    "xcore": "xcore.ai's lib_nn kernels",
+}
+
+
+def time_model_label(target: Target) -> str:
+    """The time model that makes ``target``'s estimates, in a few words for a label:
+    the roofline, or the stall model and whose memory accesses it counts."""
+    if target.time_model == "roofline":
+        return "roofline estimate: compute or transfer, the larger"
+    accesses = TRAFFIC_WORDS.get(target.traffic, target.traffic)
+    return f"stall-model estimate of {accesses}"
+
+
 class Timer:
     """Seconds of a model's operators under placements, for one target: the stall
     model, or the roofline of ``cost.roofline`` for a target whose memory traffic

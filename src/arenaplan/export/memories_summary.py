@@ -1,11 +1,19 @@
 """What ``plan --target`` prints about the target's memories: a table of the
-memories, where TFLM's persistent arena goes, and the firmware's arena line."""
+memories, where TFLM's persistent arena goes, and the firmware's arena line.
+
+A plan that fits the fastest memory runs from one arena, or two (the persistent
+arena elsewhere), which ``--header`` writes. A plan spread over memories runs
+from the split arena ``--planner-cpp`` writes (``export.planner_cpp``): one array
+per activation memory and a persistent array for TFLM's temporaries and
+persistent data; its figures are those arrays'."""
 
 from __future__ import annotations
 
 from rich.console import Console
 from rich.table import Table
 
+from arenaplan.cost.timing import time_model_label
+from arenaplan.export.planner_cpp import split_arrays, split_persistent
 from arenaplan.export.summary import PROFILE_WORDS, arena_line, estimate_words
 from arenaplan.ir.model import Model
 from arenaplan.placement import Plan
@@ -41,7 +49,7 @@ def print_memories(
     console.print(table)
     if tiers is not None:
         console.print(
-            f"estimated latency {tiers.seconds * 1e3:.3f} ms (roofline estimate); the "
+            f"estimated latency {tiers.seconds * 1e3:.3f} ms ({time_model_label(target)}); the "
             f"offline plan lays the memories end to end in one head of "
             f"{plan.arena:,} B"
         )
@@ -54,8 +62,17 @@ def persistent_advice(
     memory, tail, one = persistent_memory(model, plan, target, caps, tiers)
     fast = target.fastest().name
     what = f"persistent arena ({target.tflm_profile} tail {tail:,} B)"
+    others = "; --planner-cpp writes the other memories' arrays and the planner" if tiers else ""
     if memory is None:
-        return f"{what} fits beside the head: one arena of {one:,} B in {fast}"
+        return f"{what} fits beside the head: one arena of {one:,} B in {fast}{others}"
+    if tiers is not None:  # the split arena's own figures are on the last line
+        home = split_arrays(model, tiers, target)[-1].memory
+        return (
+            f"TFLM's persistent data does not fit beside the activations in {fast}: they are "
+            "spread over memories, so TFLM runs them from the split arena --planner-cpp "
+            f"writes (define ARENAPLAN_SPLIT_ARENA), with its persistent data and temporaries "
+            f"in {home}; --header cannot write it"
+        )
     if memory:
         return (
             f"{what} does not fit beside the head in {fast}: it goes to {memory} "
@@ -72,12 +89,21 @@ def target_arena_line(
     tiers: TierPlacement | None,
     profile: str,
 ) -> str:
-    """The firmware line for a target: one arena in the fastest memory, or two."""
+    """The firmware line for a target: one arena in the fastest memory, or two; for a
+    plan spread over memories, every memory's bytes (the other memories' arrays
+    beside one arena, or the split arena's arrays)."""
     fast = target.fastest().name
     head = tiers.heights[fast] if tiers else plan.arena
     memory, _, _ = persistent_memory(model, plan, target, caps, tiers)
+    if tiers is not None and memory is not None:
+        return split_arena_line(model, tiers, target, caps, profile)
     if not memory:
-        return f"{arena_line(model, plan, profile, head)}, in {fast}"
+        line = f"{arena_line(model, plan, profile, head)}, in {fast}"
+        if tiers is None:
+            return line
+        others = split_arrays(model, tiers, target, profile)[1:-1]
+        listed = "; ".join(f"{a.memory} {a.bytes:,} B" for a in others)
+        return f"{line}; the other memories' arrays (--planner-cpp writes them): {listed}"
     n_planned = len(plan.tensors) + len(plan.scratch)
     non_persistent = max(head, planning_room(model, len(plan.scratch), n_planned, profile))
     estimate = tail_estimate(model, profile, kernels=plan.kernels)
@@ -90,3 +116,33 @@ def target_arena_line(
         f"set the non-persistent arena to {non_persistent:,} bytes in {fast} and the "
         f"persistent arena to {least}{tail:,} bytes in {memory} (profile {profile}: {words})"
     )
+
+
+def split_arena_line(
+    model: Model, tiers: TierPlacement, target: Target, caps: dict[str, int], profile: str
+) -> str:
+    """The firmware line of a spread plan: every memory's bytes in the split arena
+    ``--planner-cpp`` writes for ``profile`` (activations per memory; in the
+    persistent array's memory, TFLM's temporaries and persistent data too)."""
+    arrays = split_arrays(model, tiers, target, profile)
+    persistent = split_persistent(model, profile, tiers.kernels)
+    home = arrays[-1].memory
+    least = "at least " if persistent.unmodelled else ""
+    parts = {a.memory: [f"activations {a.bytes:,} B"] for a in arrays[:-1]}
+    parts.setdefault(home, []).extend(
+        [
+            f"TFLM's temporaries {least}{persistent.temporary:,} B",
+            f"persistent data {least}{persistent.tail:,} B",
+        ]
+    )
+    shown = []
+    for m, what in parts.items():
+        total = sum(a.bytes for a in arrays if a.memory == m)
+        room = caps.get(m, target.memory(m).capacity)
+        over = f", more than its {room:,} B" if total > room else ""
+        detail = "activations" if len(what) == 1 else " + ".join(what)
+        shown.append(f"{m} {least if m == home else ''}{total:,} B ({detail}{over})")
+    words = PROFILE_WORDS.get(profile, profile)
+    if persistent.unmodelled:
+        words += f"; an estimate, not modelled: {estimate_words(persistent.unmodelled)}"
+    return f"split arena (--planner-cpp writes it): {'; '.join(shown)} (profile {profile}: {words})"

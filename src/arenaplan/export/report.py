@@ -185,7 +185,7 @@ def _where(t, where: Mapping[TensorKey, str] | None) -> str:
 
 def _operators(model: Model, target: Target, where: Mapping[TensorKey, str] | None = None) -> str:
     from arenaplan.cost.roofline import default_memory  # here: only a report for a target times
-    from arenaplan.cost.timing import estimate
+    from arenaplan.cost.timing import estimate, time_model_label
 
     placed = {**default_memory(model, target), **(where or {})}
     times = estimate(model, target, placed)
@@ -216,15 +216,9 @@ def _operators(model: Model, target: Target, where: Mapping[TensorKey, str] | No
     return (
         f"<h2>Operators on {html.escape(target.name)} "
         f"({'as placed' if where else 'all in the fastest memory'})</h2>"
-        f"<p>estimated total {total * 1e3:.2f} ms ({_model_words(target)})</p>"
+        f"<p>estimated total {total * 1e3:.2f} ms ({time_model_label(target)})</p>"
         + _table(head, rows, text=(1, 6, 7))
     )
-
-
-def _model_words(target: Target) -> str:
-    if target.time_model == "roofline":
-        return "roofline: the larger of compute and per-memory transfer time"
-    return "compute plus the stalls of memories slower than the fastest, per access"
 
 
 def html_report(

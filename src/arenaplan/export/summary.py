@@ -82,15 +82,19 @@ def print_summary(
     name: str,
     spread: bool = False,
     refusals: Sequence[str] = (),
+    rewritten: bool = False,
 ) -> None:
-    """The plan against its bounds, the claims that hold, the peak and the tail."""
+    """The plan against its bounds, the claims that hold, the peak and the tail.
+    ``rewritten``: passes changed the graph, so the bounds are the rewritten graph's
+    (the rows say so; ``print_rewrite`` compares it with the model as given)."""
     table = Table(title=f"arena plan: {escape(name)}", show_header=True, header_style="bold")
     table.add_column("head (non-persistent arena)")
     table.add_column("bytes", justify="right")
     table.add_column("vs lower bound", justify="right")
-    table.add_row("lower bound (live bytes at the peak)", f"{plan.lower_bound:,}", "1.00x")
+    graph = " of the rewritten graph" if rewritten else ""
+    table.add_row(f"lower bound{graph} (live bytes at the peak)", f"{plan.lower_bound:,}", "1.00x")
     table.add_row(
-        "TFLM's own planner (no offline plan)",
+        f"TFLM's own planner{' on the rewritten graph' if rewritten else ''} (no offline plan)",
         f"{plan.tflm_greedy:,}",
         _ratio(plan.tflm_greedy, plan.lower_bound),
     )

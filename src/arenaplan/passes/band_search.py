@@ -1,8 +1,9 @@
 """Find the chains worth banding, count their extra MACs, estimate the peak after.
 
-The estimate (``view_peak``) is for ranking candidates only: live activation bytes
-per scope (sizes rounded to 16, scratch not counted) with the views the planner may
-use for bands (``tflm.aliases``: a STRIDED_SLICE of whole rows inside its input,
+The estimates (``view_peak``, and ``head_peak`` with kernel scratch) are for
+ranking candidates only: live activation bytes per scope (sizes rounded to 16;
+``head_peak`` adds each operator's scratch requests in its scopes) with the views
+the planner may use for bands (``tflm.aliases``: a STRIDED_SLICE of whole rows inside its input,
 the inputs of a CONCATENATION along H inside its output). The planner's own figure,
 checked by the validator and proven in TFLM, is what the command reports.
 """
@@ -20,6 +21,8 @@ from arenaplan.analysis.lifetimes import Lifetimes, compute_lifetimes
 from arenaplan.ir.model import Model, Operator, Subgraph
 from arenaplan.passes.band_split import Chain, band_rows, needs
 from arenaplan.passes.rows import window
+from arenaplan.tflm.kernel_sets import REFERENCE
+from arenaplan.tflm.scratch import scratch_requests
 from arenaplan.tflm.sizes import tensor_bytes
 
 ALIGN = 16  # bytes, TFLM's arena alignment
@@ -115,6 +118,18 @@ def view_peak(model: Model) -> int:
     more than a copy at the end)."""
     facts = _Facts.of(model)
     return min(_peak(_scope_bytes(model, facts, concat)) for concat in (True, False))
+
+
+def head_peak(model: Model, kernels: str = REFERENCE, pointer_size: int = 4) -> int:
+    """``view_peak`` with the kernel scratch TFLM's ``kernels`` request (each request
+    rounded to 16, live in its operator's scopes): the estimated head."""
+    facts = _Facts.of(model)
+    scratch = np.zeros(facts.lifetimes.scopes, dtype=np.int64)
+    for r in scratch_requests(model, facts.sizes, pointer_size, kernels):
+        first, last = facts.lifetimes.operators[r.subgraph][r.op]
+        if first >= 0:
+            scratch[first : last + 1] += align_up(r.bytes, ALIGN)
+    return min(_peak(_scope_bytes(model, facts, concat) + scratch) for concat in (True, False))
 
 
 def _peak(live: np.ndarray) -> int:

@@ -46,7 +46,8 @@ def run_plan(request: PlanRequest, notify: Notify = _ignore) -> PlanResult:
     done = _plan(request, profile, notify)
     if request.fit is not None:
         head_only = objective_of(request) == "head"
-        check_fit(request.fit, done.model, done.plan, profile, head_only=head_only)
+        records = done.rewrite.records if done.rewrite else ()
+        check_fit(request.fit, done.model, done.plan, profile, head_only, records)
     if request.outputs is None:
         return done
     done = replace(done, refusals=tflm_refusals(done.model))

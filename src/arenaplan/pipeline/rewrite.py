@@ -7,13 +7,14 @@ pipeline's next step (``pipeline.plan``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from arenaplan.errors import ArenaplanError
 from arenaplan.ir.model import Model
 from arenaplan.placement.plan import Plan
-from arenaplan.tflm.tail import min_arena_estimate
+from arenaplan.tflm.tail import min_arena_estimate, tail_estimate
 
 if TYPE_CHECKING:
     from arenaplan.passes import PassRecord
@@ -46,19 +47,72 @@ def run_rewrite(model: Model, names: tuple[str, ...], options: dict[str, object]
     return Rewrite(new, tuple(records), aliases, clobber)
 
 
-def check_fit(fit: int, model: Model, plan: Plan, profile: str, head_only: bool) -> None:
+def check_fit(
+    fit: int,
+    model: Model,
+    plan: Plan,
+    profile: str,
+    head_only: bool,
+    records: Sequence[PassRecord] = (),
+) -> None:
     """``--fit``: the planned arena (head + tail for ``profile``, or the head alone when
-    the persistent part lives elsewhere) must be at most ``fit`` bytes."""
+    the persistent part lives elsewhere) must be at most ``fit`` bytes. Else the
+    error gives the figure in parts (head, its kernel scratch, tail) and the limit the
+    bands pass met (``records``: the passes that ran)."""
     n_planned = len(plan.tensors) + len(plan.scratch)
-    need = (
-        plan.arena
-        if head_only
-        else min_arena_estimate(model, plan.arena, n_planned, profile, plan.kernels)
+    scratch = _scratch_peak(plan)
+    head = f"head {plan.arena:,} B (kernel scratch {scratch:,} B of it)"
+    if head_only:
+        figure, what = plan.arena, head
+    else:
+        estimate = min_arena_estimate(model, plan.arena, n_planned, profile, plan.kernels)
+        tail = tail_estimate(model, profile, kernels=plan.kernels).bytes
+        figure = estimate.bytes
+        what = f"{head} + tail {tail:,} B"
+        if figure > plan.arena + tail:
+            what += f" + {figure - plan.arena - tail:,} B TFLM needs while it plans"
+        what = f"arena, {what}, profile {profile}"
+    if figure <= fit:
+        return
+    raise ArenaplanError(
+        f"--fit {fit:,} B: the smallest {what}, is {figure:,} B; {_limit(records)}; "
+        "fit a larger size"
     )
-    what = "head" if head_only else f"arena (head {plan.arena:,} B + tail, profile {profile})"
-    figure = need if isinstance(need, int) else need.bytes
-    if figure > fit:
-        raise ArenaplanError(
-            f"--fit {fit:,} B: the smallest {what} the passes found is {figure:,} B "
-            "(bands up to 4x the model's MACs); fit a larger size"
+
+
+def _scratch_peak(plan: Plan) -> int:
+    """The most kernel scratch bytes live in one scope of ``plan``."""
+    scopes = {s.first for s in plan.scratch}
+    return max(
+        (sum(s.size for s in plan.scratch if s.first <= k <= s.last) for k in scopes), default=0
+    )
+
+
+def _limit(records: Sequence[PassRecord]) -> str:
+    """What stopped the bands pass short of the size, in words."""
+    if not records:
+        return "the plan is of the model as given (no pass ran, or TFLM did not prove one)"
+    bands = next((r for r in records if r.name == "bands"), None)
+    if bands is None:
+        return "the bands pass did not run (it is the pass that lowers the peak)"
+    stats = bands.stats
+    cap = f"{stats.get('budget_percent', 0):g}% of the model's MACs"
+    used = f"+{stats.get('extra_macs_percent', 0):g}% MACs used"
+    cap_words = f"{stats.get('budget_percent', 0):g}%"
+    stopped = stats.get("stopped")
+    if stopped == "tail":
+        return (
+            f"more bands lower the head, but the tail grows by more (every band adds "
+            f"operators and tensors to TFLM's persistent data); {used} of the {cap_words} allowed"
         )
+    if stopped == "fit":
+        return (
+            f"the bands' estimate reached {stats.get('score_after', 0):,} B, the plan did "
+            "not (its head or TFLM's planning room is above the estimate)"
+        )
+    if stopped == "macs":
+        return f"the bands that could lower it further cost more extra MACs than the {cap} allowed"
+    return (
+        "no band of a chain through the peak lowers the head further (the bands pass "
+        f"stopped there, {used} of the {cap_words} allowed)"
+    )

@@ -53,6 +53,7 @@ class WeightsPlan:
     baseline_seconds: tuple[float, ...]
     baseline_total: float
     tiers: TierPlacement | None = None
+    time_model: str = ""  # the time model that made the seconds (cost.timing's label)
 
 
 def staged_requests(
@@ -176,6 +177,8 @@ def _plan_policies(
     seconds = rest + sum(c.seconds for c in choices)
     if tiers is not None:  # the activations' memories changed the operators' times
         seconds = tiers.seconds + sum(c.fetch for c in choices)
+    from arenaplan.cost.timing import time_model_label  # as WeightCosts: weights plans only
+
     return WeightsPlan(
         tuple(choices),
         staged,
@@ -187,6 +190,7 @@ def _plan_policies(
         baseline,
         rest + sum(baseline),
         tiers,
+        time_model_label(target),
     )
 
 
