@@ -29,7 +29,7 @@ from arenaplan.placement import PlanOptions, plan_model
 from arenaplan.reader import read_model, read_model_bytes
 from arenaplan.targets import Target, load_builtin
 from arenaplan.targets.load import builtin_names
-from arenaplan.weights.plan import FIXED, plan_weights
+from arenaplan.weights.plan import FIXED, fixed_policies, plan_weights
 
 DEFAULT_MODELS = Path(__file__).resolve().parents[2] / "shared" / "models"
 CNN_OPS = ("CONV_2D", "DEPTHWISE_CONV_2D")
@@ -63,11 +63,9 @@ def _row(model: Model, target: Target, capacity: int) -> tuple[list[str], float 
     """The cells of one capacity, and auto's ratio to the best fixed policy."""
     auto = _seconds(model, target, None, capacity)
     fixed = []
-    for policy in FIXED:
-        if policy.kind == "in-place" and target.weights_memory().read != "in-place":
-            fixed.append(None)
-            continue
-        fixed.append(_seconds(model, target, policy, capacity))
+    open_to = fixed_policies(target)
+    for policy in FIXED:  # a column each; "-" where the target does not allow it
+        fixed.append(_seconds(model, target, policy, capacity) if policy in open_to else None)
     fits = [s for s in fixed if s is not None]
     ratio = None  # no fixed policy fits: nothing to compare with
     if fits:  # auto finding no fit where a fixed policy does is an infinite ratio

@@ -72,7 +72,3 @@ def add_pass_options(p: argparse.ArgumentParser) -> None:
         "or build for the plan's kernels; it is labelled unproven (default: plan the model as "
         "given)",
     )
-
-
-def pass_names(args: argparse.Namespace) -> tuple[str, ...]:
-    return args.passes or (FIT_PASSES if args.fit is not None else ())

@@ -42,7 +42,7 @@ def render(request: PlanRequest, done: PlanResult) -> PlanResult:
     if wanted.picture is not None:
         files["picture"] = _picture(done, wanted.picture, regions, persistent, request)
     if wanted.header:
-        files["header"] = _header(request, done).encode()
+        files["header"] = _header(request, done, persistent[0]).encode()
     if wanted.planner_cpp and target is not None:
         from arenaplan.export.planner_cpp import planner_source
         from arenaplan.placement.tiers import place_tiers
@@ -105,17 +105,18 @@ def _picture(
     )
 
 
-def _header(request: PlanRequest, done: PlanResult) -> str:
-    """The arena header: one arena, or two when TFLM's tail goes to another memory."""
+def _header(request: PlanRequest, done: PlanResult, advised: str | None) -> str:
+    """The arena header: one arena, or two when TFLM's tail goes to another memory
+    (``--persistent-memory``, else ``advised``: where ``_persistent`` puts it)."""
     from arenaplan.export.firmware import firmware_header
 
-    target, arena, tiers, caps = request.target, done.arena, done.tiers, request.caps
+    target, arena, tiers = request.target, done.arena, done.tiers
     arena_section, persistent_section, head = "", None, None
     if target is not None and arena is not None:
         arena_section = arena.section
         chosen = request.persistent_memory
         if chosen is None:  # as advised: two arenas only when one does not fit
-            chosen = persistent_memory(done.model, done.plan, target, caps, tiers)[0] or None
+            chosen = advised
         if chosen:
             persistent_section = target_memory(
                 target, chosen, "persistent", "--persistent-memory"

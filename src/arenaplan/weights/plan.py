@@ -106,6 +106,13 @@ def plan_weights(
 FIXED = (IN_PLACE, WHOLE, Policy("groups"), Policy("groups", double=True))
 
 
+def fixed_policies(target: Target) -> tuple[Policy, ...]:
+    """The fixed policies open to ``target``: in place only where its weights memory is
+    mapped (read in place)."""
+    mapped = target.weights_memory().read == "in-place"
+    return tuple(p for p in FIXED if mapped or p.kind != "in-place")
+
+
 def _under_pressure(found: WeightsPlan, costs: WeightCosts) -> bool:
     """Did ``auto`` give up time to fit: a policy other than each operator's fastest,
     or activations spread over slower memories?"""
@@ -126,9 +133,7 @@ def _best_of(
     weight buffers first and spreading the activations only then is one candidate,
     spreading them with the buffers kept is another."""
     best = found
-    for policy in FIXED:
-        if policy.kind == "in-place" and target.weights_memory().read != "in-place":
-            continue  # the weights cannot be read where they lie
+    for policy in fixed_policies(target):
         try:
             other = plan_weights(model, target, policy, capacities, options)
         except AllocationError:
