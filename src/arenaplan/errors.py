@@ -64,4 +64,10 @@ class VerificationError(ArenaplanError):
 
 
 class PassError(ArenaplanError):
-    """A graph rewrite produced an invalid model: names the pass and the operator."""
+    """A graph rewrite produced an invalid model: names the pass and the operator.
+
+    The IR is checked before the first pass (a model that fails there is bad input,
+    ``ModelFormatError``), so this judges a pass's own output: a bug in arenaplan
+    (exit 70), like ``PlanValidationError``."""
+
+    exit_code = 70

@@ -10,6 +10,7 @@ from testkit import model_path
 
 import arenaplan.commands.plan as plan_command
 from arenaplan.cli import EXIT_INTERNAL, main
+from arenaplan.errors import PassError
 
 HELLO = "tflite-micro__hello_world_int8"
 VWW = "mlcommons-tiny__vww_96_int8"
@@ -227,3 +228,22 @@ def test_a_model_tflm_refuses_gets_no_saving_claim(tmp_path: Path, capsys, stem,
     assert any(why in r for r in json.loads(js.read_text())["tflm_refuses"])
     page = report.read_text()
     assert why in page and "saves" not in page
+
+
+def test_a_pass_that_breaks_the_model_is_an_internal_error(monkeypatch, capsys) -> None:
+    """The verifier refuses a pass's own output: arenaplan's bug, exit 70, one line."""
+    import arenaplan.passes.pipeline as pipeline
+
+    real, calls = pipeline.verify_ir, []
+
+    def fails_after_the_first_pass(model) -> None:
+        calls.append(model)
+        if len(calls) > 1:  # the input passes; the first pass's output does not
+            raise PassError("operator 0 CONV_2D: made up")
+        real(model)
+
+    monkeypatch.setattr(pipeline, "verify_ir", fails_after_the_first_pass)
+    src = model_path(VWW)
+    err = _fails(["plan", str(src), "--passes", "reorder"], capsys, code=EXIT_INTERNAL)
+    assert "pass reorder broke the model: operator 0 CONV_2D: made up" in err
+    assert "This is a bug in arenaplan" in err and len(err.strip().splitlines()) == 1

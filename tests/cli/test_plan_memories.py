@@ -79,7 +79,7 @@ def test_persistent_arena_advice(capsys) -> None:
     assert "arm32 tail 26,980 B) fits beside the head: one arena of 82,276 B in tcm" in out
     assert main(["plan", str(src), "--target", "imxrt1170", "--memory", "tcm=64KiB"]) == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert "does not fit beside the head in tcm: it goes to ocram" in out
+    assert "goes to ocram, the non-persistent arena to tcm (two arenas" in out
 
 
 def test_spread_plan_last_line_lists_every_memory_as_planner_cpp_sizes_it(

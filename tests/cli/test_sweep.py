@@ -10,6 +10,8 @@ from testkit import model_path
 
 import arenaplan.commands.sweep as sweep
 from arenaplan.cli import main
+from arenaplan.pipeline import PlanRequest, read_source, run_plan
+from arenaplan.targets import load_builtin
 
 GENERIC = Path(sweep.__file__).parents[1] / "targets" / "builtin" / "generic.toml"
 
@@ -21,6 +23,14 @@ def small_target(tmp_path: Path, sram: str) -> Path:
     assert 'capacity = "640KiB"' in text
     path.write_text(text.replace('capacity = "640KiB"', f'capacity = "{sram}"', 1))
     return path
+
+
+def whole(src: Path, target: str) -> int:
+    """What ``plan`` puts in the target's fastest memory (its one arena) given room."""
+    request = PlanRequest(read_source(src), load_builtin(target), prove=False)
+    figures = run_plan(request).figures
+    assert figures is not None and figures.layout == "one"
+    return figures.arrays[0].bytes
 
 
 def rows(out: str) -> list[list[str]]:
@@ -44,7 +54,8 @@ def test_sweep_prints_every_capacity_and_plots(tmp_path: Path, capsys) -> None:
         main(["sweep", str(src), "--target", "esp32s3", "--points", "4", "--plot", str(plot)]) == 0
     )
     out = capsys.readouterr().out
-    assert "16,000" in out and "4,000" in out and "Vela" in out
+    top = whole(src, "esp32s3")  # the one arena: head and TFLM's tail, all in sram
+    assert f"{top:,}" in out and f"{sweep.sizes(top, 4)[-1]:,}" in out and "Vela" in out
     assert plot.read_bytes().startswith(b"<?xml")
     assert "compute-bound" not in out  # ds_cnn's latency moves with the size
     assert "latencies: stall-model estimate of TFLM's reference kernels" in " ".join(out.split())
@@ -58,7 +69,8 @@ def test_exactly_points_rows(points: int, capsys) -> None:
     assert len(found) == points
     sizes = [int(r[0].replace(",", "")) for r in found]
     assert len(set(sizes)) == points and sizes == sorted(sizes, reverse=True)
-    assert sizes[0] == 32 and sizes[-1] == 8  # the whole arena down to a quarter
+    top = whole(src, "generic")  # the one arena, head and tail, down to a quarter
+    assert sizes[0] == top and top // 4 - 15 <= sizes[-1] <= top // 4 + 15
 
 
 def test_sizes_are_distinct_multiples_of_16_when_there_is_room() -> None:
@@ -81,9 +93,11 @@ def test_sizes_are_distinct_multiples_of_16_when_there_is_room() -> None:
 
 def test_too_many_points_for_a_tiny_arena_is_one_line(capsys) -> None:
     src = model_path("tflite-micro__hello_world_int8")
-    assert main(["sweep", str(src), "--points", "40"]) == 2
+    top = whole(src, "generic")
+    span = top - top // 4
+    assert main(["sweep", str(src), "--points", str(span + 2)]) == 2
     err = capsys.readouterr().err
-    assert "has only 25 sizes" in err and len(err.strip().splitlines()) == 1
+    assert f"has only {span + 1} sizes" in err and len(err.strip().splitlines()) == 1
 
 
 def test_starts_at_the_fastest_memorys_real_capacity(tmp_path: Path, capsys) -> None:

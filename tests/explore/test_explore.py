@@ -87,7 +87,8 @@ def test_a_row_per_task(zoo: list[Path]) -> None:
     # generic target's kernels), not for the 2,880 B arena
     big, small = (run_task(t) for t in make_tasks([zoo[0]], ["generic"], [1 << 20, 512]))
     assert big["status"] == "ok" and big["fits"] == 1 and big["spread"] == 0
-    assert json.loads(big["memories"]) == {"sram": big["head"]} and big["latency"] > 0
+    one = json.loads(big["memories"])  # the one arena: head, TFLM's tail and planning room
+    assert list(one) == ["sram"] and one["sram"] > big["head"] and big["latency"] > 0
     assert small["status"] == "ok" and small["spread"] == 1  # activations spread
     tiny, room = make_tasks([zoo[0]], ["xcore_ai"], [64, 32768], weights=["groups"])
     no = run_task(tiny)  # the weight buffers must stay in SRAM: 64 B cannot hold them

@@ -15,6 +15,7 @@ from testkit import model_path
 
 import arenaplan.export.picture as picture
 from arenaplan.cli import main
+from arenaplan.export.figures import figures_of
 from arenaplan.export.report import html_report
 from arenaplan.export.summary import find_peak
 from arenaplan.placement import Plan, PlanOptions, TensorPlacement, plan_model
@@ -113,7 +114,7 @@ def test_picture_and_report_files(tmp_path: Path) -> None:
     assert stat.S_IMODE(png.stat().st_mode) & 0o044  # readable by others, like any file
     text = report.read_text()
     assert "<svg" in text and "Operators on generic" in text and "SVDF" in text
-    assert "672" in text and "smallest working arena" in text
+    assert "What the firmware sets" in text and "TFLM tail, profile" in text
     assert main(["plan", str(src), "-q", "--picture", str(svg)]) == 0
     first = svg.read_bytes()
     assert main(["plan", str(src), "-q", "--picture", str(svg)]) == 0
@@ -355,7 +356,9 @@ def _plain(page: str) -> str:
 
 def test_report_lists_every_tensor_and_the_peak() -> None:
     model, plan = planned("tflite-micro__keyword_scrambled")
-    page = _plain(html_report(model, plan, "ks.tflite", None))
+    page = _plain(
+        html_report(model, plan, "ks.tflite", None, figures=figures_of(model, plan, "arm32"))
+    )
     for t in plan.tensors:
         row = _cells(
             str(t.subgraph),
@@ -374,9 +377,12 @@ def test_report_lists_every_tensor_and_the_peak() -> None:
 
 def test_report_claims_the_saving_only_where_it_holds() -> None:
     model, plan = planned("mlcommons-tiny__vww_96_int8")  # TFLM 73,728 B, ours 55,296 B
-    page = html_report(model, plan, "vww.tflite", None)
+    figures = figures_of(model, plan, "arm32")
+    page = html_report(model, plan, "vww.tflite", None, figures=figures)
     assert "saves 18,432 B (25.0%) against TFLM's planner" in page
-    refused = html_report(model, plan, "vww.tflite", None, refusal="op <CUSTOM> & friends")
+    refused = html_report(
+        model, plan, "vww.tflite", None, refusal="op <CUSTOM> & friends", figures=figures
+    )
     assert "op &lt;CUSTOM&gt; &amp; friends" in refused and "<CUSTOM>" not in refused
     top = refused.index("will refuse this model")
     assert top < refused.index("<table") and top < refused.index("<svg")
@@ -386,7 +392,16 @@ def test_report_claims_the_saving_only_where_it_holds() -> None:
 def test_report_of_a_spread_plan_has_the_memories() -> None:
     model, plan, where, regions = spread("mlcommons-tiny__vww_96_int8", "imxrt1170", "tcm", 32768)
     page = _plain(
-        html_report(model, plan, "vww.tflite", None, where, regions, persistent=("ocram", 26932))
+        html_report(
+            model,
+            plan,
+            "vww.tflite",
+            None,
+            where,
+            regions,
+            persistent=("ocram", 26932),
+            figures=figures_of(model, plan, "arm32"),
+        )
     )
     counts = {m: list(where.values()).count(m) for m, *_ in regions}
     for memory, base, used, capacity in regions:
@@ -405,7 +420,9 @@ def test_report_is_self_contained_and_escaped() -> None:
     first = plan.tensors[0]
     odd = dataclasses.replace(first, name="<img onerror=alert(1)>&\"'")
     plan = dataclasses.replace(plan, tensors=(odd, *plan.tensors[1:]))
-    page = html_report(model, plan, "<b>name</b>.tflite", load_builtin("generic"))
+    generic = load_builtin("generic")
+    figures = figures_of(model, plan, "arm32", generic)
+    page = html_report(model, plan, "<b>name</b>.tflite", generic, figures=figures)
     assert "<img" not in page and "<b>name" not in page
     assert "&lt;img onerror=alert(1)&gt;&amp;&quot;&#x27;" in page
     assert "&lt;b&gt;name&lt;/b&gt;.tflite" in page

@@ -8,7 +8,7 @@ from typing import ClassVar
 import pytest
 from kits.opmodels import SHAPED
 
-from arenaplan.errors import PassError
+from arenaplan.errors import ModelFormatError, PassError
 from arenaplan.ir.model import Model
 from arenaplan.passes import PASS_CLASSES, make_pass, pass_class, run_passes
 from arenaplan.passes.base import PassResult
@@ -52,3 +52,12 @@ def test_records_say_what_each_pass_did_with_its_options_only() -> None:
     assert "name" not in bands.options and "summary" not in bands.options
     for name in PASS_CLASSES:
         assert pass_class(name).name == name and pass_class(name).summary
+
+
+def test_a_model_broken_before_any_pass_is_bad_input() -> None:
+    """The IR is checked before the first pass: a broken input is the model's fault
+    (``ModelFormatError``, exit 2), not a pass's."""
+    model = read_model_bytes(SHAPED["mobilenet_v2_pad_int8"]())
+    broken = _GrowFirstOutput().run(model).model
+    with pytest.raises(ModelFormatError, match="the model as given: invalid IR"):
+        run_passes(broken, [make_pass("reorder", {})])

@@ -24,7 +24,7 @@ from arenaplan.commands.rewrite import add_pass_options
 from arenaplan.commands.weights import add_weights_option, check_weights_args, print_weights
 from arenaplan.errors import UsageError
 from arenaplan.export.files import Outputs
-from arenaplan.export.summary import arena_line, print_rewrite, print_summary
+from arenaplan.export.summary import print_rewrite, print_summary
 from arenaplan.pipeline import PlanRequest, PlanResult, Wanted, read_source, run_plan
 from arenaplan.targets import Target
 from arenaplan.tflm.tail import PROFILES
@@ -204,15 +204,10 @@ def run(args: argparse.Namespace, console: Console) -> int:
     _print(console, request, done)
     for path in written:
         console.print(f"wrote {path}")
-    target, model, plan, tiers = request.target, done.model, done.plan, done.tiers
-    if target is not None:
-        from arenaplan.export.memories_summary import target_arena_line
-    console.print(
-        target_arena_line(model, plan, target, request.caps, tiers, done.profile)
-        if target is not None
-        else arena_line(model, plan, done.profile),
-        style="bold",
-    )
+    from arenaplan.export.memories_summary import target_arena_line
+
+    assert done.figures is not None  # the pipeline makes them for every plan
+    console.print(target_arena_line(done.figures), style="bold")
     return 0
 
 
@@ -232,4 +227,5 @@ def _print(console: Console, request: PlanRequest, done: PlanResult) -> None:
     if request.target is not None:
         from arenaplan.export.memories_summary import print_memories
 
-        print_memories(console, model, request.target, request.caps, plan, tiers)
+        assert done.figures is not None  # the pipeline makes them for every plan
+        print_memories(console, request.target, request.caps, plan, tiers, done.figures)

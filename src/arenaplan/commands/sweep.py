@@ -1,10 +1,14 @@
 """``arenaplan sweep MODEL --target T``: estimated latency against fast-memory size.
 
-The sizes tried run from the top, the smaller of the model's arena and the
-fastest memory's real capacity (above it the memory does not exist; above the
-arena nothing changes), down to a quarter of the top: exactly ``--points``
-distinct sizes, multiples of 16 bytes after the first when the range allows it,
-else whole bytes. A size neither strategy can place is a row saying why.
+Each size is a capacity of the fastest memory given to ``arenaplan plan`` (its
+``--memory FAST=SIZE``, with the same ``--weights``): the row shows that plan's
+figures (``export.figures``), what the firmware sets in each memory (activations,
+TFLM's persistent data, weight copies) and the estimated latency, beside Vela's
+strategy placing the activations in the same size. The sizes run from the top, the
+smaller of what the plan puts in the fastest memory when it has all of it and the
+memory's real capacity, down to a quarter of the top: exactly ``--points`` distinct
+sizes, multiples of 16 bytes after the first when the range allows it, else whole
+bytes. A size that cannot be placed is a row saying why.
 """
 
 from __future__ import annotations
@@ -18,16 +22,18 @@ from rich.console import Console
 from rich.table import Table
 
 from arenaplan.commands.common import add_target_options, target_from_args
+from arenaplan.commands.weights import add_weights_option
 from arenaplan.cost.timing import time_model_label
 from arenaplan.errors import AllocationError, UsageError
+from arenaplan.export.figures import persistent_of, placed_seconds
 from arenaplan.export.files import Outputs
 from arenaplan.export.picture import picture_format, pyplot, save
-from arenaplan.ir.model import Model
-from arenaplan.pipeline import PlanRequest, read_source, run_plan
+from arenaplan.pipeline import PlanRequest, Source, read_source, run_plan
 from arenaplan.placement.tiers import place_tiers
 from arenaplan.targets import Target
 from arenaplan.units import count_arg
 
+ROOM = 1 << 40  # bytes: a fastest memory with room for everything the plan could put there
 FLAT = (
     "compute-bound at every size: the fastest memory's size does not change the estimated latency"
 )
@@ -37,12 +43,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "sweep",
         help="estimated latency against the fast memory's size",
-        description="Shrink the target's fastest memory from the smaller of the "
-        "model's arena and the memory's real capacity down to a quarter of that "
-        "(exactly --points sizes, multiples of 16 B when the range allows); place "
-        "the activations at each size (ours and Vela's strategy) and print, and "
-        "optionally plot, the estimated latency. A size that cannot be placed is a "
-        "row saying why.",
+        description="Shrink the target's fastest memory from the smaller of what the "
+        "plan puts there and the memory's real capacity down to a quarter of that "
+        "(exactly --points sizes, multiples of 16 B when the range allows); plan the "
+        "model at each size as 'arenaplan plan --memory FAST=SIZE' would (with the same "
+        "--weights) and print, and optionally plot, the estimated latency and what each "
+        "memory holds, beside Vela's strategy placing the activations. A size that "
+        "cannot be placed is a row saying why.",
     )
     p.add_argument("model", type=Path, help="input .tflite")
     add_target_options(p, default="generic", what="whose fastest memory shrinks")
@@ -53,6 +60,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="N",
         help="sizes to try, a whole number >= 2 (default 8); one row each",
     )
+    add_weights_option(p, outputs=False)
     p.add_argument(
         "--plot", type=Path, metavar="P.png|P.svg", help="also write the curve as a picture"
     )
@@ -86,24 +94,39 @@ def sizes(top: int, points: int) -> list[int]:
     return [top - k * span // (points - 1) for k in range(points)]
 
 
-def _row(model: Model, target: Target, fast: str, capacity: int) -> Row:
-    seconds: dict[str, float | None] = {}
-    heights: dict[str, int] = {}
-    why: dict[str, str] = {}
-    for strategy, who in (("arenaplan", "ours"), ("vela", "Vela")):
+def _row(source: Source, target: Target, weights: str | None, capacity: int) -> Row:
+    fast = target.fastest().name
+    ours, heights, why, persistent = None, {}, {}, fast
+    request = PlanRequest(
+        source,
+        target,
+        {fast: capacity},
+        weights=weights,
+        prove=False,  # estimates; ``arenaplan plan`` proves the one chosen
+        lay_out=False,
+        check_memories=False,  # a size too small is a row saying why
+    )
+    try:
+        figures = run_plan(request).figures
+        assert figures is not None  # made for every plan
+        ours, heights = figures.latency, figures.per_memory()
+        persistent = persistent_of(figures.arrays) or fast
+    except AllocationError as exc:
+        why["ours"] = str(exc)
+    vela = None
+    if weights is None:  # Vela's strategy places the activations, weights where they lie
         try:
-            placed = place_tiers(model, target, {fast: capacity}, strategy, kernels=target.kernels)
+            model = source.model
+            placed = place_tiers(model, target, {fast: capacity}, "vela", kernels=target.kernels)
+            # timed as ours: the same time model, TFLM's persistent data where ours has it
+            vela = placed_seconds(model, target, fast, persistent, placed)
         except AllocationError as exc:
-            seconds[strategy], why[who] = None, str(exc)
-            continue
-        seconds[strategy] = placed.seconds
-        if strategy == "arenaplan":
-            heights = placed.heights
+            why["Vela"] = str(exc)
     if len(why) == 2 and len(set(why.values())) == 1:
         reason = f"cannot place: {why['ours']}"
     else:
         reason = "; ".join(f"{who} cannot place: {text}" for who, text in why.items())
-    return Row(capacity, seconds["arenaplan"], seconds["vela"], heights, reason)
+    return Row(capacity, ours, vela, heights, reason)
 
 
 def _latency_format(rows: list[Row]) -> tuple[str, float, int]:
@@ -138,12 +161,20 @@ def run(args: argparse.Namespace, console: Console) -> int:
     target = target_from_args(args)
     if target is None:  # not reached: the default is generic
         raise UsageError("sweep needs --target or --target-file")
+    if args.weights is not None:
+        from arenaplan.weights.policies import parse_weights
+
+        parse_weights(args.weights)  # one line if malformed
     source = read_source(args.model)
-    model, fast = source.model, target.fastest()
-    # the single-arena plan for the target's kernels: where the sizes start
-    arena = run_plan(PlanRequest(source, kernels=target.kernels, prove=False)).plan.arena
+    fast = target.fastest()
+    # what the plan puts in the fastest memory when it has room for all: where sizes start
+    room = {fast.name: ROOM}
+    request = PlanRequest(source, target, room, weights=args.weights, prove=False)
+    whole = run_plan(request).figures
+    assert whole is not None  # made for every plan
+    arena = whole.per_memory().get(fast.name, 0)
     top = min(arena, fast.capacity)
-    rows = [_row(model, target, fast.name, size) for size in sizes(top, args.points)]
+    rows = [_row(source, target, args.weights, size) for size in sizes(top, args.points)]
 
     unit, scale, decimals = _latency_format(rows)
     title = f"{args.model.name} on {target.name}: estimated latency ({unit})"
@@ -163,7 +194,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
             f"{r.capacity:,}", _kib(r.capacity), *cells, "; ".join(filter(None, (used, r.why)))
         )
     console.print(table)
-    start = "the arena" if top == arena else f"{fast.name}'s capacity"
+    start = "what the plan puts there" if top == arena else f"{fast.name}'s capacity"
     console.print(
         f"{fast.name} from {start} ({top:,} B) down to {rows[-1].capacity:,} B; latencies: "
         f"{time_model_label(target)}"

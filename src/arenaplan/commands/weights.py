@@ -18,7 +18,8 @@ if TYPE_CHECKING:
     from arenaplan.weights.plan import WeightsPlan
 
 
-def add_weights_option(p: argparse.ArgumentParser) -> None:
+def add_weights_option(p: argparse.ArgumentParser, outputs: bool = True) -> None:
+    """``--weights``, and with ``outputs`` the files it can write."""
     p.add_argument(
         "--weights",
         metavar="POLICY",
@@ -29,6 +30,8 @@ def add_weights_option(p: argparse.ArgumentParser) -> None:
         "(two buffers, the next group's copy overlapping compute); group buffers are in "
         "the plan for firmware to fill (TFLM does not copy them)",
     )
+    if not outputs:
+        return
     p.add_argument(
         "--weights-blob",
         type=Path,

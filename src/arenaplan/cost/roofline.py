@@ -94,11 +94,14 @@ def operator_work(model: Model) -> list[OpWork]:
     return work
 
 
-def default_memory(model: Model, target: Target) -> dict[TensorKey, str]:
+def default_memory(
+    model: Model, target: Target, activations: str | None = None
+) -> dict[TensorKey, str]:
     """Everything in the fastest memory that may hold it: constants in the first memory
-    holding weights that is listed last (flash), the rest in the first for activations."""
+    holding weights that is listed last (flash), the rest in ``activations`` (default:
+    the first for activations)."""
     weights = target.weights_memory().name
-    acts = target.fastest().name
+    acts = activations or target.fastest().name
     return {
         (sg.index, t.index): weights if t.is_constant else acts
         for sg in model.subgraphs

@@ -24,6 +24,11 @@ from typing import Any
 NONE = "none"  # no passes, or no weights policy (weights where they lie)
 
 
+# What a row means; raised when it changes. 2: ``memories`` holds what the firmware
+# sets in each memory (TFLM's persistent data included), the latency is the plan's.
+ROW_FORMAT = 2
+
+
 @dataclass(frozen=True, slots=True)
 class Task:
     """``model``: path to a .tflite; ``model_hash``: SHA-256 of its bytes; ``target``:
@@ -43,8 +48,9 @@ class Task:
 
     @property
     def key(self) -> str:
-        """Hash of what decides the result (not the model's path)."""
-        fields = asdict(self)
+        """Hash of what decides the result (not the model's path), and of what a row
+        means (``ROW_FORMAT``: a store made before a change is not read as after)."""
+        fields = asdict(self) | {"row_format": ROW_FORMAT}
         del fields["model"]
         text = json.dumps(fields, sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:32]
@@ -136,7 +142,7 @@ def _plan(task: Task) -> dict[str, Any]:
         Source(data, model, Path(task.model).name),
         target,
         {fast: task.sram},
-        profile="arm32",  # what the bands pass assumes of TFLM's tail in a sweep
+        # the target's TFLM build profile and kernels: its tail, as ``plan`` would
         time_limit=task.time_limit,
         passes=() if task.passes == NONE else tuple(task.passes.split("+")),
         objective="head",
@@ -164,26 +170,15 @@ def _extra_macs(model, rewritten) -> float:
 
 
 def _row_of(done, target) -> dict[str, Any]:
-    """Bytes per memory, head, spread, estimated seconds and optimality of a plan."""
-    fast = target.fastest().name
+    """Bytes per memory (what the firmware sets: activations, TFLM's persistent data,
+    weight copies), head, spread, estimated seconds and optimality of a plan: the
+    figures ``arenaplan plan`` shows (``PlanResult.figures``)."""
+    figures = done.figures
     if done.tiers is not None:
-        used = {m: h for m, h in done.tiers.heights.items() if h}
-        seconds = done.weights.seconds if done.weights is not None else done.tiers.seconds
-        return _result(used, done.tiers.heights.get(fast, 0), True, seconds, None)
+        head = done.tiers.heights.get(target.fastest().name, 0)
+        return _result(figures.per_memory(), head, True, figures.latency, None)
     plan = done.plan
-    return _result({fast: plan.arena}, plan.arena, False, _seconds(done, target), plan.optimal)
-
-
-def _seconds(done, target) -> float:
-    """The estimate of one inference: the weights plan's, else the time model's with
-    every tensor where the target keeps it by default."""
-    if done.weights is not None:
-        return done.weights.seconds
-    from arenaplan.cost.roofline import default_memory
-    from arenaplan.cost.timing import Timer
-
-    model = done.model
-    return sum(t.seconds for t in Timer(model, target).times(default_memory(model, target)))
+    return _result(figures.per_memory(), plan.arena, False, figures.latency, plan.optimal)
 
 
 def _result(memories, head, spread, seconds, optimal) -> dict[str, Any]:

@@ -14,7 +14,7 @@ import html
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from arenaplan.export.json_plan import persistent_figures
+from arenaplan.export.figures import ONE, SPLIT, TWO, Figures
 from arenaplan.export.picture import render, render_memories
 from arenaplan.export.summary import find_peak, saving
 from arenaplan.ir.model import Model
@@ -66,25 +66,44 @@ def _weights(wp: WeightsPlan) -> str:
     )
 
 
-def _figures(model: Model, plan: Plan, refusal: str | None) -> str:
-    p = persistent_figures(model, plan)
+def _figures(model: Model, plan: Plan, refusal: str | None, figures: Figures) -> str:
+    """The head against the bounds and TFLM's planner, and the tail of the plan's
+    build profile (the figures every other surface shows)."""
     rows = [("lower bound (live bytes at the peak)", plan.lower_bound)]
     if refusal is None:
         rows.append(("TFLM's greedy planner, no offline plan", plan.tflm_greedy))
-    rows.append(("arenaplan" + (" (proven optimal)" if plan.optimal else ""), plan.arena))
-    for profile, where in (("pypi", "64-bit host"), ("arm32", "32-bit ARM")):
-        how = "predicted" if p[profile]["exact"] else "estimate, at least"
-        rows += [
-            (f"TFLM tail, {where} ({how})", p[profile]["tail"]),
-            (f"smallest working arena, {where} ({how})", p[profile]["min_arena"]),
+    rows.append(("arenaplan head" + (" (proven optimal)" if plan.optimal else ""), figures.head))
+    how = "estimate, at least" if figures.unmodelled else "predicted"
+    rows.append((f"TFLM tail, profile {figures.profile} ({how})", figures.tail))
+    return _table(["", "bytes"], [[k, f"{v:,}"] for k, v in rows], text=(0,))
+
+
+def _firmware(figures: Figures) -> str:
+    """What the firmware sets: each array, its memory and bytes, and the latency."""
+    rows = [
+        [
+            a.role,
+            a.memory or "-",
+            ("at least " if a.at_least else "") + f"{a.bytes:,}",
+            ", ".join(f"{what} {n:,} B" for what, n in a.parts),
         ]
-    table = _table(["", "bytes"], [[k, f"{v:,}"] for k, v in rows], text=(0,))
-    notes = sorted({n for f in p.values() for n in f["not_modelled"]})
-    if notes:
-        table += (
-            f"<p>Not modelled (the estimates leave it out): {html.escape('; '.join(notes))}</p>"
+        for a in figures.arrays
+    ]
+    words = {ONE: "one arena", TWO: "two arenas", SPLIT: "the split arena (--planner-cpp)"}
+    text = (
+        f"<h2>What the firmware sets</h2><p>{words[figures.layout]}, sized for TFLM build "
+        f"profile {html.escape(figures.profile)}"
+    )
+    if figures.latency is not None:
+        text += (
+            f"; estimated latency {figures.latency * 1e3:,.3f} ms "
+            f"({html.escape(figures.latency_label)})"
         )
-    return table
+    text += "</p>" + _table(["array", "memory", "bytes", "holds"], rows, text=(0, 1, 3))
+    if figures.unmodelled:
+        notes = html.escape("; ".join(figures.unmodelled))
+        text += f"<p>Not modelled (the estimates leave it out): {notes}</p>"
+    return text
 
 
 def _claim(plan: Plan, refusal: str | None, spread: bool) -> str:
@@ -232,6 +251,7 @@ def html_report(
     refusal: str | None = None,
     persistent: tuple[str | None, int] | None = None,
     weights: WeightsPlan | None = None,
+    figures: Figures,
 ) -> str:
     """The page. ``where``/``regions``: a placement over several memories, when there
     is one (``regions``: (memory, base in the laid-out head, bytes used, capacity)).
@@ -242,6 +262,7 @@ def html_report(
     ``persistent``: TFLM's persistent arena for the picture, (memory or None for one
     arena, bytes), as ``picture.render`` / ``render_memories`` take it; None leaves
     it out of the picture. ``weights``: the weights policies (``plan --weights``).
+    ``figures``: the plan's figures (``export.figures``), as every surface shows them.
     """
     title = f"arena plan: {name}"
     picture = (
@@ -259,8 +280,9 @@ def html_report(
     if refusal is not None:
         parts.append(_refusal(refusal))
     parts += [
-        _figures(model, plan, refusal),
+        _figures(model, plan, refusal, figures),
         _claim(plan, refusal, bool(regions)),
+        _firmware(figures),
         "<h2>Time x address</h2>",
         svg,
     ]

@@ -30,7 +30,12 @@ class PassRecord:
 
 
 def run_passes(model: Model, passes: Sequence[Pass]) -> tuple[Model, list[PassRecord]]:
-    """Apply ``passes`` in order; the IR is verified after each one."""
+    """Apply ``passes`` in order; the IR is verified before the first (bad input:
+    ``ModelFormatError``) and after each one (a broken pass: ``PassError``)."""
+    try:
+        verify_ir(model)
+    except PassError as exc:
+        raise ModelFormatError(f"the model as given: {exc}") from None
     records = []
     for p in passes:
         start = time.perf_counter()

@@ -9,9 +9,9 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from arenaplan.errors import UsageError
+from arenaplan.export.figures import SPLIT, TWO, Figures, figures_json, persistent_of
 from arenaplan.pipeline.request import PlanRequest, PlanResult, Wanted
-from arenaplan.placement.memories import memory_regions, persistent_memory, target_memory
-from arenaplan.tflm.tail import predict_tail
+from arenaplan.placement.memories import memory_regions
 
 if TYPE_CHECKING:
     from arenaplan.weights.blob import WeightsBlob
@@ -26,7 +26,8 @@ def render(request: PlanRequest, done: PlanResult) -> PlanResult:
     model, plan, tiers, target = done.model, done.plan, done.tiers, request.target
     where = tiers.memory_of if tiers else None  # each tensor's memory, when spread
     regions = memory_regions(target, request.caps, plan, tiers) if tiers and target else None
-    persistent = _persistent(request, done)
+    assert done.figures is not None  # made for every plan
+    persistent = _persistent(done.figures)
     files: dict[str, bytes] = {}
     if wanted.model:
         files["model"] = done.planned
@@ -36,19 +37,21 @@ def render(request: PlanRequest, done: PlanResult) -> PlanResult:
     if wanted.json:
         from arenaplan.export.json_plan import plan_to_json
 
-        extra = _extra_json(done, blob)
+        extra = _extra_json(done, blob) | {"firmware": figures_json(done.figures)}
         text = plan_to_json(model, plan, name, where, done.refusals, extra)
         files["json"] = text.encode()
     if wanted.picture is not None:
         files["picture"] = _picture(done, wanted.picture, regions, persistent, request)
     if wanted.header:
-        files["header"] = _header(request, done, persistent[0]).encode()
+        files["header"] = _header(request, done, done.figures).encode()
     if wanted.planner_cpp and target is not None:
         from arenaplan.export.planner_cpp import planner_source
         from arenaplan.placement.tiers import place_tiers
 
         placement = tiers or place_tiers(model, target, request.caps, kernels=plan.kernels)
-        files["planner_cpp"] = planner_source(model, placement, target, name, done.profile).encode()
+        home = persistent_of(done.figures.arrays)  # where the figures put TFLM's tail
+        source = planner_source(model, placement, target, name, done.profile, home)
+        files["planner_cpp"] = source.encode()
     if done.weights is not None and blob is not None:
         if wanted.weights_blob:
             files["weights_blob"] = blob.data
@@ -70,18 +73,17 @@ def render(request: PlanRequest, done: PlanResult) -> PlanResult:
             refusal=refusal,
             persistent=persistent,
             weights=done.weights,
+            figures=done.figures,
         )
         files["report"] = report.encode()
     return replace(done, blob=blob, files=files)
 
 
-def _persistent(request: PlanRequest, done: PlanResult) -> tuple[str | None, int]:
+def _persistent(figures: Figures) -> tuple[str | None, int]:
     """Where the pictures draw TFLM's tail: (memory, or None for beside the head; bytes)."""
-    target, plan = request.target, done.plan
-    memory = (
-        persistent_memory(done.model, plan, target, request.caps, done.tiers)[0] if target else None
-    )
-    return memory or None, predict_tail(done.model, done.profile, kernels=plan.kernels)
+    last = figures.arrays[-1]
+    memory = last.memory if figures.layout in (TWO, SPLIT) else None
+    return memory, figures.tail
 
 
 def _picture(
@@ -105,32 +107,32 @@ def _picture(
     )
 
 
-def _header(request: PlanRequest, done: PlanResult, advised: str | None) -> str:
-    """The arena header: one arena, or two when TFLM's tail goes to another memory
-    (``--persistent-memory``, else ``advised``: where ``_persistent`` puts it)."""
+def _header(request: PlanRequest, done: PlanResult, figures: Figures) -> str:
+    """The arena header: one arena, or two when TFLM's tail goes to another memory;
+    a split arena is ``--planner-cpp``'s to write."""
     from arenaplan.export.firmware import firmware_header
 
-    target, arena, tiers = request.target, done.arena, done.tiers
+    target, tiers = request.target, done.tiers
     arena_section, persistent_section, head = "", None, None
-    if target is not None and arena is not None:
-        arena_section = arena.section
-        chosen = request.persistent_memory
-        if chosen is None:  # as advised: two arenas only when one does not fit
-            chosen = advised
-        if chosen:
-            persistent_section = target_memory(
-                target, chosen, "persistent", "--persistent-memory"
-            ).section
+    if target is not None:
+        if figures.layout == SPLIT:
+            home = figures.arrays[-1].memory
+            raise UsageError(
+                f"--header: the plan spreads the activations over several memories and "
+                f"TFLM's persistent data goes to {home}: one arena header cannot hold that; "
+                "write --planner-cpp planner.h and define ARENAPLAN_SPLIT_ARENA (its arrays "
+                "and arenaplan::CreateAllocator() run it on stock TFLM), or give the fastest "
+                "memory room for the persistent arena (--memory)"
+            )
+        first = figures.arrays[0].memory
+        assert first is not None  # with a target
+        arena_section = target.memory(first).section
+        if figures.layout == TWO:
+            home = figures.arrays[-1].memory
+            assert home is not None
+            persistent_section = target.memory(home).section
         if tiers is not None:
             head = tiers.heights[target.fastest().name]
-        if tiers is not None and chosen:
-            raise UsageError(
-                f"--header: the plan spreads the activations over several memories and the "
-                f"persistent arena goes to {chosen}: one arena header cannot hold that; write "
-                "--planner-cpp planner.h and define ARENAPLAN_SPLIT_ARENA (its arrays and "
-                "arenaplan::CreateAllocator() run it on stock TFLM), or give the fastest memory "
-                "room for the persistent arena (--memory)"
-            )
     return firmware_header(
         done.model,
         done.plan,

@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from arenaplan.errors import PlanValidationError, TflmRefusesError, UsageError
+from arenaplan.export.figures import Figures, check_chosen, figures_of
 from arenaplan.export.offline_plan import with_offline_plan
 from arenaplan.ir.model import Model
 from arenaplan.pipeline.outputs import render
@@ -48,10 +49,31 @@ def run_plan(request: PlanRequest, notify: Notify = _ignore) -> PlanResult:
         head_only = objective_of(request) == "head"
         records = done.rewrite.records if done.rewrite else ()
         check_fit(request.fit, done.model, done.plan, profile, head_only, records)
+    done = replace(done, figures=_figures(request, done))
     if request.outputs is None:
         return done
     done = replace(done, refusals=tflm_refusals(done.model))
     return render(request, done)
+
+
+def _figures(request: PlanRequest, done: PlanResult) -> Figures:
+    """The one set of figures every surface shows; a memory ``--persistent-memory``
+    names must have room for what they put there."""
+    target = request.target
+    figures = figures_of(
+        done.model,
+        done.plan,
+        done.profile,
+        target,
+        request.caps,
+        done.tiers,
+        arena_memory=done.arena.name if done.arena is not None else None,
+        persistent_memory=request.persistent_memory,
+        seconds=done.weights.seconds if done.weights is not None else None,
+    )
+    if target is not None and request.persistent_memory is not None:
+        check_chosen(figures, target, request.caps, request.persistent_memory)
+    return figures
 
 
 def objective_of(request: PlanRequest) -> str:

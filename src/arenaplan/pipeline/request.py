@@ -20,6 +20,7 @@ from arenaplan.reader import load_model
 from arenaplan.targets import Memory, Target
 
 if TYPE_CHECKING:  # what only some requests use is imported by those that do
+    from arenaplan.export.figures import Figures
     from arenaplan.pipeline.rewrite import Rewrite
     from arenaplan.placement.tiers import TierPlacement
     from arenaplan.verify.prove import Proof
@@ -109,8 +110,9 @@ class PlanResult:
     target); ``planned``: the model's bytes with the offline plan (empty without
     ``prove``); ``rewrite``: None when no pass ran or the rewrite was not proven;
     ``before``: the plan of the model as given, when a proven rewrite replaced it;
-    ``weights``: the weights plan with ``weights``; ``files``: rendered outputs by
-    ``Wanted`` field name, in the order they are to be written."""
+    ``weights``: the weights plan with ``weights``; ``figures``: what every surface
+    shows (the arrays to set, each memory's bytes, head, tail, latency); ``files``:
+    rendered outputs by ``Wanted`` field name, in the order they are to be written."""
 
     source: Source
     model: Model
@@ -125,4 +127,5 @@ class PlanResult:
     weights: WeightsPlan | None = None
     blob: WeightsBlob | None = None
     refusals: tuple[str, ...] = ()
+    figures: Figures | None = None
     files: dict[str, bytes] = field(default_factory=dict)

@@ -21,10 +21,6 @@ from arenaplan.placement.plan import Plan, PlanOptions
 from arenaplan.placement.planner import layout_plan
 from arenaplan.placement.tiers import TierPlacement, laid_out_offsets, place_tiers, region_bases
 from arenaplan.targets import Memory, Target
-from arenaplan.tflm.tail import (
-    min_arena,
-    predict_tail,
-)
 
 
 def kib(n: int) -> str:
@@ -118,27 +114,6 @@ def check_arena_memory(
             f"--arena-memory {name}: the arena needs {kib(plan.arena)}, {name} has {kib(room)}"
         )
     return memory
-
-
-def persistent_memory(
-    model: Model, plan: Plan, target: Target, caps: Mapping[str, int], tiers: TierPlacement | None
-) -> tuple[str | None, int, int]:
-    """Where TFLM's persistent arena (its tail, at the target's profile) should go:
-    (None when one arena fits the fastest memory, else the first other memory that may
-    hold persistent data and has room, or "" if none has), tail bytes, one-arena bytes."""
-    profile = target.tflm_profile
-    tail = predict_tail(model, profile, kernels=plan.kernels)
-    fast = target.fastest()
-    head = tiers.heights[fast.name] if tiers else plan.arena
-    one = min_arena(model, head, len(plan.tensors) + len(plan.scratch), profile, plan.kernels)
-    if one <= caps.get(fast.name, fast.capacity):
-        return None, tail, one
-    used = tiers.heights if tiers else {fast.name: head}
-    for m in target.memories:
-        room = caps.get(m.name, m.capacity) - used.get(m.name, 0)
-        if m.name != fast.name and "persistent" in m.holds and room >= tail:
-            return m.name, tail, one
-    return "", tail, one
 
 
 def memory_regions(

@@ -1,0 +1,296 @@
+"""The figures of a plan that every surface shows: what the firmware sets (one arena,
+two, or the split arena of a plan spread over memories), each memory's bytes, TFLM's
+head and tail, and the estimated latency.
+
+Made once per plan (``figures_of``) and read by the summary's last lines, the JSON,
+the report, the header, ``sweep`` and ``explore``, so they cannot disagree. Bytes;
+seconds. The decisions, in order:
+
+- where the non-persistent arena goes: ``--arena-memory``, else the fastest memory;
+- where TFLM's persistent arena goes: ``--persistent-memory``, else beside the head
+  (one arena) when that fits the arena's memory, else the first other memory that
+  may hold persistent data and has room beside what is placed there, else nowhere
+  (the one-arena figure is shown all the same: nothing can hold it);
+- a plan spread over memories runs from one arena in the fastest memory plus the
+  other memories' arrays when the persistent data fits there, else from the split
+  arena (one array per activation memory and one for TFLM's persistent data and
+  temporaries).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from arenaplan.cost.timing import time_model_label
+from arenaplan.errors import UsageError
+from arenaplan.ir.model import Model
+from arenaplan.placement.memories import kib, target_memory
+from arenaplan.placement.plan import Plan
+from arenaplan.placement.tiers import TierPlacement
+from arenaplan.targets import Target
+from arenaplan.tflm.tail import min_arena_estimate, planning_room, tail_estimate
+
+ONE, TWO, SPLIT = "one", "two", "split"
+
+
+@dataclass(frozen=True, slots=True)
+class Array:
+    """One array the firmware defines. ``role``: "arena" (TFLM's one arena: head and
+    tail), "non-persistent", "persistent" (TFLM's tail), "activations" (a memory's
+    share of a spread plan) or "split-persistent" (TFLM's persistent data and
+    temporaries of the split arena); ``memory``: None without a target; ``parts``:
+    what it holds, (what, bytes); ``unmodelled``: what the estimate leaves out (empty:
+    exact; else the bytes are a lower bound)."""
+
+    role: str
+    memory: str | None
+    bytes: int
+    parts: tuple[tuple[str, int], ...]
+    unmodelled: tuple[str, ...] = ()
+
+    @property
+    def at_least(self) -> bool:
+        return bool(self.unmodelled)
+
+
+@dataclass(frozen=True, slots=True)
+class Figures:
+    """``layout``: ONE, TWO or SPLIT; ``head``: the bytes of TFLM's head as planned
+    (the memories laid end to end when spread); ``tail``: TFLM's persistent bytes
+    predicted for ``profile``; ``arrays``: what the firmware sets, in order;
+    ``latency``: estimated seconds of one inference (None without a target), made by
+    ``latency_label``'s time model; ``rooms``: the capacity (bytes, as given) of each
+    memory the arrays use."""
+
+    layout: str
+    head: int
+    tail: int
+    profile: str
+    kernels: str
+    arrays: tuple[Array, ...]
+    latency: float | None = None
+    latency_label: str = ""
+    rooms: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def unmodelled(self) -> tuple[str, ...]:
+        """What the estimates leave out, each once."""
+        return tuple(dict.fromkeys(n for a in self.arrays for n in a.unmodelled))
+
+    def per_memory(self) -> dict[str, int]:
+        """Bytes each memory holds, in the order the arrays name them."""
+        used: dict[str, int] = {}
+        for a in self.arrays:
+            if a.memory is not None:
+                used[a.memory] = used.get(a.memory, 0) + a.bytes
+        return used
+
+    def array(self, role: str) -> Array | None:
+        return next((a for a in self.arrays if a.role == role), None)
+
+
+def figures_of(
+    model: Model,
+    plan: Plan,
+    profile: str,
+    target: Target | None = None,
+    caps: Mapping[str, int] | None = None,
+    tiers: TierPlacement | None = None,
+    *,
+    arena_memory: str | None = None,
+    persistent_memory: str | None = None,
+    seconds: float | None = None,
+) -> Figures:
+    """The figures of ``plan`` (of ``model``) for ``profile``. ``seconds``: the
+    latency the plan's own search estimated (weights plans); else the tiers', else
+    the target's time model with every tensor where the layout puts it."""
+    caps = caps or {}
+    tail = tail_estimate(model, profile, kernels=plan.kernels).bytes
+    if target is None:
+        one = _one_arena(model, plan, profile, plan.arena, None)
+        return Figures(ONE, plan.arena, tail, profile, plan.kernels, (one,))
+    arena = arena_memory or target.fastest().name
+    head = tiers.heights[target.fastest().name] if tiers else plan.arena
+    arrays = _arrays(model, plan, profile, target, caps, tiers, arena, head, persistent_memory)
+    layout = SPLIT if arrays[-1].role == "split-persistent" else ONE
+    layout = TWO if any(a.role == "persistent" for a in arrays) else layout
+    if seconds is None:
+        seconds = placed_seconds(model, target, arrays[0].memory, persistent_of(arrays), tiers)
+    used = {a.memory for a in arrays}
+    rooms = tuple((m.name, caps.get(m.name, m.capacity)) for m in target.memories if m.name in used)
+    return Figures(
+        layout,
+        plan.arena,
+        tail,
+        profile,
+        plan.kernels,
+        arrays,
+        seconds,
+        time_model_label(target),
+        rooms,
+    )
+
+
+def _arrays(
+    model: Model,
+    plan: Plan,
+    profile: str,
+    target: Target,
+    caps: Mapping[str, int],
+    tiers: TierPlacement | None,
+    arena: str,
+    head: int,
+    chosen: str | None,
+) -> tuple[Array, ...]:
+    one = _one_arena(model, plan, profile, head, arena)
+    room = caps.get(arena, target.memory(arena).capacity)
+    if chosen is not None:
+        target_memory(target, chosen, "persistent", "--persistent-memory")
+    if tiers is not None:
+        others = _other_activations(tiers, target)
+        if chosen is None and one.bytes <= room:
+            return (one, *others)
+        return _split(model, profile, target, caps, tiers, chosen)
+    if chosen is None and one.bytes <= room:
+        return (one,)
+    tail16 = -(-tail_estimate(model, profile, kernels=plan.kernels).bytes // 16) * 16
+    home = chosen or _persistent_home(target, caps, {arena: head}, arena, tail16)
+    if home is None:  # nothing has room for it: the one-arena figure all the same
+        return (one,)
+    return _two_arenas(model, plan, profile, head, arena, home)
+
+
+def _one_arena(model: Model, plan: Plan, profile: str, head: int, memory: str | None) -> Array:
+    n_planned = len(plan.tensors) + len(plan.scratch)
+    size = min_arena_estimate(model, head, n_planned, profile, plan.kernels)
+    tail = tail_estimate(model, profile, kernels=plan.kernels).bytes
+    parts = (("head", head), ("tail", tail), ("TFLM's planning room", size.bytes - head - tail))
+    kept = tuple(p for p in parts if p[1] > 0)
+    return Array("arena", memory, size.bytes, kept, size.unmodelled)
+
+
+def _two_arenas(
+    model: Model, plan: Plan, profile: str, head: int, arena: str, home: str
+) -> tuple[Array, ...]:
+    """The non-persistent arena (the head, at least TFLM's planning room) in ``arena``
+    and the persistent arena (the tail, 16-aligned) in ``home``."""
+    n_planned = len(plan.tensors) + len(plan.scratch)
+    room = planning_room(model, len(plan.scratch), n_planned, profile)
+    tail = tail_estimate(model, profile, kernels=plan.kernels)
+    non_persistent = max(head, room)
+    return (
+        Array("non-persistent", arena, non_persistent, (("head", head),)),
+        Array(
+            "persistent", home, -(-tail.bytes // 16) * 16, (("tail", tail.bytes),), tail.unmodelled
+        ),
+    )
+
+
+def _persistent_home(
+    target: Target, caps: Mapping[str, int], used: Mapping[str, int], arena: str, need: int
+) -> str | None:
+    """The first memory other than ``arena`` that may hold persistent data and has
+    ``need`` bytes beside what ``used`` puts there (capacities as given)."""
+    for m in target.memories:
+        room = caps.get(m.name, m.capacity) - used.get(m.name, 0)
+        if m.name != arena and "persistent" in m.holds and room >= need:
+            return m.name
+    return None
+
+
+def _other_activations(tiers: TierPlacement, target: Target) -> tuple[Array, ...]:
+    """The activation arrays of a spread plan other than the fastest memory's."""
+    fast = target.fastest().name
+    names = [m.name for m in target.memories if m.name != fast]
+    return tuple(
+        Array("activations", n, tiers.heights[n], (("activations", tiers.heights[n]),))
+        for n in names
+        if tiers.heights.get(n, 0) > 0
+    )
+
+
+def _split(
+    model: Model,
+    profile: str,
+    target: Target,
+    caps: Mapping[str, int],
+    tiers: TierPlacement,
+    chosen: str | None,
+) -> tuple[Array, ...]:
+    """The split arena: one array per activation memory, fastest first, then TFLM's
+    persistent data and temporaries in ``chosen``, else the first memory with room for
+    them beside the activations, else the fastest."""
+    from arenaplan.export.planner_cpp import split_persistent
+
+    persistent = split_persistent(model, profile, tiers.kernels)
+    fast = target.fastest().name
+    acts = (
+        Array("activations", fast, tiers.heights[fast], (("activations", tiers.heights[fast]),)),
+        *_other_activations(tiers, target),
+    )
+    home = chosen or _persistent_home(target, caps, tiers.heights, fast, persistent.bytes) or fast
+    parts = (("TFLM's temporaries", persistent.temporary), ("persistent data", persistent.tail))
+    last = Array("split-persistent", home, persistent.bytes, parts, persistent.unmodelled)
+    return (*acts, last)
+
+
+def persistent_of(arrays: tuple[Array, ...]) -> str | None:
+    """The memory of TFLM's persistent data: its own array's, else the one arena's."""
+    own = [a.memory for a in arrays if a.role in ("persistent", "split-persistent")]
+    return own[0] if own else arrays[0].memory
+
+
+def placed_seconds(
+    model: Model,
+    target: Target,
+    arena: str | None,
+    persistent: str | None,
+    tiers: TierPlacement | None = None,
+) -> float:
+    """The time model's estimate of one inference: the activations in ``arena`` (or
+    where ``tiers`` put them), constants where the target keeps them, TFLM's
+    persistent data in ``persistent``."""
+    from arenaplan.cost.roofline import default_memory
+    from arenaplan.cost.timing import Timer
+
+    where = default_memory(model, target, activations=arena)
+    if tiers is not None:
+        where |= tiers.memory_of
+    return sum(t.seconds for t in Timer(model, target, persistent).times(where))
+
+
+def check_chosen(figures: Figures, target: Target, caps: Mapping[str, int], chosen: str) -> None:
+    """The memory ``--persistent-memory`` names must hold what the figures put there
+    (its capacity as given): else one line naming the bytes and the room."""
+    used = figures.per_memory().get(chosen, 0)
+    room = caps.get(chosen, target.memory(chosen).capacity)
+    if used > room:
+        raise UsageError(
+            f"--persistent-memory {chosen}: the plan puts {kib(used)} there "
+            f"(TFLM's persistent data and what else it holds), {chosen} has {kib(room)}"
+        )
+
+
+def figures_json(figures: Figures) -> dict[str, object]:
+    """The JSON plan's ``firmware``: what the firmware sets and the estimates."""
+    arrays = [
+        {
+            "role": a.role,
+            "memory": a.memory,
+            "bytes": a.bytes,
+            "holds": dict(a.parts),
+            "exact": not a.at_least,
+        }
+        for a in figures.arrays
+    ]
+    return {
+        "layout": figures.layout,
+        "profile": figures.profile,
+        "head": figures.head,
+        "tail": figures.tail,
+        "arrays": arrays,
+        "memories": figures.per_memory(),
+        "latency_seconds": figures.latency,
+        "latency_model": figures.latency_label or None,
+    }
