@@ -106,8 +106,8 @@ def test_json_to_standard_output(capsys) -> None:
         (["--planner-cpp", "p.h"], "--planner-cpp needs --target"),
         (["--arena-memory", "sram"], "--arena-memory needs --target"),
         (
-            ["--target", "imxrt1170", "--memory", "tcm=32KiB", "--arena-memory", "ocram"],
-            "TFLM's arena is the region in tcm",
+            ["--target", "imxrt1170", "--memory", "ocram=32KiB", "--arena-memory", "ocram"],
+            "--arena-memory ocram: the arena needs 55,296 B (54 KiB), ocram has 32,768 B",
         ),
         (["--target", "esp32s3", "--arena-memory", "flash"], "may not hold activations"),
     ],

@@ -11,6 +11,7 @@ from testkit import model_path
 
 from arenaplan.cli import main
 from arenaplan.reader import read_model
+from arenaplan.targets import load_builtin
 
 
 def test_fits_the_fast_memory_stays_one_arena(tmp_path: Path, capsys) -> None:
@@ -147,3 +148,24 @@ def test_spread_plan_latency_names_the_time_model_that_made_it(
     out = " ".join(capsys.readouterr().out.split())
     latency = out[out.index("estimated latency") :].split(";")[0]
     assert label in latency and not_label not in latency
+
+
+def test_arena_memory_holds_the_whole_arena(tmp_path: Path, capsys) -> None:
+    """``--arena-memory ocram`` with tcm too small for the arena: every activation in
+    ocram (no spread over tcm), the header's arena in ocram's section, the latency
+    that of activations in ocram (slower than in tcm)."""
+    src = model_path("mlcommons-tiny__vww_96_int8")
+    header, js = tmp_path / "arena.h", tmp_path / "plan.json"
+    argv = ["plan", str(src), "--target", "imxrt1170", "--memory", "tcm=32KiB"]
+    assert main([*argv, "--arena-memory", "ocram", "--header", str(header), "--json", str(js)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    fw = json.loads(js.read_text())["firmware"]
+    assert fw["layout"] == "one" and list(fw["memories"]) == ["ocram"]
+    assert json.loads(js.read_text())["arena"]["strategy"] != "tiers"
+    assert f"set the tensor arena to {fw['arrays'][0]['bytes']:,} bytes" in out
+    assert out.rstrip().endswith("in ocram")
+    ocram = load_builtin("imxrt1170").memory("ocram").section
+    assert f'section("{ocram}")' in header.read_text()
+    assert main(["plan", str(src), "--target", "imxrt1170", "-q", "--json", str(js)]) == 0
+    in_tcm = json.loads(js.read_text())["firmware"]["latency_seconds"]
+    assert fw["latency_seconds"] > in_tcm

@@ -88,8 +88,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_kernels_option(p, "the target's, else reference")
     p.add_argument(
         "--arena-memory",
-        help="target memory of the (non-persistent) arena: "
-        "its linker section is used (default: the target's fastest)",
+        help="target memory of the (non-persistent) arena, which then holds every "
+        "activation (in its linker section, refused in one line if it has no room); "
+        "default: the target's fastest, spreading over the next memories when too small",
     )
     p.add_argument(
         "--persistent-memory",

@@ -135,6 +135,10 @@ def _fit(request: PlanRequest, model: Model, options: PlanOptions, profile: str)
     result = PlanResult(request.source, model, plan, profile)
     if target is None:
         return result
+    chosen = request.arena_memory
+    if chosen is not None and chosen != target.fastest().name:  # the whole arena there
+        arena = check_arena_memory(chosen, plan, target, request.caps, None)
+        return replace(result, arena=arena)
     plan, tiers = fit_to_target(model, plan, target, request.caps, options, request.lay_out)
     arena = check_arena_memory(request.arena_memory, plan, target, request.caps, tiers)
     return replace(result, plan=plan, tiers=tiers, arena=arena)
