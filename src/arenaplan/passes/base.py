@@ -61,10 +61,6 @@ def compose(first: Origin, then: Origin) -> Origin:
     return tuple(None if i is None else first[i] for i in then)
 
 
-def is_identity(origin: Sequence[int | None]) -> bool:
-    return all(i == k for k, i in enumerate(origin))
-
-
 def subgraph_starts(model: Model) -> tuple[int, ...]:
     """Where each subgraph's operators start in model order."""
     starts, at = [], 0
@@ -84,3 +80,12 @@ def origin_of_subgraphs(before: Model, local: Mapping[int, Sequence[int | None]]
         came = local.get(sg.index, range(len(sg.operators)))
         out += [None if i is None else starts[sg.index] + i for i in came]
     return tuple(out)
+
+
+def by_operator(after: Model, before: Model, origin: Origin) -> dict[tuple[int, int], int | None]:
+    """``origin`` (of ``after`` from ``before``) keyed by (subgraph, index) of each
+    operator of ``after``; each value the index within that subgraph of the operator
+    of ``before`` it came from (None: inserted)."""
+    starts = subgraph_starts(before)
+    keys = [(sg.index, op.index) for sg in after.subgraphs for op in sg.operators]
+    return {k: None if i is None else i - starts[k[0]] for k, i in zip(keys, origin, strict=True)}

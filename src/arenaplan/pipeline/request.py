@@ -20,6 +20,7 @@ from arenaplan.reader import load_model
 from arenaplan.targets import Memory, Target
 
 if TYPE_CHECKING:  # what only some requests use is imported by those that do
+    from arenaplan.passes.base import Origin
     from arenaplan.pipeline.rewrite import Rewrite
     from arenaplan.placement.tiers import TierPlacement
     from arenaplan.verify.prove import Proof
@@ -109,8 +110,12 @@ class PlanResult:
     target); ``planned``: the model's bytes with the offline plan (empty without
     ``prove``); ``rewrite``: None when no pass ran or the rewrite was not proven;
     ``before``: the plan of the model as given, when a proven rewrite replaced it;
-    ``weights``: the weights plan with ``weights``; ``files``: rendered outputs by
-    ``Wanted`` field name, in the order they are to be written."""
+    ``weights``: the weights plan with ``weights``; ``origin``: for each operator of
+    ``model`` (model order), the operator of the model as given that it came from
+    (None: inserted, a band's slice, padding or join, or a weight copy), or None
+    when ``model`` runs the operators of the model as given in their order;
+    ``files``: rendered outputs by ``Wanted`` field name, in the order they are to
+    be written."""
 
     source: Source
     model: Model
@@ -125,4 +130,5 @@ class PlanResult:
     weights: WeightsPlan | None = None
     blob: WeightsBlob | None = None
     refusals: tuple[str, ...] = ()
+    origin: Origin | None = None
     files: dict[str, bytes] = field(default_factory=dict)
