@@ -416,6 +416,32 @@ def test_report_is_self_contained_and_escaped() -> None:
     assert not re.search(r"url\((?!#)", page)  # only the picture's own clip paths
 
 
+def test_report_of_a_spread_plan_says_why_its_head_is_larger() -> None:
+    """Right under the figures: the memories and their bytes, the head as their regions
+    end to end (so not comparable with TFLM's one arena), and the fastest memory's
+    share against the capacity asked for; no comparison with TFLM's planner."""
+    done = _run("mlcommons-tiny__vww_96_int8", "imxrt1170", caps={"tcm": 32768})
+    assert done.tiers is not None
+    page = done.files["report"].decode()
+    note = page[page.index("This plan spreads") : page.index("<h2>Time x address")]
+    assert page.index("smallest working arena") < page.index("This plan spreads")
+    heights = {m: h for m, h in done.tiers.heights.items() if h}
+    assert set(heights) == {"tcm", "ocram"}
+    for memory, used in heights.items():
+        assert f"{memory} {used:,} B" in note
+    assert "lays those memories end to end in TFLM's one head, so that TFLM can check it" in note
+    head = f"the head figure above, {done.plan.arena:,} B, is therefore the sum of the regions"
+    assert head in note
+    assert done.plan.arena == sum(heights.values())
+    assert "not comparable with TFLM's single arena" in note
+    assert f"The fastest memory, tcm, holds only {heights['tcm']:,} B" in note
+    assert "with the 32,768 B capacity asked for it" in note
+    for claim in ("saves", "worse", "more than TFLM"):
+        assert claim not in page
+    alone = _run("mlcommons-tiny__vww_96_int8", "imxrt1170").files["report"].decode()
+    assert "This plan spreads" not in alone and "end to end" not in alone
+
+
 # --- operator numbers of a rewritten model ----------------------------------------
 
 NEW = {

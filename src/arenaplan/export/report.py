@@ -5,7 +5,8 @@ a target, the per-operator table of estimated times.
 Self-contained: no external resource (style inline, picture inline); every piece of
 text from the model or the caller is escaped. Claims are made only where they
 hold: no saving against TFLM's planner when TFLM refuses the model (``refusal``),
-or when the plan spreads over memories (TFLM's own planner has one arena).
+or when the plan spreads over memories (TFLM's own planner has one arena; the page
+says why the laid-out head is larger than one arena would be).
 
 Operators are numbered as in the model planned. When a rewrite or weight copies
 changed its operators (``origin``), the operator and weights tables also give each
@@ -92,12 +93,17 @@ def _original(came: int | None, opcode: str) -> str:
     return str(came) if came is not None else f"new: {INSERTED.get(opcode, 'inserted')}"
 
 
-def _figures(model: Model, plan: Plan, refusal: str | None) -> str:
+def _figures(
+    model: Model, plan: Plan, refusal: str | None, regions: list[Region] | None = None
+) -> str:
     p = persistent_figures(model, plan)
     rows = [("lower bound (live bytes at the peak)", plan.lower_bound)]
     if refusal is None:
         rows.append(("TFLM's greedy planner, no offline plan", plan.tflm_greedy))
-    rows.append(("arenaplan" + (" (proven optimal)" if plan.optimal else ""), plan.arena))
+    ours = "arenaplan" + (" (proven optimal)" if plan.optimal else "")
+    if regions:
+        ours = "arenaplan, memories laid end to end in one head (below)"
+    rows.append((ours, plan.arena))
     for profile, where in (("pypi", "64-bit host"), ("arm32", "32-bit ARM")):
         how = "predicted" if p[profile]["exact"] else "estimate, at least"
         rows += [
@@ -105,12 +111,32 @@ def _figures(model: Model, plan: Plan, refusal: str | None) -> str:
             (f"smallest working arena, {where} ({how})", p[profile]["min_arena"]),
         ]
     table = _table(["", "bytes"], [[k, f"{v:,}"] for k, v in rows], text=(0,))
+    if regions:
+        table += _spread(plan, regions, refusal)
     notes = sorted({n for f in p.values() for n in f["not_modelled"]})
     if notes:
         table += (
             f"<p>Not modelled (the estimates leave it out): {html.escape('; '.join(notes))}</p>"
         )
     return table
+
+
+def _spread(plan: Plan, regions: list[Region], refusal: str | None) -> str:
+    """Why the head of a plan over several memories is larger than one arena: it is
+    the memories' regions end to end (``regions``: the fastest memory's first)."""
+    fast, _, fast_used, fast_capacity = regions[0]
+    parts = ", ".join(f"{html.escape(m)} {used:,} B" for m, _, used, _ in regions)
+    tflm = "" if refusal is not None else f" (its greedy planner's {plan.tflm_greedy:,} B above)"
+    return (
+        f"<p>This plan spreads the activations over {len(regions)} memories: "
+        f"{parts}. The offline plan lays those memories end to end in TFLM's one head, so "
+        f"that TFLM can check it; the head figure above, {plan.arena:,} B, is therefore the "
+        "sum of the regions, and it is not comparable with TFLM's single arena"
+        f"{tflm}: no saving or loss against TFLM's planner is claimed. The fastest memory, "
+        f"{html.escape(fast)}, holds only {fast_used:,} B: that is the figure to compare, "
+        f"with the {fast_capacity:,} B capacity asked for it. The smallest working arenas "
+        "above are those of the one head.</p>"
+    )
 
 
 def _claim(plan: Plan, refusal: str | None, spread: bool) -> str:
@@ -325,7 +351,7 @@ def html_report(
     if refusal is not None:
         parts.append(_refusal(refusal))
     parts += [
-        _figures(model, plan, refusal),
+        _figures(model, plan, refusal, regions),
         _claim(plan, refusal, bool(regions)),
         "<h2>Time x address</h2>",
         svg,
