@@ -6,6 +6,7 @@ import dataclasses
 import functools
 import html
 import itertools
+import json
 import re
 import stat
 from pathlib import Path
@@ -430,3 +431,121 @@ def test_report_is_self_contained_and_escaped() -> None:
         assert external not in page.lower(), external
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", page)
     assert not re.search(r"url\((?!#)", page)  # only the picture's own clip paths
+
+
+def test_report_of_a_spread_plan_says_why_its_head_is_larger() -> None:
+    """Right under the figures: the memories and their bytes, the head as their regions
+    end to end (so not comparable with TFLM's one arena), and the fastest memory's
+    share against the capacity asked for; no comparison with TFLM's planner."""
+    done = _run("mlcommons-tiny__vww_96_int8", "imxrt1170", caps={"tcm": 32768})
+    assert done.tiers is not None
+    page = done.files["report"].decode()
+    note = page[page.index("This plan spreads") : page.index("<h2>Time x address")]
+    assert page.index("smallest working arena") < page.index("This plan spreads")
+    heights = {m: h for m, h in done.tiers.heights.items() if h}
+    assert set(heights) == {"tcm", "ocram"}
+    for memory, used in heights.items():
+        assert f"{memory} {used:,} B" in note
+    assert "lays those memories end to end in TFLM's one head, so that TFLM can check it" in note
+    head = f"the head figure above, {done.plan.arena:,} B, is therefore the sum of the regions"
+    assert head in note
+    assert done.plan.arena == sum(heights.values())
+    assert "not comparable with TFLM's single arena" in note
+    assert f"The fastest memory, tcm, holds only {heights['tcm']:,} B" in note
+    assert "with the 32,768 B capacity asked for it" in note
+    for claim in ("saves", "worse", "more than TFLM"):
+        assert claim not in page
+    alone = _run("mlcommons-tiny__vww_96_int8", "imxrt1170").files["report"].decode()
+    assert "This plan spreads" not in alone and "end to end" not in alone
+
+
+# --- operator numbers of a rewritten model ----------------------------------------
+
+NEW = {
+    "STRIDED_SLICE": "new: a band's rows",
+    "PAD": "new: a band's padding",
+    "CONCATENATION": "new: joins the bands",
+    "RESHAPE": "new: weight copy",
+}
+
+
+def _run(stem: str, target: str | None = None, **request):
+    """``run_plan`` with the JSON and the report rendered (no proof: the rewrite kept)."""
+    from arenaplan.pipeline import PlanRequest, Wanted, read_source, run_plan
+
+    src = read_source(model_path(stem))
+    wanted = Wanted(json=True, report=True)
+    chosen = load_builtin(target) if target else None
+    return run_plan(PlanRequest(src, chosen, prove=False, outputs=wanted, **request))
+
+
+def _original_cells(done) -> list[str]:
+    """Each operator of the model planned: its number in the model as given, or why
+    it is new; checked against the model as given (same opcode)."""
+    given = [op for sg in done.source.model.subgraphs for op in sg.operators]
+    ops = [op for sg in done.model.subgraphs for op in sg.operators]
+    cells = []
+    for op, came in zip(ops, done.origin, strict=True):
+        assert came is None or given[came].opcode == op.opcode
+        cells.append(NEW[op.opcode] if came is None else str(came))
+    return cells
+
+
+@pytest.mark.parametrize("target", ["imxrt1170", None])
+def test_report_of_a_rewritten_model_maps_its_operators(target: str | None) -> None:
+    done = _run("mlcommons-tiny__vww_96_int8", target, passes=("reorder", "inplace", "bands"))
+    assert done.origin is not None and None in done.origin
+    page = _plain(done.files["report"].decode())
+    cells = _original_cells(done)
+    ops = done.model.subgraphs[0].operators
+    for op, cell in zip(ops, cells, strict=True):
+        assert f"<tr>{_cells(str(op.index), cell, op.opcode)}" in page, (op.index, cell)
+    assert {"new: a band's rows", "new: joins the bands"} <= set(cells)
+    assert cells != [str(k) for k in range(len(ops))]  # numbers moved
+    assert "<th>original op</th>" in page
+    assert (
+        "This table numbers the operators of the model as planned (pass bands changed them), "
+        "as do the scopes in this report. “original op” is the operator's number in "
+        "mlcommons-tiny__vww_96_int8.tflite as given"
+    ) in page
+    plan = json.loads(done.files["json"])
+    assert plan["operator_origin"] == list(done.origin)
+    assert len(plan["operator_origin"]) == plan["operators"] == done.model.operator_count
+
+
+def test_report_of_weight_copies_names_both_numbers() -> None:
+    """``--weights whole``: the RESHAPE copies are new; the weights table gives each
+    operator's number in the model planned (as the operator table and fetch.h) and in
+    the model as given."""
+    done = _run("arm-ml-examples__ds_cnn_s_quantized", "imxrt1170", weights="whole")
+    wp = done.weights
+    assert wp is not None and done.origin is not None
+    page = _plain(done.files["report"].decode())
+    cells = _original_cells(done)
+    assert "new: weight copy" in cells
+    ops = done.model.subgraphs[0].operators
+    for op, cell in zip(ops, cells, strict=True):
+        assert f"<tr>{_cells(str(op.index), cell, op.opcode)}" in page, (op.index, cell)
+    weights = page[page.index("<h2>Weights</h2>") : page.index("<h2>Operators")]
+    assert "“operator” numbers the operators of the model as planned" in weights
+    for c in wp.choices:
+        planned = done.origin.index(c.op)  # no passes: the model planned is the one given
+        assert planned != c.op
+        assert f"<tr>{_cells(str(planned), str(c.op), c.weights.opcode)}" in weights
+    assert "(weight copies changed them)" in page
+    also = "as do the scopes in this report, the weights table's “operator” and fetch.h's op"
+    assert also in page
+    assert json.loads(done.files["json"])["operator_origin"] == list(done.origin)
+
+
+@pytest.mark.parametrize(
+    "request_", [{}, {"passes": ("inplace",)}, {"weights": "groups:8"}], ids=str
+)
+def test_operators_as_given_get_no_map(request_: dict) -> None:
+    """No rewrite moved an operator and no copy was inserted: no map, in the JSON or
+    the report (their bytes as before)."""
+    done = _run("mlcommons-tiny__vww_96_int8", "imxrt1170", **request_)
+    assert done.origin is None
+    assert "operator_origin" not in json.loads(done.files["json"])
+    page = done.files["report"].decode()
+    assert "original op" not in page and "numbers the operators" not in page

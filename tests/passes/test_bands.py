@@ -84,6 +84,47 @@ def test_bands_lower_the_peak_within_the_budget(name: str) -> None:
     assert _count(new, "CONCATENATION") >= 1 and _count(new, "STRIDED_SLICE") >= 1
 
 
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_every_band_operator_comes_from_the_operator_it_splits(name: str) -> None:
+    """``origin``: a band's copy of an operator maps to that operator (same opcode, its
+    output a band of rows of the original's); slices, the bands' own padding and the
+    concatenations are new (None); every other operator maps to itself."""
+    model = read_model_bytes(MODELS[name]())
+    result = Bands(objective="head", max_extra_macs=0.3).run(model)
+    old, new = model.subgraphs[0], result.model.subgraphs[0]
+    assert result.changed and len(result.origin) == len(new.operators)
+    inserted = {op.opcode for op, i in zip(new.operators, result.origin, strict=True) if i is None}
+    assert "CONCATENATION" in inserted and inserted <= {"STRIDED_SLICE", "PAD", "CONCATENATION"}
+    split = set()
+    for op, i in zip(new.operators, result.origin, strict=True):
+        if i is None:
+            continue
+        was = old.operators[i]
+        assert op.opcode == was.opcode
+        y, out = old.tensors[was.outputs[0]], new.tensors[op.outputs[0]]
+        if out.name == y.name:  # not banded: the operator itself
+            assert out.shape == y.shape and op.inputs == tuple(
+                _new_index(old, new, t) for t in was.inputs
+            )
+            continue
+        split.add(i)
+        assert out.shape[0] == y.shape[0] and out.shape[2:] == y.shape[2:]
+        assert out.shape[1] < y.shape[1]  # some rows of it
+        if was.opcode != "PAD":
+            assert out.name.startswith(f"{y.name}/band")
+    assert split  # some operators were banded, each into several
+    assert all(result.origin.count(i) > 1 for i in split)
+    kept = {i for i in result.origin if i is not None}
+    assert kept == set(range(len(old.operators)))  # no operator lost
+
+
+def _new_index(old, new, t: int) -> int:
+    """Tensor ``t`` of ``old``'s index in ``new`` (found by name; -1 stays)."""
+    if t < 0:
+        return t
+    return next(x.index for x in new.tensors if x.name == old.tensors[t].name)
+
+
 def test_same_padding_becomes_explicit_and_valid_needs_none() -> None:
     _, same, _ = _banded(MODELS["int8 SAME"](), max_extra_macs=0.25)
     _, valid, _ = _banded(MODELS["int8 VALID"](), max_extra_macs=0.25)

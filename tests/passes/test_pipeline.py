@@ -61,3 +61,60 @@ def test_a_model_broken_before_any_pass_is_bad_input() -> None:
     broken = _GrowFirstOutput().run(model).model
     with pytest.raises(ModelFormatError, match="the model as given: invalid IR"):
         run_passes(broken, [make_pass("reorder", {})])
+
+
+def _flat(model: Model) -> list:
+    """Every operator in model order (``origin``'s numbering), index dropped."""
+    return [replace(op, index=0) for sg in model.subgraphs for op in sg.operators]
+
+
+def test_origins_compose_across_the_passes() -> None:
+    """Each record maps its model back to the model the pipeline was given: after
+    bands then reorder, operator k is the reordered operator of the banded model that
+    came from the original operator ``origin[k]``."""
+    model = read_model_bytes(SHAPED["mobilenet_v2_pad_int8"]())
+    options = {"objective": "head", "max_extra_macs": 0.3}
+    banded = make_pass("bands", options).run(model)
+    reordered = make_pass("reorder", options).run(banded.model)
+    assert banded.changed and reordered.changed  # both move operators
+    out, records = run_passes(model, [make_pass(n, options) for n in ("bands", "reorder")])
+    assert records[0].origin == banded.origin
+    origin = records[1].origin
+    assert origin not in (banded.origin, reordered.origin)
+    original, middle, final = _flat(model), _flat(banded.model), _flat(out)
+    assert len(origin) == len(final)
+    for k, i in enumerate(origin):
+        via = reordered.origin[k]
+        assert final[k] == middle[via]
+        assert i == banded.origin[via]
+        if i is not None:
+            assert final[k].opcode == original[i].opcode
+
+
+def test_no_pass_is_the_identity() -> None:
+    model = read_model_bytes(SHAPED["mobilenet_v2_pad_int8"]())
+    _, records = run_passes(model, [make_pass("inplace", {})])
+    assert records[0].origin == tuple(range(model.operator_count))
+
+
+@dataclass(frozen=True, slots=True)
+class _WrongOrigin:
+    """A pass that changes nothing but says its first two operators swapped places
+    (``swap``), or gives one entry too few."""
+
+    name: ClassVar[str] = "wrong-origin"
+    summary: ClassVar[str] = "lies about where its operators came from"
+    swap: bool = True
+
+    def run(self, model: Model) -> PassResult:
+        n = model.operator_count
+        origin = (1, 0, *range(2, n)) if self.swap else tuple(range(n - 1))
+        return PassResult(model, True, "lies", origin=origin)
+
+
+def test_an_origin_that_does_not_fit_the_model_is_an_error() -> None:
+    model = read_model_bytes(SHAPED["mobilenet_v2_pad_int8"]())  # PAD, CONV_2D, ...
+    with pytest.raises(PassError, match=r"pass wrong-origin: operator 0 PAD .* from operator 1"):
+        run_passes(model, [_WrongOrigin()])
+    with pytest.raises(PassError, match="pass wrong-origin gave an origin of 12 operators"):
+        run_passes(model, [_WrongOrigin(swap=False)])

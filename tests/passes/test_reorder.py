@@ -39,6 +39,20 @@ def _same_operators(a: Model, b: Model) -> bool:
     )
 
 
+def _ops(model: Model) -> list[Operator]:
+    """Every operator in model order (the numbering of ``origin``), index dropped."""
+    return [replace(op, index=0) for sg in model.subgraphs for op in sg.operators]
+
+
+def _check_origin(model: Model, result) -> None:
+    """Operator i of the output is operator ``origin[i]`` of the input (same opcode,
+    inputs, outputs and options), each input operator exactly once."""
+    old, new = _ops(model), _ops(result.model)
+    assert None not in result.origin
+    assert new == [old[i] for i in result.origin]
+    assert sorted(result.origin) == list(range(len(old)))
+
+
 def _check(model: Model) -> Model:
     """Run the pass and check what holds for every model."""
     result = Reorder().run(model)
@@ -46,11 +60,14 @@ def _check(model: Model) -> Model:
     assert result.stats["peak_after"] <= result.stats["peak_before"] == _peak(model)
     assert result.stats["peak_after"] == _peak(result.model)
     assert _same_operators(model, result.model)
+    _check_origin(model, result)
     if result.changed:
         assert result.stats["peak_after"] < result.stats["peak_before"]
         assert result.note.startswith("operator order: peak ")
+        assert result.origin != tuple(range(model.operator_count))
     else:
         assert result.model is model
+        assert result.origin == tuple(range(model.operator_count))  # the identity
     return result.model
 
 
@@ -296,6 +313,10 @@ def test_call_once_stays_where_it_is_and_the_called_subgraph_is_left_alone() -> 
     assert called is init
     assert [op.index for op in main.operators] == list(range(6))
     assert result.stats["peak_after"] < result.stats["peak_before"]
+    # numbered in model order: subgraph 1's operators follow subgraph 0's, unmoved
+    _check_origin(model, result)
+    assert result.origin[0] == 0 and result.origin[6:] == (6, 7, 8, 9)
+    assert result.origin[1:6] != (1, 2, 3, 4, 5)
 
 
 @pytest.mark.parametrize("opcode", ["WHILE", "IF"])

@@ -169,6 +169,25 @@ def test_stage_pass_copies_before_each_operator() -> None:
     assert staged_index(m, stage) == [2, 3, 6, 7]
     sg = out.subgraphs[0]
     assert not any(sg.tensors[i].is_constant for i in sg.operators[2].inputs[1:])
+    # the copies are new; every operator of the model comes from itself
+    assert stage.run(m).origin == (None, None, 0, 1, None, None, 2, 3)
+
+
+def test_weights_plan_maps_its_copies_back() -> None:
+    """``WeightsPlan.origin``: the operators of the model with its copies, each the
+    operator of the model planned that it is, the RESHAPE copies new."""
+    m = read_model_bytes(chain())
+    wp = plan_weights(m, target("copy"), Policy("whole"), None, PlanOptions())
+    sg = wp.model.subgraphs[0]
+    assert len(wp.origin) == len(sg.operators) > len(m.subgraphs[0].operators)
+    for op, i in zip(sg.operators, wp.origin, strict=True):
+        if i is None:
+            assert op.opcode == "RESHAPE" and sg.tensors[op.inputs[0]].is_constant
+        else:
+            assert op.opcode == m.subgraphs[0].operators[i].opcode
+    assert [i for i in wp.origin if i is not None] == list(range(len(m.subgraphs[0].operators)))
+    for c in wp.choices:  # each choice's operator, numbered in the model with copies
+        assert wp.origin[wp.planned_op(c.op)] == c.op
 
 
 def test_group_buffers_are_planned_and_validated() -> None:

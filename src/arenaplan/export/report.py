@@ -5,7 +5,12 @@ a target, the per-operator table of estimated times.
 Self-contained: no external resource (style inline, picture inline); every piece of
 text from the model or the caller is escaped. Claims are made only where they
 hold: no saving against TFLM's planner when TFLM refuses the model (``refusal``),
-or when the plan spreads over memories (TFLM's own planner has one arena).
+or when the plan spreads over memories (TFLM's own planner has one arena; the page
+says why the laid-out head is larger than one arena would be).
+
+Operators are numbered as in the model planned. When a rewrite or weight copies
+changed its operators (``origin``), the operator and weights tables also give each
+operator's number in the model as given, and say which numbering what uses.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from arenaplan.export.figures import ONE, SPLIT, TWO, Figures
 from arenaplan.export.picture import render, render_memories
 from arenaplan.export.summary import find_peak, saving
 from arenaplan.ir.model import Model
+from arenaplan.passes import INSERTED
 from arenaplan.placement.plan import Plan
 from arenaplan.targets.model import Target
 from arenaplan.weights.plan import WeightsPlan
@@ -26,6 +32,9 @@ if TYPE_CHECKING:
     from arenaplan.cost.roofline import TensorKey
 
 Region = tuple[str, int, int, int]  # (memory, base in the laid-out head, bytes used, capacity)
+# (subgraph, operator) of the model planned -> the operator of the model as given it
+# came from (its index in that subgraph), None for one a rewrite inserted
+OriginMap = Mapping[tuple[int, int], int | None]
 
 _STYLE = """body{font-family:sans-serif;margin:2em;max-width:70em}
 table{border-collapse:collapse;margin-bottom:1em}
@@ -49,33 +58,58 @@ def _table(head: list[str], rows: list[list[str]], text: tuple[int, ...] = ()) -
     return f"<table>{_row(head, 'th', text)}{body}</table>"
 
 
-def _weights(wp: WeightsPlan) -> str:
-    """Per operator: its weights policy, the RAM it takes, its estimated time."""
-    rows = [
-        [str(c.op), c.weights.opcode, f"{c.weights.bytes:,}", c.policy.label, f"{c.ram:,}",
-         f"{c.seconds * 1e3:.3f}", f"{(c.seconds - b) * 1e3:+.3f}"]
-        for c, b in zip(wp.choices, wp.baseline_seconds, strict=True)
-    ]  # fmt: skip
+def _weights(wp: WeightsPlan, origin: OriginMap | None, name: str) -> str:
+    """Per operator: its weights policy, the RAM it takes, its estimated time; its
+    number in the model planned and, where operators changed, in the model as given."""
+    rows, numbering = [], ""
+    for c, b in zip(wp.choices, wp.baseline_seconds, strict=True):
+        row = [str(c.op), c.weights.opcode, f"{c.weights.bytes:,}", c.policy.label,
+               f"{c.ram:,}", f"{c.seconds * 1e3:.3f}", f"{(c.seconds - b) * 1e3:+.3f}"]  # fmt: skip
+        if origin is not None:
+            op = wp.planned_op(c.op)
+            row[:1] = [str(op), _original(origin.get((0, op)), c.weights.opcode)]
+        rows.append(row)
     head = ["operator", "opcode", "weights B", "policy", f"{wp.dest} B", "ms (estimate)",
             f"vs {wp.baseline} ms"]  # fmt: skip
+    text = (1, 3)
+    if origin is not None:
+        head[1:1], text = ["original op"], (1, 2, 4)
+        numbering = (
+            "<p>“operator” numbers the operators of the model as planned (the operator "
+            "table's “#”, fetch.h's op, the JSON's staging buffers and blob index); "
+            f"“original op” numbers those of {html.escape(name)} as given.</p>"
+        )
     return (
         f"<h2>Weights</h2><p>from {html.escape(wp.source)}, staged into "
         f"{html.escape(wp.dest)}; estimated {wp.seconds * 1e3:.2f} ms, all {wp.baseline} "
         f"{wp.baseline_total * 1e3:.2f} ms (the target's time model plus copy times)</p>"
-        + _table(head, rows, text=(1, 3))
+        + numbering
+        + _table(head, rows, text=text)
     )
 
 
-def _figures(model: Model, plan: Plan, refusal: str | None, figures: Figures) -> str:
+def _original(came: int | None, opcode: str) -> str:
+    """An operator's number in the model as given, or why it is new."""
+    return str(came) if came is not None else f"new: {INSERTED.get(opcode, 'inserted')}"
+
+
+def _figures(
+    plan: Plan, refusal: str | None, figures: Figures, regions: list[Region] | None = None
+) -> str:
     """The head against the bounds and TFLM's planner, and the tail of the plan's
-    build profile (the figures every other surface shows)."""
+    build profile (the figures every other surface shows); for a plan spread over
+    memories, why its head is larger than one arena."""
     rows = [("lower bound (live bytes at the peak)", plan.lower_bound)]
     if refusal is None:
         rows.append(("TFLM's greedy planner, no offline plan", plan.tflm_greedy))
-    rows.append(("arenaplan head" + (" (proven optimal)" if plan.optimal else ""), figures.head))
+    ours = "arenaplan head" + (" (proven optimal)" if plan.optimal else "")
+    if regions:
+        ours = "arenaplan head, memories laid end to end (below)"
+    rows.append((ours, figures.head))
     how = "estimate, at least" if figures.unmodelled else "predicted"
     rows.append((f"TFLM tail, profile {figures.profile} ({how})", figures.tail))
-    return _table(["", "bytes"], [[k, f"{v:,}"] for k, v in rows], text=(0,))
+    table = _table(["", "bytes"], [[k, f"{v:,}"] for k, v in rows], text=(0,))
+    return table + (_spread(plan, regions, refusal) if regions else "")
 
 
 def _firmware(figures: Figures) -> str:
@@ -104,6 +138,24 @@ def _firmware(figures: Figures) -> str:
         notes = html.escape("; ".join(figures.unmodelled))
         text += f"<p>Not modelled (the estimates leave it out): {notes}</p>"
     return text
+
+
+def _spread(plan: Plan, regions: list[Region], refusal: str | None) -> str:
+    """Why the head of a plan over several memories is larger than one arena: it is
+    the memories' regions end to end (``regions``: the fastest memory's first)."""
+    fast, _, fast_used, fast_capacity = regions[0]
+    parts = ", ".join(f"{html.escape(m)} {used:,} B" for m, _, used, _ in regions)
+    tflm = "" if refusal is not None else f" (its greedy planner's {plan.tflm_greedy:,} B above)"
+    return (
+        f"<p>This plan spreads the activations over {len(regions)} memories: "
+        f"{parts}. The offline plan lays those memories end to end in TFLM's one head, so "
+        f"that TFLM can check it; the head figure above, {plan.arena:,} B, is therefore the "
+        "sum of the regions, and it is not comparable with TFLM's single arena"
+        f"{tflm}: no saving or loss against TFLM's planner is claimed. The fastest memory, "
+        f"{html.escape(fast)}, holds only {fast_used:,} B: that is the figure to compare, "
+        f"with the {fast_capacity:,} B capacity asked for it; what the firmware sets in "
+        "each memory is below.</p>"
+    )
 
 
 def _claim(plan: Plan, refusal: str | None, spread: bool) -> str:
@@ -202,7 +254,13 @@ def _where(t, where: Mapping[TensorKey, str] | None) -> str:
     return ", ".join(f"{m} {n}" for m, n in counts.items())
 
 
-def _operators(model: Model, target: Target, where: Mapping[TensorKey, str] | None = None) -> str:
+def _operators(
+    model: Model,
+    target: Target,
+    where: Mapping[TensorKey, str] | None = None,
+    origin: OriginMap | None = None,
+    numbering: str = "",
+) -> str:
     from arenaplan.cost.roofline import default_memory  # here: only a report for a target times
     from arenaplan.cost.timing import estimate, time_model_label
 
@@ -232,11 +290,40 @@ def _operators(model: Model, target: Target, where: Mapping[TensorKey, str] | No
         ]
         for t in times
     ]
+    text = (1, 6, 7)
+    if origin is not None:
+        head[1:1], text = ["original op"], (1, 2, 7, 8)
+        for t, row in zip(times, rows, strict=True):
+            came = origin.get((t.work.subgraph, t.work.op))
+            row[1:1] = [_original(came, t.work.opcode)]
     return (
         f"<h2>Operators on {html.escape(target.name)} "
         f"({'as placed' if where else 'all in the fastest memory'})</h2>"
         f"<p>estimated total {total * 1e3:.2f} ms ({time_model_label(target)})</p>"
-        + _table(head, rows, text=(1, 6, 7))
+        + numbering
+        + _table(head, rows, text=text)
+    )
+
+
+def _origins(model: Model, origin: OriginMap, numbering: str) -> str:
+    """Without a target (no times): each operator and where it came from."""
+    rows = [
+        [str(op.index), _original(origin.get((sg.index, op.index)), op.opcode), op.opcode]
+        for sg in model.subgraphs
+        for op in sg.operators
+    ]
+    return "<h2>Operators</h2>" + numbering + _table(["#", "original op", "operator"], rows, (1, 2))
+
+
+def _numbering(name: str, rewritten: str, weights: bool) -> str:
+    """Which numbering what uses, when the operators are not those of the model given."""
+    also = ", the weights table's “operator” and fetch.h's op (--schedule)" if weights else ""
+    return (
+        "<p>This table numbers the operators of the model as planned "
+        f"({html.escape(rewritten)} changed them), as do the scopes in this report{also}. "
+        f"“original op” is the operator's number in {html.escape(name)} as given (“new”: "
+        "an operator the rewrite inserted); the JSON plan's operator_origin holds the same "
+        "map.</p>"
     )
 
 
@@ -252,6 +339,8 @@ def html_report(
     persistent: tuple[str | None, int] | None = None,
     weights: WeightsPlan | None = None,
     figures: Figures,
+    origin: OriginMap | None = None,
+    rewritten: str = "a rewrite",
 ) -> str:
     """The page. ``where``/``regions``: a placement over several memories, when there
     is one (``regions``: (memory, base in the laid-out head, bytes used, capacity)).
@@ -263,6 +352,9 @@ def html_report(
     arena, bytes), as ``picture.render`` / ``render_memories`` take it; None leaves
     it out of the picture. ``weights``: the weights policies (``plan --weights``).
     ``figures``: the plan's figures (``export.figures``), as every surface shows them.
+    ``origin``: where each operator came from in the model as given, when a rewrite
+    or weight copies changed the operators (None: they are the model's own);
+    ``rewritten``: what changed them, in words ("passes reorder, bands").
     """
     title = f"arena plan: {name}"
     picture = (
@@ -280,7 +372,7 @@ def html_report(
     if refusal is not None:
         parts.append(_refusal(refusal))
     parts += [
-        _figures(model, plan, refusal, figures),
+        _figures(plan, refusal, figures, regions),
         _claim(plan, refusal, bool(regions)),
         _firmware(figures),
         "<h2>Time x address</h2>",
@@ -290,9 +382,12 @@ def html_report(
         parts.append(_memories(plan, where, regions))
     parts.append(_peak(model, plan))
     if weights is not None:
-        parts.append(_weights(weights))
+        parts.append(_weights(weights, origin, name))
+    numbering = _numbering(name, rewritten, weights is not None) if origin is not None else ""
     if target is not None:
-        parts.append(_operators(model, target, where))
+        parts.append(_operators(model, target, where, origin, numbering))
+    elif origin is not None:
+        parts.append(_origins(model, origin, numbering))
     parts.append(_tensors(plan, where, regions))
     parts.append("</body></html>\n")
     return "".join(parts)

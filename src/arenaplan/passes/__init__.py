@@ -21,6 +21,16 @@ PASS_CLASSES: dict[str, str] = {
     "inplace": "arenaplan.passes.inplace:InPlace",
 }
 
+# opcode -> why a rewrite inserts operators of it, in words (the report's "new: ..."):
+# bands slices a band's rows, pads a band and joins the bands; the weights planner
+# copies an operator's weights into the arena with RESHAPE (passes.stage)
+INSERTED: dict[str, str] = {
+    "STRIDED_SLICE": "a band's rows",
+    "PAD": "a band's padding",
+    "CONCATENATION": "joins the bands",
+    "RESHAPE": "weight copy",
+}
+
 
 def pass_class(name: str) -> type:
     """The class of the pass called ``name`` (KeyError if there is none)."""
@@ -36,6 +46,7 @@ def make_pass(name: str, options: Mapping[str, object]) -> Pass:
 
 
 __all__ = [
+    "INSERTED",
     "PASS_CLASSES",
     "Pass",
     "PassRecord",

@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 
 from arenaplan.errors import PassError
 from arenaplan.ir.model import Model, Operator, Options, Subgraph, Tensor
+from arenaplan.passes.base import Origin
 from arenaplan.passes.edit import SubgraphEdit, new_options, with_option
 from arenaplan.passes.rows import CONVS, POOLS, Window, window
 
@@ -100,7 +101,7 @@ class _Band:
         o0, o1 = self.need[out]
         if op.opcode == "PAD":  # the band's own padding is the band of the PAD
             like = self.sg.tensors[out]  # TFLM pads with the output's zero point
-            piece = self._input(op.inputs[0], w, o0, o1, like)
+            piece = self._input(op.inputs[0], w, o0, o1, like, op.index)
             self.piece[out], self.have[out] = (piece, o0), (o0, o1)
             return piece
         inputs = list(op.inputs)
@@ -113,15 +114,26 @@ class _Band:
         options = op.options
         if op.opcode in CONVS or op.opcode in POOLS:
             options = with_option(options, "padding", "VALID")
-        self.edit.add_op(replace(op, inputs=tuple(inputs), outputs=(piece,), options=options))
+        self.edit.add_op(
+            replace(op, inputs=tuple(inputs), outputs=(piece,), options=options), op.index
+        )
         self.piece[out] = (piece, o0)
         self.have[out] = (o0, o1)
         return piece
 
-    def _input(self, t: int, w: Window, o0: int, o1: int, pad_like: Tensor | None = None) -> int:
+    def _input(
+        self,
+        t: int,
+        w: Window,
+        o0: int,
+        o1: int,
+        pad_like: Tensor | None = None,
+        pad_of: int | None = None,
+    ) -> int:
         """The piece of ``t`` that output rows [o0, o1) read, sliced and padded;
         ``pad_like``: the tensor whose quantisation a PAD takes (a PAD is emitted,
-        even with no padding, when it differs from ``t``'s)."""
+        even with no padding, when it differs from ``t``'s); ``pad_of``: the chain's
+        PAD operator that PAD is a band of (None: a PAD of the band's own)."""
         a, b = w.input_rows(o0, o1)
         height = self.sg.tensors[t].shape[1]
         lo, hi = max(a, 0), min(b, height)
@@ -133,7 +145,7 @@ class _Band:
             pad_like is not None and pad_like.quantization != self.sg.tensors[t].quantization
         )
         if top or bottom or w.pads_columns or requantised:
-            index = self._pad(index, top, bottom, w.left, w.right, pad_like)
+            index = self._pad(index, top, bottom, w.left, w.right, pad_like, pad_of)
         return index
 
     def _slice(self, src: int, r0: int, r1: int) -> int:
@@ -153,11 +165,18 @@ class _Band:
             shrink_axis_mask=0,
             offset=False,
         )
-        self.edit.add_op(_op("STRIDED_SLICE", (src, begin, end, strides), out, options))
+        self.edit.add_op(_op("STRIDED_SLICE", (src, begin, end, strides), out, options), None)
         return out
 
     def _pad(
-        self, src: int, top: int, bottom: int, left: int, right: int, like: Tensor | None
+        self,
+        src: int,
+        top: int,
+        bottom: int,
+        left: int,
+        right: int,
+        like: Tensor | None,
+        source: int | None,
     ) -> int:
         t = self.edit.tensors[src]
         n, h, width, depth = t.shape
@@ -167,7 +186,7 @@ class _Band:
         )
         shape = (n, h + top + bottom, width + left + right, depth)
         out = self.edit.add_tensor(like or t, name, shape)
-        self.edit.add_op(_op("PAD", (src, paddings), out, new_options("PadOptions")))
+        self.edit.add_op(_op("PAD", (src, paddings), out, new_options("PadOptions")), source)
         return out
 
 
@@ -189,17 +208,19 @@ def _assemble(edit: SubgraphEdit, pieces: list[int], y: int) -> None:
             rows = sum(edit.tensors[g].shape[1] for g in group)
             name = f"{edit.tensors[y].name}/part{len(pieces)}"
             out = edit.add_tensor(like, name, (1, rows, *like.shape[2:]))
-            edit.add_op(_op("CONCATENATION", tuple(group), out, concat))
+            edit.add_op(_op("CONCATENATION", tuple(group), out, concat), None)
             pieces.append(out)
-    edit.add_op(_op("CONCATENATION", tuple(pieces), y, concat))
+    edit.add_op(_op("CONCATENATION", tuple(pieces), y, concat), None)
 
 
-def split_chain(model: Model, chain: Chain, bands: int) -> Model:
-    """``model`` with ``chain`` computed in ``bands`` bands of Y's rows."""
+def split_chain(model: Model, chain: Chain, bands: int) -> tuple[Model, Origin]:
+    """``model`` with ``chain`` computed in ``bands`` bands of Y's rows, and its origin:
+    each band's copy of a chain operator comes from that operator; the slices, the
+    band's own padding and the CONCATENATIONs are new."""
     sg = model.subgraphs[chain.subgraph]
     edit = SubgraphEdit(model, chain.subgraph)
     for op in sg.operators[: chain.first]:
-        edit.add_op(op)
+        edit.add_op(op, op.index)
     pieces = []
     for b, rows in enumerate(band_rows(sg.tensors[chain.y], bands)):
         band = _Band(edit, sg, chain, b, rows)
@@ -208,5 +229,5 @@ def split_chain(model: Model, chain: Chain, bands: int) -> Model:
         pieces.append(piece)
     _assemble(edit, pieces, chain.y)
     for op in sg.operators[chain.last + 1 :]:
-        edit.add_op(op)
-    return edit.finish()
+        edit.add_op(op, op.index)
+    return edit.finish(), edit.origin()

@@ -34,7 +34,7 @@ from arenaplan.passes.band_search import (
     view_peak,
 )
 from arenaplan.passes.band_split import Chain, split_chain
-from arenaplan.passes.base import PassResult
+from arenaplan.passes.base import Origin, PassResult, compose, identity
 from arenaplan.tflm.kernel_sets import REFERENCE
 from arenaplan.tflm.tail import PROFILES, tail_estimate
 
@@ -52,6 +52,7 @@ class _Step:
     head: int  # estimated head: live activations and kernel scratch, views shared
     score: int  # what the search minimises: the head, plus the tail for "arena"
     model: Model
+    origin: Origin  # of ``model`` from the model before this step
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,7 +152,10 @@ class Bands:
             "chains": "; ".join(_describe(s) for s in steps),
             **why,
         }
-        return PassResult(steps[-1].model, True, note, stats)
+        origin = identity(model)
+        for step in steps:
+            origin = compose(origin, step.origin)
+        return PassResult(steps[-1].model, True, note, stats, origin)
 
 
 def _describe(s: _Step) -> str:
@@ -212,12 +216,12 @@ def _best_step(
             if extra > budget:
                 over_budget = True
                 continue
-            new = split_chain(model, chain, bands)
+            new, origin = split_chain(model, chain, bands)
             head = score.head(new)
             s = score(new, head)
             lower_head = lower_head or head < head_now
             if s < now and (best is None or (s, extra) < (best.score, best.extra)):
-                best = _Step(chain, bands, extra, head, s, new)
+                best = _Step(chain, bands, extra, head, s, new, origin)
     if best is not None:
         return best, "fit"
     return None, "tail" if lower_head else "macs" if over_budget else "chains"

@@ -4,7 +4,9 @@ Passes describe their rewrite with ``SubgraphEdit`` and ``finish`` returns a new
 ``Model`` (the input is never touched): operators in the order they were added,
 tensors no operator or subgraph boundary refers to any more dropped, the rest
 renumbered, new constant data appended as new buffers. A rewritten model has new
-tensors, so an offline plan it carried no longer applies and is dropped.
+tensors, so an offline plan it carried no longer applies and is dropped. Each
+operator added names the operator of the old subgraph it stands for, or None for
+a new one; ``origin`` gives them as the pass's origin (``passes.base``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import numpy as np
 
 from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Model, Operator, Options, OptionValue, Subgraph, Tensor
+from arenaplan.passes.base import Origin, origin_of_subgraphs
 
 OFFLINE_PLAN = "OfflineMemoryAllocation"
 
@@ -43,6 +46,7 @@ class SubgraphEdit:
         self.sg: Subgraph = model.subgraphs[subgraph]
         self.tensors: list[Tensor] = list(self.sg.tensors)
         self.ops: list[Operator] = []
+        self.sources: list[int | None] = []  # per op: the old operator it stands for
         self.buffers: list[bytes] = []  # new buffers, numbered after the model's
         self._constants: dict[tuple[tuple[int, ...], bytes], int] = {}
 
@@ -83,8 +87,16 @@ class SubgraphEdit:
         self._constants[key] = t.index
         return t.index
 
-    def add_op(self, op: Operator) -> None:
+    def add_op(self, op: Operator, source: int | None) -> None:
+        """Append ``op``; ``source``: the index of the old subgraph's operator it
+        stands for (its copy, or one band of it), None for a new operator."""
         self.ops.append(replace(op, index=len(self.ops)))
+        self.sources.append(source)
+
+    def origin(self) -> Origin:
+        """For each operator of ``finish()``'s model, the operator of the model being
+        edited that it came from (model order; None: new)."""
+        return origin_of_subgraphs(self.model, {self.sg.index: self.sources})
 
     def finish(self) -> Model:
         """The model with this subgraph replaced; unused tensors dropped."""

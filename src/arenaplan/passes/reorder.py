@@ -28,7 +28,7 @@ from arenaplan.allocation.problem import Buffer, Problem
 from arenaplan.analysis.buffers import ArenaItems, arena_items
 from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Model, Subgraph
-from arenaplan.passes.base import PassResult
+from arenaplan.passes.base import PassResult, origin_of_subgraphs
 from arenaplan.passes.schedule import Found, OrderProblem, best_order, peak_bytes
 from arenaplan.reader.tflite_reader import OFFLINE_PLAN_NAME
 
@@ -57,6 +57,7 @@ class Reorder:
         before, raw_before = _peaks(items)
         budget = max(int(self.time_limit * WORK_PER_SECOND), 0)
         subgraphs, found = [], []
+        orders: dict[int, tuple[int, ...]] = {}  # subgraph -> its old operators in the new order
         for sg in model.subgraphs:
             if not _may_reorder(model, sg):
                 subgraphs.append(sg)
@@ -65,8 +66,9 @@ class Reorder:
             given = tuple(range(len(sg.operators)))
             result = best_order(problem, given, max(budget - _work(found), 0))
             found.append(result)
-            better = result.peak < peak_bytes(problem, given)
-            subgraphs.append(with_order(sg, result.order) if better else sg)
+            if result.peak < peak_bytes(problem, given):
+                orders[sg.index] = result.order
+            subgraphs.append(with_order(sg, orders[sg.index]) if sg.index in orders else sg)
         # an offline plan fits the old lifetimes only: dropped, as TFLM would trust it
         reordered = replace(
             model,
@@ -85,7 +87,8 @@ class Reorder:
         if _proven(found, after):
             note += " (optimal)"
         stats = _stats(before, after, raw_before, raw_after, found)
-        return PassResult(reordered, True, note, stats)
+        origin = origin_of_subgraphs(model, orders)
+        return PassResult(reordered, True, note, stats, origin)
 
 
 def _work(found: list[Found]) -> int:

@@ -47,10 +47,10 @@ class Stage:
             if copies:
                 rewired[o] = _staged(edit, ops[o])
             else:
-                edit.add_op(rewired.get(o, ops[o]))
+                edit.add_op(rewired.get(o, ops[o]), o)
         n = len(chosen)
         note = f"{n} operator{'s' if n != 1 else ''} read weights copied into the arena"
-        return PassResult(edit.finish(), True, note, {"staged_operators": n})
+        return PassResult(edit.finish(), True, note, {"staged_operators": n}, edit.origin())
 
 
 def _chosen(model: Model, stage: Stage) -> set[int]:
@@ -81,7 +81,7 @@ def _staged(edit: SubgraphEdit, op: Operator) -> Operator:
         reshape = Operator(
             0, "RESHAPE", False, (i,), (copy_of[i],), options=new_options("ReshapeOptions")
         )
-        edit.add_op(reshape)
+        edit.add_op(reshape, None)
     slots = WEIGHT_SLOTS.get(op.opcode, ())
     inputs = tuple(copy_of.get(i, i) if k in slots else i for k, i in enumerate(op.inputs))
     return replace(op, inputs=inputs)

@@ -63,6 +63,7 @@ def render(request: PlanRequest, done: PlanResult) -> PlanResult:
         from arenaplan.export.report import html_report
 
         refusal = "; ".join(done.refusals) or None
+        origin, rewritten = _origin(done)
         report = html_report(
             model,
             plan,
@@ -74,6 +75,8 @@ def render(request: PlanRequest, done: PlanResult) -> PlanResult:
             persistent=persistent,
             weights=done.weights,
             figures=done.figures,
+            origin=origin,
+            rewritten=rewritten,
         )
         files["report"] = report.encode()
     return replace(done, blob=blob, files=files)
@@ -152,9 +155,27 @@ def _blob(done: PlanResult) -> WeightsBlob:
     return staged_blob(done.weights)
 
 
+def _origin(done: PlanResult) -> tuple[dict[tuple[int, int], int | None] | None, str]:
+    """For the report: where each operator of the model planned came from in the model
+    as given, by (subgraph, operator), or None when they are its own; and what changed
+    them, in words."""
+    if done.origin is None:
+        return None, ""
+    from arenaplan.passes.base import by_operator
+
+    records = done.rewrite.records if done.rewrite else ()
+    names = [r.name for r in records if r.changed]
+    what = [f"pass{'es' if len(names) > 1 else ''} {', '.join(names)}"] if names else []
+    if done.weights is not None and None in done.weights.origin:
+        what.append("weight copies")
+    origin = by_operator(done.model, done.source.model, done.origin)
+    return origin, " and ".join(what) or "a rewrite"
+
+
 def _extra_json(done: PlanResult, blob: WeightsBlob | None) -> dict[str, object]:
     """The JSON's ``passes``, ``proof`` and, with weights, ``weights`` (whose own
-    ``proof`` is that of the model with its copies)."""
+    ``proof`` is that of the model with its copies); ``operator_origin`` when a
+    rewrite or weight copies changed the operators (``PlanResult.origin``)."""
     records = done.rewrite.records if done.rewrite else ()
     passes = [
         {"name": r.name, "options": r.options, "changed": r.changed, "note": r.note}
@@ -162,8 +183,10 @@ def _extra_json(done: PlanResult, blob: WeightsBlob | None) -> dict[str, object]
         for r in records
     ]
     proof = done.proof.as_dict() if done.proof else None
+    moved = {} if done.origin is None else {"operator_origin": list(done.origin)}
     if done.weights is not None and blob is not None:
         from arenaplan.weights.outputs import weights_json
 
-        return {"passes": passes, "proof": None, "weights": weights_json(done.weights, proof, blob)}
-    return {"passes": passes, "proof": proof}
+        weights = weights_json(done.weights, proof, blob)
+        return {"passes": passes, "proof": None, "weights": weights} | moved
+    return {"passes": passes, "proof": proof} | moved

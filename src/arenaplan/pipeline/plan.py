@@ -27,6 +27,7 @@ from arenaplan.tflm.kernel_sets import REFERENCE
 from arenaplan.tflm.refusals import tflm_refusals
 
 if TYPE_CHECKING:
+    from arenaplan.passes.base import Origin
     from arenaplan.verify.prove import Proof
 
 # Proving (verify.prove, the writer) and weights are imported where a request needs
@@ -157,7 +158,8 @@ def _plan(request: PlanRequest, profile: str, notify: Notify) -> PlanResult:
     proof = None
     if pass_names(request):
         rw = _rewrite(request, profile, base.kernels)
-        done = replace(_fit(request, rw.model, _with_aliases(base, rw), profile), rewrite=rw)
+        done = _fit(request, rw.model, _with_aliases(base, rw), profile)
+        done = replace(done, rewrite=rw, origin=_moved(rw.origin, original))
         if not request.prove:
             return done
         plan = done.plan
@@ -194,7 +196,7 @@ def _plan_weights(
     to the model as given without them (None), unless ``write_unproven``."""
     if pass_names(request):
         rw = _rewrite(request, profile, options.kernels)
-        done = _weights_of(request, rw.model, _with_aliases(options, rw), profile)
+        done = _weights_of(request, rw.model, _with_aliases(options, rw), profile, rw.origin)
         proven = done.proof is None or done.proof.proven
         unavailable = done.proof is not None and done.proof.unavailable
         refused = done.proof is not None and done.proof.refused  # whatever the rewrite
@@ -220,9 +222,15 @@ def _plan_weights(
 
 
 def _weights_of(
-    request: PlanRequest, model: Model, options: PlanOptions, profile: str
+    request: PlanRequest,
+    model: Model,
+    options: PlanOptions,
+    profile: str,
+    origin: Origin | None = None,
 ) -> PlanResult:
-    """The weights plan of ``model`` and, when proving, its bytes and proof."""
+    """The weights plan of ``model`` and, when proving, its bytes and proof;
+    ``origin``: ``model``'s from the model as given (None: it is that model)."""
+    from arenaplan.passes.base import compose
     from arenaplan.weights.plan import plan_weights
     from arenaplan.weights.policies import parse_weights
 
@@ -230,6 +238,7 @@ def _weights_of(
     assert target is not None and request.weights is not None  # checked by the caller
     policy = parse_weights(request.weights)
     wp = plan_weights(model, target, policy, request.caps, options)
+    came = wp.origin if origin is None else compose(origin, wp.origin)
     planned, proof = b"", None
     if request.prove:
         from arenaplan.export.tflite_writer import write_model
@@ -253,7 +262,16 @@ def _weights_of(
         planned,
         proof=proof,
         weights=wp,
+        origin=_moved(came, request.source.model),
     )
+
+
+def _moved(origin: Origin, original: Model) -> Origin | None:
+    """``origin`` (from ``original``), or None when it is the identity: the model has
+    the operators of the model as given, in their order (``PlanResult.origin``)."""
+    from arenaplan.passes.base import identity
+
+    return None if origin == identity(original) else origin
 
 
 def _check_proof(proof: Proof | None, write_unproven: bool, notify: Notify) -> None:

@@ -18,18 +18,22 @@ from arenaplan.tflm.tail import min_arena_estimate, tail_estimate
 
 if TYPE_CHECKING:
     from arenaplan.passes import PassRecord
+    from arenaplan.passes.base import Origin
 
 FIT_PASSES = ("reorder", "inplace", "bands")
 
 
 @dataclass(frozen=True, slots=True)
 class Rewrite:
-    """The model after the passes, what each did, and the aliasing to plan with."""
+    """The model after the passes, what each did, and the aliasing to plan with.
+    ``origin``: for each operator of ``model`` (model order), the operator of the
+    model as given that it came from (None: a pass inserted it)."""
 
     model: Model
     records: tuple[PassRecord, ...]
     aliases: frozenset[str]
     clobber_inputs: bool
+    origin: Origin
 
     @property
     def changed(self) -> bool:
@@ -40,11 +44,13 @@ def run_rewrite(model: Model, names: tuple[str, ...], options: dict[str, object]
     """Run the passes ``names`` with ``options`` (each pass takes those that are its
     fields: max_extra_macs, fit, clobber_inputs, profile, objective, kernels)."""
     from arenaplan.passes import make_pass, run_passes
+    from arenaplan.passes.base import identity
     from arenaplan.passes.inplace import alias_options
 
     new, records = run_passes(model, [make_pass(name, options) for name in names])
     aliases, clobber = alias_options(names, bool(options.get("clobber_inputs", False)))
-    return Rewrite(new, tuple(records), aliases, clobber)
+    origin = records[-1].origin if records else identity(new)
+    return Rewrite(new, tuple(records), aliases, clobber, origin)
 
 
 def check_fit(

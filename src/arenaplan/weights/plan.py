@@ -22,6 +22,7 @@ from arenaplan.analysis.buffers import StagingRequest, arena_items, staging_buff
 from arenaplan.analysis.lifetimes import compute_lifetimes
 from arenaplan.errors import AllocationError, PlanValidationError
 from arenaplan.ir.model import Model
+from arenaplan.passes.base import Origin, identity
 from arenaplan.passes.pipeline import run_passes
 from arenaplan.passes.stage import Stage, staged_index
 from arenaplan.placement.plan import Plan, PlanOptions
@@ -38,7 +39,10 @@ class WeightsPlan:
     """The chosen policies, the model as it runs (with its copies), its plan, and
     the estimated seconds of the whole model (all operators, fetches included).
     ``tiers``: the activations' placement over several memories when they had to
-    spread (the weight buffers stay in the fastest), else None."""
+    spread (the weight buffers stay in the fastest), else None. ``origin``: for each
+    operator of ``model``, the operator of the model planned that it is (None: a
+    RESHAPE copy); ``choices`` number operators as the model planned, ``plan`` (its
+    staging buffers) and the fetch schedule as ``model``."""
 
     choices: tuple[OpChoice, ...]
     model: Model
@@ -54,23 +58,31 @@ class WeightsPlan:
     baseline_total: float
     tiers: TierPlacement | None = None
     time_model: str = ""  # the time model that made the seconds (cost.timing's label)
+    origin: Origin = ()
+
+    def planned_op(self, op: int) -> int:
+        """The index in ``model`` of operator ``op`` (subgraph 0) of the model planned."""
+        return self.origin.index(op)
 
 
 def staged_requests(
     model: Model, choices: Sequence[OpChoice]
-) -> tuple[Model, tuple[StagingRequest, ...]]:
-    """The model with its whole-operator copies, and the group buffers it needs
-    (operator indices of that model)."""
+) -> tuple[Model, tuple[StagingRequest, ...], Origin]:
+    """The model with its whole-operator copies, the group buffers it needs
+    (operator indices of that model), and its origin from ``model``."""
     whole = [c for c in choices if c.policy.kind == "whole"]
     stage = Stage(tuple(c.op for c in whole), tuple(c.op for c in whole if c.first < c.op))
-    staged = run_passes(model, [stage])[0] if whole else model
+    staged, origin = model, identity(model)
+    if whole:
+        staged, records = run_passes(model, [stage])
+        origin = records[0].origin
     at = staged_index(model, stage)
     requests = tuple(
         StagingRequest(at[c.op], at[c.first], c.ram, c.policy.label)
         for c in choices
         if c.policy.kind == "groups"
     )
-    return staged, requests
+    return staged, requests, origin
 
 
 def plan_weights(
@@ -161,7 +173,7 @@ def _plan_policies(
     spreads = len([m for m in target.memories if "activations" in m.holds]) > 1
     tiers = None
     while True:
-        staged, requests = staged_requests(model, choices)
+        staged, requests, origin = staged_requests(model, choices)
         plan = plan_model(staged, replace(options, staging=requests))
         if capacity is None or plan.arena <= capacity:
             break
@@ -196,6 +208,7 @@ def _plan_policies(
         rest + sum(baseline),
         tiers,
         time_model_label(target),
+        origin,
     )
 
 
