@@ -441,7 +441,7 @@ def test_report_of_a_spread_plan_says_why_its_head_is_larger() -> None:
     assert done.tiers is not None
     page = done.files["report"].decode()
     note = page[page.index("This plan spreads") : page.index("<h2>Time x address")]
-    assert page.index("smallest working arena") < page.index("This plan spreads")
+    assert page.index("TFLM tail, profile") < page.index("This plan spreads")
     heights = {m: h for m, h in done.tiers.heights.items() if h}
     assert set(heights) == {"tcm", "ocram"}
     for memory, used in heights.items():
