@@ -415,3 +415,25 @@ def test_a_model_tflm_refuses_exits_3_with_our_reason(tmp_path: Path, capsys, po
         assert len(err.strip().splitlines()) == 1 and "Hybrid" not in err, err
         assert "the weight copies cannot be proven: TFLM refuses the original model: " in err
         assert why in err and not out.exists()
+
+
+def test_the_baseline_total_is_the_baseline_policy_at_the_same_capacities() -> None:
+    """ "all whole" is what ``--weights whole`` alone estimates at the same capacities
+    (ResNet on xcore.ai with 40 KiB of SRAM: the activations spread, and whole copies
+    cost more than unconstrained), and None where whole does not fit them."""
+    m = read_model_bytes(model_path("mlcommons-tiny__pretrainedResnet_quant").read_bytes())
+    t = load_builtin("xcore_ai")
+    options = PlanOptions(kernels=t.kernels)
+    caps = {"sram": 40 * 1024}
+    auto = plan_weights(m, t, None, caps, options)
+    whole = plan_weights(m, t, Policy("whole"), caps, options)
+    assert auto.baseline == "whole" and whole.baseline_total == whole.seconds
+    assert auto.baseline_total == whole.seconds
+    free = plan_weights(m, t, None, None, options)
+    assert whole.seconds > free.baseline_total  # the spread costs: not the free figure
+    assert f"all whole in the same memories {whole.seconds * 1e3:,.3f} ms" in auto.totals_text()
+    one = replace(t, memories=tuple(x for x in t.memories if x.name != "lpddr"))
+    tight = {"sram": plan_weights(m, one, Policy("groups"), None, options).plan.arena}
+    squeezed = plan_weights(m, one, Policy("groups"), tight, options)
+    assert squeezed.baseline_total is None  # whole copies need more than groups' arena
+    assert "all whole does not fit the same memories" in squeezed.totals_text()

@@ -83,8 +83,7 @@ def print_weights(console: Console, wp: WeightsPlan, proof: Proof | None) -> Non
     console.print(
         f"weights: {kinds.count('whole')} operators copied whole (RESHAPE copies in the model), "
         f"{kinds.count('groups')} in groups (buffers in the plan, filled by firmware), "
-        f"{kinds.count('in-place')} read in place; estimated {wp.seconds * 1e3:.2f} ms, "
-        f"all {wp.baseline}: {wp.baseline_total * 1e3:.2f} ms"
+        f"{kinds.count('in-place')} read in place; {wp.totals_text()}"
     )
     if proof is not None and not proof.proven:
         console.print(f"[bold]UNPROVEN[/]: {escape(proof.reason or '')}")

@@ -81,10 +81,8 @@ def _weights(wp: WeightsPlan, origin: OriginMap | None, name: str) -> str:
         )
     return (
         f"<h2>Weights</h2><p>from {html.escape(wp.source)}, staged into "
-        f"{html.escape(wp.dest)}; estimated {wp.seconds * 1e3:.2f} ms, all {wp.baseline} "
-        f"{wp.baseline_total * 1e3:.2f} ms (the target's time model plus copy times)</p>"
-        + numbering
-        + _table(head, rows, text=text)
+        f"{html.escape(wp.dest)}; {html.escape(wp.totals_text())} (the target's time model "
+        "plus copy times)</p>" + numbering + _table(head, rows, text=text)
     )
 
 

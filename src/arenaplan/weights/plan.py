@@ -54,11 +54,21 @@ class WeightsPlan:
     # weights memory is mapped, else "whole" (each operator's weights copied
     # before it, blocking); its seconds per operator, and for the whole model
     baseline: str
-    baseline_seconds: tuple[float, ...]
-    baseline_total: float
+    baseline_seconds: tuple[float, ...]  # per operator, the activations in the fastest
+    # the baseline policy planned at the same capacities, as ``--weights BASELINE``
+    # alone plans it (None: it does not fit them)
+    baseline_total: float | None
     tiers: TierPlacement | None = None
     time_model: str = ""  # the time model that made the seconds (cost.timing's label)
     origin: Origin = ()
+
+    def totals_text(self) -> str:
+        """The estimate and the baseline's, as every surface words them (ms)."""
+        if self.baseline_total is None:
+            same = f"all {self.baseline} does not fit the same memories"
+        else:
+            same = f"all {self.baseline} in the same memories {self.baseline_total * 1e3:,.3f} ms"
+        return f"estimated {self.seconds * 1e3:,.3f} ms, {same}"
 
     def planned_op(self, op: int) -> int:
         """The index in ``model`` of operator ``op`` (subgraph 0) of the model planned."""
@@ -98,6 +108,25 @@ def plan_weights(
     Weight buffers go to the fastest memory; when the activations and the buffers
     of the policies that need the least RAM do not fit it, the activations spread
     over the next memories (``placement.tiers``, the buffers pinned in the fastest)."""
+    found = _plan(model, target, request, capacities, options)
+    baseline = IN_PLACE if found.baseline == IN_PLACE.kind else WHOLE
+    if request == baseline:
+        return found
+    try:
+        same = _plan(model, target, baseline, capacities, options).seconds
+    except AllocationError:
+        same = None
+    return replace(found, baseline_total=same)
+
+
+def _plan(
+    model: Model,
+    target: Target,
+    request: Policy | None,
+    capacities: Mapping[str, int] | None,
+    options: PlanOptions,
+) -> WeightsPlan:
+    """``plan_weights`` without its baseline's plan (``baseline_total`` unplanned)."""
     costs = WeightCosts(model, target)
     if request is not None:
         return _plan_policies(model, target, request, capacities, options, costs)
@@ -147,7 +176,7 @@ def _best_of(
     best = found
     for policy in fixed_policies(target):
         try:
-            other = plan_weights(model, target, policy, capacities, options)
+            other = _plan(model, target, policy, capacities, options)
         except AllocationError:
             continue  # does not fit: not a candidate
         if best is None or other.seconds < best.seconds:
@@ -205,7 +234,7 @@ def _plan_policies(
         costs.dest.name,
         policy.kind,
         baseline,
-        rest + sum(baseline),
+        seconds if request == policy else None,  # planned by ``plan_weights``
         tiers,
         time_model_label(target),
         origin,
