@@ -287,18 +287,19 @@ def test_a_quarter_of_resnets_arena_in_sram_costs_what_the_conv_measurement_impl
     Measured (the split-arena report): conv2d 0.80 ms in SRAM, 13.72 ms with the
     whole arena in LPDDR, i.e. 16.15x its SRAM time extra, for lib_nn's conv traffic
     of ~1.1 bytes per MAC (mostly weight loads: ld_flash puts the weights in the
-    arena). ResNet's convolutions run the same kernel at ~1.26 bytes per MAC. In
-    the sweep only activations move: weights are copied from flash into SRAM, kernel
-    scratch stays in SRAM. With a fraction f of ResNet's conv traffic (bytes, lib_nn's
-    counts) going to tensors placed in LPDDR, the report's cost per byte gives an
+    arena). ResNet's convolutions run the same kernel at ~1.26 bytes per MAC. The
+    sweep, as on the device, copies each operator's weights whole from flash into the
+    arena before it (xcore.ai cannot read flash in place), and those copies are placed
+    like activations; kernel scratch stays in SRAM. With a fraction f of ResNet's conv
+    traffic (bytes, lib_nn's counts, in the model with its copies) going to tensors
+    placed in LPDDR, the report's cost per byte gives an
     extra of about 16.15 * f * (its conv compute time in SRAM at the report's rate):
     f ~ 2.5%, ~3.1 ms on ~9.5 ms. That proxy ignores the cache (reused lines) and
     that stores pass it at their own latency, so the estimate's extra must be at
     least half of it and at most twice it."""
     from arenaplan.cli import main
     from arenaplan.cost.roofline import default_memory
-    from arenaplan.placement.tiers import place_tiers
-    from arenaplan.reader import read_model
+    from arenaplan.pipeline import PlanRequest, read_source, run_plan
 
     path = model_path("mlcommons-tiny__pretrainedResnet_quant")
     assert main(["sweep", str(path), "--target", "xcore_ai", "--points", "5"]) == 0
@@ -312,9 +313,11 @@ def test_a_quarter_of_resnets_arena_in_sram_costs_what_the_conv_measurement_impl
     top, quarter = (int(found[i][0].replace(",", "")) for i in (0, -1))
     full_ms, quarter_ms = (float(found[i][2]) for i in (0, -1))
 
-    model, target = read_model(path), load_builtin("xcore_ai")
-    placed = place_tiers(model, target, {"sram": quarter}, "arenaplan")  # as sweep does
-    where = default_memory(model, target) | placed.memory_of
+    target = load_builtin("xcore_ai")
+    request = PlanRequest(read_source(path), target, {"sram": quarter}, weights="whole")
+    done = run_plan(replace(request, prove=False, lay_out=False))  # as sweep plans it
+    model = done.model  # with its weight copies
+    where = default_memory(model, target) | (done.tiers.memory_of if done.tiers else {})
     convs = [op for op in operator_accesses(model, "xcore") if op.opcode == "CONV_2D"]
     moved = sum(
         a.bytes
@@ -327,7 +330,7 @@ def test_a_quarter_of_resnets_arena_in_sram_costs_what_the_conv_measurement_impl
     implied = (13.72 / 0.80 - 1) * f * compute_ms
     assert top // 4 - 16 < quarter < top // 4 + 16  # sizes are multiples of 16
     assert 0.5 * implied < quarter_ms - full_ms < 2 * implied
-    assert quarter_ms / full_ms > 1.2  # substantially slower (found: 9.49 -> 13.50 ms)
+    assert quarter_ms / full_ms > 1.2  # substantially slower (found: 9.49 -> 50.01 ms)
 
 
 def test_stores_fill_lines_unless_the_cache_is_write_through() -> None:

@@ -28,10 +28,11 @@ from arenaplan.errors import AllocationError, UsageError
 from arenaplan.export.figures import persistent_of, placed_seconds
 from arenaplan.export.files import Outputs
 from arenaplan.export.picture import picture_format, pyplot, save
-from arenaplan.pipeline import PlanRequest, Source, read_source, run_plan
+from arenaplan.pipeline import PlanRequest, PlanResult, Source, read_source, run_plan
 from arenaplan.placement.tiers import place_tiers
 from arenaplan.targets import Target
 from arenaplan.units import count_arg
+from arenaplan.weights.policies import WHOLE, parse_weights, unless_in_place
 
 ROOM = 1 << 40  # bytes: a fastest memory with room for everything the plan could put there
 FLAT = (
@@ -95,8 +96,9 @@ def sizes(top: int, points: int) -> list[int]:
 
 
 def _row(source: Source, target: Target, weights: str | None, capacity: int) -> Row:
+    """The plan at ``capacity`` of the fastest memory, and Vela's strategy placing the
+    same model's activations there (with the plan's weight copies, if whole)."""
     fast = target.fastest().name
-    ours, heights, why, persistent = None, {}, {}, fast
     request = PlanRequest(
         source,
         target,
@@ -107,26 +109,46 @@ def _row(source: Source, target: Target, weights: str | None, capacity: int) -> 
         check_memories=False,  # a size too small is a row saying why
     )
     try:
-        figures = run_plan(request).figures
-        assert figures is not None  # made for every plan
-        ours, heights = figures.latency, figures.per_memory()
-        persistent = persistent_of(figures.arrays) or fast
+        done = run_plan(request)
     except AllocationError as exc:
-        why["ours"] = str(exc)
-    vela = None
-    if weights is None:  # Vela's strategy places the activations, weights where they lie
-        try:
-            model = source.model
-            placed = place_tiers(model, target, {fast: capacity}, "vela", kernels=target.kernels)
-            # timed as ours: the same time model, TFLM's persistent data where ours has it
-            vela = placed_seconds(model, target, fast, persistent, placed)
-        except AllocationError as exc:
-            why["Vela"] = str(exc)
+        done, ours = None, str(exc)
+    vela = _vela(source, done, target, capacity) if weights in (None, WHOLE.kind) else None
+    why = {"ours": ours} if done is None else {}
+    if isinstance(vela, str):
+        why["Vela"] = vela
     if len(why) == 2 and len(set(why.values())) == 1:
         reason = f"cannot place: {why['ours']}"
     else:
         reason = "; ".join(f"{who} cannot place: {text}" for who, text in why.items())
-    return Row(capacity, ours, vela, heights, reason)
+    if done is None or done.figures is None:
+        return Row(capacity, None, vela if isinstance(vela, float) else None, {}, reason)
+    figures = done.figures
+    return Row(
+        capacity,
+        figures.latency,
+        vela if isinstance(vela, float) else None,
+        figures.per_memory(),
+        reason,
+    )
+
+
+def _vela(source: Source, done: PlanResult | None, target: Target, capacity: int) -> float | str:
+    """Seconds with the activations placed by Vela's strategy instead of ours, the
+    rest as the plan has it (its weight copies and their fetches, TFLM's persistent
+    data in its memory; with no plan, the model as given, everything else in the
+    fastest memory); or why Vela's strategy cannot place them."""
+    fast = target.fastest().name
+    model = done.model if done is not None else source.model
+    try:
+        placed = place_tiers(model, target, {fast: capacity}, "vela", kernels=target.kernels)
+    except AllocationError as exc:
+        return str(exc)
+    if done is None or done.figures is None or done.figures.latency is None:
+        return placed_seconds(model, target, fast, fast, placed)
+    figures = done.figures
+    persistent = persistent_of(figures.arrays) or fast
+    ours = placed_seconds(model, target, fast, persistent, done.tiers)
+    return figures.latency + placed_seconds(model, target, fast, persistent, placed) - ours
 
 
 def _latency_format(rows: list[Row]) -> tuple[str, float, int]:
@@ -162,19 +184,18 @@ def run(args: argparse.Namespace, console: Console) -> int:
     if target is None:  # not reached: the default is generic
         raise UsageError("sweep needs --target or --target-file")
     if args.weights is not None:
-        from arenaplan.weights.policies import parse_weights
-
         parse_weights(args.weights)  # one line if malformed
+    weights = unless_in_place(target, args.weights)
     source = read_source(args.model)
     fast = target.fastest()
     # what the plan puts in the fastest memory when it has room for all: where sizes start
     room = {fast.name: ROOM}
-    request = PlanRequest(source, target, room, weights=args.weights, prove=False)
+    request = PlanRequest(source, target, room, weights=weights, prove=False)
     whole = run_plan(request).figures
     assert whole is not None  # made for every plan
     arena = whole.per_memory().get(fast.name, 0)
     top = min(arena, fast.capacity)
-    rows = [_row(source, target, args.weights, size) for size in sizes(top, args.points)]
+    rows = [_row(source, target, weights, size) for size in sizes(top, args.points)]
 
     unit, scale, decimals = _latency_format(rows)
     title = f"{args.model.name} on {target.name}: estimated latency ({unit})"
@@ -199,6 +220,11 @@ def run(args: argparse.Namespace, console: Console) -> int:
         f"{fast.name} from {start} ({top:,} B) down to {rows[-1].capacity:,} B; latencies: "
         f"{time_model_label(target)}"
     )
+    if weights is not None and args.weights is None:
+        console.print(
+            f"weights: {weights} ({target.name} cannot read them where they lie; "
+            "--weights chooses another policy)"
+        )
     flat = is_flat(rows, scale, decimals)
     if flat:
         console.print(FLAT)

@@ -134,9 +134,9 @@ def _plan(task: Task) -> dict[str, Any]:
         raise ModelFormatError(f"{task.model}: changed since the sweep started")
     model = read_model_bytes(data)
     target = _target(task.target)
-    weights = task.weights
-    if weights == NONE and target.weights_memory().read != "in-place":
-        weights = "whole"  # they cannot be read where they lie
+    from arenaplan.weights.policies import unless_in_place
+
+    weights = unless_in_place(target, None if task.weights == NONE else task.weights)
     fast = target.fastest().name
     request = PlanRequest(
         Source(data, model, Path(task.model).name),
@@ -146,7 +146,7 @@ def _plan(task: Task) -> dict[str, Any]:
         time_limit=task.time_limit,
         passes=() if task.passes == NONE else tuple(task.passes.split("+")),
         objective="head",
-        weights=None if weights == NONE else weights,
+        weights=weights,
         prove=False,  # a sweep compares estimates; ``arenaplan plan`` proves the one chosen
         lay_out=False,
         check_memories=False,  # a size too small is a row that does not fit

@@ -115,8 +115,13 @@ def figures_of(
     arrays = _arrays(model, plan, profile, target, caps, tiers, arena, head, persistent_memory)
     layout = SPLIT if arrays[-1].role == "split-persistent" else ONE
     layout = TWO if any(a.role == "persistent" for a in arrays) else layout
+    home = persistent_of(arrays)
+    placed = placed_seconds(model, target, arrays[0].memory, home, tiers)
     if seconds is None:
-        seconds = placed_seconds(model, target, arrays[0].memory, persistent_of(arrays), tiers)
+        seconds = placed
+    elif home != target.fastest("persistent").name:  # the plan's own estimate, with
+        # TFLM's persistent data where the arrays put it, not in the fastest memory
+        seconds += placed - placed_seconds(model, target, arrays[0].memory, None, tiers)
     used = {a.memory for a in arrays}
     rooms = tuple((m.name, caps.get(m.name, m.capacity)) for m in target.memories if m.name in used)
     return Figures(
@@ -250,7 +255,7 @@ def placed_seconds(
 ) -> float:
     """The time model's estimate of one inference: the activations in ``arena`` (or
     where ``tiers`` put them), constants where the target keeps them, TFLM's
-    persistent data in ``persistent``."""
+    persistent data in ``persistent`` (None: the fastest that may hold it)."""
     from arenaplan.cost.roofline import default_memory
     from arenaplan.cost.timing import Timer
 

@@ -179,3 +179,12 @@ class WeightCosts:
     def cheaper(self, c: OpChoice) -> list[OpChoice]:
         """Policies of ``c``'s operator that take less RAM than ``c``."""
         return [x for p in self.allowed(c.weights) if (x := self.choice(c.weights, p)).ram < c.ram]
+
+
+def unless_in_place(target: Target, asked: str | None) -> str | None:
+    """The ``--weights`` policy a sweep uses: the one ``asked``, else none where the
+    target reads its weights in place, else "whole" (they cannot be read where they
+    lie: copied before their operator)."""
+    if asked is not None or target.weights_memory().read == "in-place":
+        return asked
+    return WHOLE.kind
