@@ -437,3 +437,30 @@ def test_the_baseline_total_is_the_baseline_policy_at_the_same_capacities() -> N
     squeezed = plan_weights(m, one, Policy("groups"), tight, options)
     assert squeezed.baseline_total is None  # whole copies need more than groups' arena
     assert "all whole does not fit the same memories" in squeezed.totals_text()
+
+
+def test_the_weights_table_numbers_operators_as_planned_and_as_given(
+    tmp_path: Path, capsys
+) -> None:
+    """After passes that split operators, each row of the terminal's weights table
+    names the operator of the model planned (as the JSON's staging buffers and
+    fetch.h) and, from the JSON's ``operator_origin``, the one of the model as given."""
+    src = model_path("mlcommons-tiny__vww_96_int8")
+    js = tmp_path / "p.json"
+    argv = ["plan", str(src), "--target", "xcore_ai", "--weights", "whole"]
+    assert main([*argv, "--passes", "reorder,bands", "--json", str(js)]) == 0
+    out = capsys.readouterr().out
+    data = json.loads(js.read_text())
+    origin = data["operator_origin"]
+    rows = data["weights"]["operators"]
+    assert len(set(r["planned_operator"] for r in rows)) == len(rows) > 0
+    assert "original" in out
+    shown = {
+        tuple(c.strip() for c in line.strip("│").split("│")[:3])
+        for line in out.splitlines()
+        if line.startswith("│")
+    }
+    for r in rows:
+        op = r["planned_operator"]
+        came = "new" if origin[op] is None else str(origin[op])
+        assert (str(op), came, r["opcode"][:8]) in {(a, b, c[:8]) for a, b, c in shown}, r

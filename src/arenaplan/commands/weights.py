@@ -14,6 +14,7 @@ from arenaplan.errors import UsageError
 from arenaplan.targets import Target
 
 if TYPE_CHECKING:
+    from arenaplan.passes.base import Origin
     from arenaplan.verify.prove import Proof
     from arenaplan.weights.plan import WeightsPlan
 
@@ -61,16 +62,26 @@ def check_weights_args(args: argparse.Namespace, target: Target | None) -> None:
         raise UsageError("--weights cannot be combined with --fit yet")
 
 
-def print_weights(console: Console, wp: WeightsPlan, proof: Proof | None) -> None:
-    """Per operator: policy, RAM, estimated time against the baseline; then totals."""
+def print_weights(
+    console: Console, wp: WeightsPlan, proof: Proof | None, origin: Origin | None = None
+) -> None:
+    """Per operator: policy, RAM, estimated time against the baseline; then totals.
+    Operators are numbered as in the model planned (the report's operator table,
+    fetch.h, the JSON's staging buffers) and, where ``origin`` says the operators
+    changed (``PlanResult.origin``), in the model as given too."""
     title = f"weights: from {wp.source}, staged into {wp.dest} (times: {wp.time_model})"
     table = Table(title=title)
-    heads = ("op", "opcode", "weights B", "policy", f"{wp.dest} B", "ms", f"vs {wp.baseline} ms")
+    heads = ["op", "opcode", "weights B", "policy", f"{wp.dest} B", "ms", f"vs {wp.baseline} ms"]
+    if origin is not None:
+        heads.insert(1, "original op")
     for col in heads:
         table.add_column(col, justify="left" if col in ("opcode", "policy") else "right")
     for c, b in zip(wp.choices, wp.baseline_seconds, strict=True):
+        op = wp.planned_op(c.op)
+        came = [] if origin is None else [_number(origin[op])]
         table.add_row(
-            str(c.op),
+            str(op),
+            *came,
             c.weights.opcode,
             f"{c.weights.bytes:,}",
             c.policy.label,
@@ -93,3 +104,7 @@ def print_weights(console: Console, wp: WeightsPlan, proof: Proof | None) -> Non
             f"{proof.trials} random inputs; measured head {proof.head:,} B = the plan's "
             "TFLM part"
         )
+
+
+def _number(op: int | None) -> str:
+    return "new" if op is None else str(op)

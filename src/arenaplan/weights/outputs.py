@@ -54,7 +54,8 @@ def weights_json(
         "proof": proof,
         "operators": [
             {
-                "operator": c.op,
+                "operator": c.op,  # in the model the weights were planned for
+                "planned_operator": wp.planned_op(c.op),  # as staging_buffers, fetch.h
                 "opcode": c.weights.opcode,
                 "weight_bytes": c.weights.bytes,
                 "policy": c.policy.label,
