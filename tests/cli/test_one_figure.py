@@ -114,6 +114,8 @@ def test_every_surface_shows_the_same_figures(
     _header_agrees(src, options, fw, tmp_path, capsys)
     if cap is not None or name == "imxrt1170":
         _sweep_and_explore_agree(src, "imxrt1170", cap or 512 * 1024, fw)
+    if name == "xcore-weights-auto":
+        _sweep_and_explore_agree(src, "xcore_ai", 512 * 1024, fw, "auto")
 
 
 def _header_agrees(src: Path, options: list[str], fw: dict, tmp_path: Path, capsys) -> None:
@@ -143,13 +145,15 @@ def _header_agrees(src: Path, options: list[str], fw: dict, tmp_path: Path, caps
         assert define("HEAD_BYTES") == arrays[0]["holds"]["head"]
 
 
-def _sweep_and_explore_agree(src: Path, target: str, cap: int, fw: dict) -> None:
-    """``sweep``'s row and ``explore``'s row for the same capacity show the plan's
-    latency and each memory's bytes."""
-    row = sweep._row(read_source(src), load_builtin(target), None, cap)
+def _sweep_and_explore_agree(
+    src: Path, target: str, cap: int, fw: dict, weights: str | None = None
+) -> None:
+    """``sweep``'s row and ``explore``'s row for the same capacity (and weights
+    policy) show the plan's latency and each memory's bytes."""
+    row = sweep._row(read_source(src), load_builtin(target), weights, cap)
     assert row.ours == pytest.approx(fw["latency_seconds"], rel=1e-12)
     assert row.heights == fw["memories"]
-    (task,) = make_tasks([src], [target], [cap])
+    (task,) = make_tasks([src], [target], [cap], weights=[weights or "none"])
     got = run_task(task)
     assert got["status"] == "ok", got["error"]
     assert json.loads(got["memories"]) == fw["memories"]
