@@ -115,3 +115,18 @@ def test_console_script_runs_as_a_process(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert proc.stderr.strip().endswith("empty file, not a TFLite model")
     assert "Traceback" not in proc.stderr
+
+
+def test_python_dash_m_runs_the_command() -> None:
+    """``python -m arenaplan`` is the ``arenaplan`` command (its name in the usage)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "arenaplan", "plan", "/nonexistent.tflite"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2 and done.stderr.startswith("arenaplan: ")
+    assert len(done.stderr.strip().splitlines()) == 1
