@@ -169,3 +169,25 @@ def test_arena_memory_holds_the_whole_arena(tmp_path: Path, capsys) -> None:
     assert main(["plan", str(src), "--target", "imxrt1170", "-q", "--json", str(js)]) == 0
     in_tcm = json.loads(js.read_text())["firmware"]["latency_seconds"]
     assert fw["latency_seconds"] > in_tcm
+
+
+def test_planning_room_that_does_not_fit_is_the_split_arena(tmp_path: Path, capsys) -> None:
+    """hello_world's head (32 B) fits 288 B of sram, but a non-persistent arena must
+    also hold TFLM's planning room (560 B): not two arenas then, the split arena, whose
+    persistent array (in external) holds TFLM's temporaries; --planner-cpp writes the
+    very arrays the last line gives, and --header refuses in one line."""
+    src = model_path("tflite-micro__hello_world_int8")
+    js, header = tmp_path / "plan.json", tmp_path / "planner.h"
+    argv = ["plan", str(src), "--target", "generic", "--memory", "sram=288"]
+    assert main([*argv, "--json", str(js), "--planner-cpp", str(header)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    fw = json.loads(js.read_text())["firmware"]
+    assert fw["layout"] == "split"
+    sram, external = fw["memories"]["sram"], fw["memories"]["external"]
+    assert sram <= 288 and fw["arrays"][-1]["memory"] == "external"
+    assert f"sram {sram:,} B (activations)" in out and f"external {external:,} B" in out
+    text = header.read_text()
+    assert re.search(rf"uint8_t arenaplan_persistent_external\[{external}\]", text)
+    assert main([*argv, "-q", "--header", str(tmp_path / "arena.h")]) == 2
+    err = capsys.readouterr().err
+    assert "split arena" in err and len(err.strip().splitlines()) == 1

@@ -156,14 +156,19 @@ def _arrays(
         others = _other_activations(tiers, target)
         if chosen is None and one.bytes <= room:
             return (one, *others)
-        return _split(model, profile, target, caps, tiers, chosen)
+        return _split(model, profile, target, caps, tiers.heights, chosen, plan.kernels)
     if chosen is None and one.bytes <= room:
         return (one,)
     tail16 = -(-tail_estimate(model, profile, kernels=plan.kernels).bytes // 16) * 16
     home = chosen or _persistent_home(target, caps, {arena: head}, arena, tail16)
     if home is None:  # nothing has room for it: the one-arena figure all the same
         return (one,)
-    return _two_arenas(model, plan, profile, head, arena, home)
+    two = _two_arenas(model, plan, profile, head, arena, home)
+    if two[0].bytes <= room:
+        return two
+    # TFLM's planning room does not fit beside the head: the split arena, whose
+    # persistent array holds TFLM's temporaries
+    return _split(model, profile, target, caps, {arena: head}, chosen, plan.kernels)
 
 
 def _one_arena(model: Model, plan: Plan, profile: str, head: int, memory: str | None) -> Array:
@@ -220,21 +225,25 @@ def _split(
     profile: str,
     target: Target,
     caps: Mapping[str, int],
-    tiers: TierPlacement,
+    heights: Mapping[str, int],
     chosen: str | None,
+    kernels: str,
 ) -> tuple[Array, ...]:
-    """The split arena: one array per activation memory, fastest first, then TFLM's
-    persistent data and temporaries in ``chosen``, else the first memory with room for
-    them beside the activations, else the fastest."""
+    """The split arena: one array per activation memory (``heights``: bytes, the
+    arena's memory first), then TFLM's persistent data and temporaries in ``chosen``,
+    else the first other memory with room for them beside the activations, else the
+    first memory."""
     from arenaplan.export.planner_cpp import split_persistent
 
-    persistent = split_persistent(model, profile, tiers.kernels)
-    fast = target.fastest().name
-    acts = (
-        Array("activations", fast, tiers.heights[fast], (("activations", tiers.heights[fast]),)),
-        *_other_activations(tiers, target),
+    persistent = split_persistent(model, profile, kernels)
+    names = list(heights)
+    acts = tuple(
+        Array("activations", n, heights[n], (("activations", heights[n]),))
+        for n in names
+        if n == names[0] or heights[n] > 0
     )
-    home = chosen or _persistent_home(target, caps, tiers.heights, fast, persistent.bytes) or fast
+    need = persistent.bytes
+    home = chosen or _persistent_home(target, caps, heights, names[0], need) or names[0]
     parts = (("TFLM's temporaries", persistent.temporary), ("persistent data", persistent.tail))
     last = Array("split-persistent", home, persistent.bytes, parts, persistent.unmodelled)
     return (*acts, last)

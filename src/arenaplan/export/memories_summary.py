@@ -78,10 +78,10 @@ def persistent_advice(figures: Figures, spread: bool) -> str:
         )
     if figures.layout == SPLIT:  # the split arena's own figures are on the last line
         return (
-            "TFLM's persistent data does not go beside the activations in "
-            f"{first.memory}: they are spread over memories, so TFLM runs them from the split "
-            "arena --planner-cpp writes (define ARENAPLAN_SPLIT_ARENA), with its persistent "
-            f"data and temporaries in {figures.arrays[-1].memory}; --header cannot write it"
+            "TFLM's persistent data and temporaries do not fit beside the activations in "
+            f"{first.memory}: TFLM runs the plan from the split arena --planner-cpp writes "
+            "(define ARENAPLAN_SPLIT_ARENA), with them in "
+            f"{figures.arrays[-1].memory}; --header cannot write it"
         )
     home = figures.arrays[-1].memory
     return (

@@ -121,8 +121,9 @@ def _header(request: PlanRequest, done: PlanResult, figures: Figures) -> str:
         if figures.layout == SPLIT:
             home = figures.arrays[-1].memory
             raise UsageError(
-                f"--header: the plan spreads the activations over several memories and "
-                f"TFLM's persistent data goes to {home}: one arena header cannot hold that; "
+                f"--header: the plan runs from the split arena (TFLM's persistent data and "
+                f"temporaries in {home}, apart from the activations): an arena header cannot "
+                "hold that; "
                 "write --planner-cpp planner.h and define ARENAPLAN_SPLIT_ARENA (its arrays "
                 "and arenaplan::CreateAllocator() run it on stock TFLM), or give the fastest "
                 "memory room for the persistent arena (--memory)"
