@@ -9,8 +9,9 @@ quarter of the model's arena to all of it (``--points`` sizes), plans the weight
 ``auto`` and with each fixed policy (in place, whole, groups, groups double-buffered)
 forced on every operator, the activations spreading over the target's memories when
 they must, and prints the estimated latency (ms: the target's time model, an estimate)
-of each, and auto's ratio to the fastest fixed policy that fits. The last line is the
-worst ratio over every row (the goal: 1.000: auto is never slower than a fixed policy).
+of each as ``plan`` shows it (TFLM's persistent data where it goes), and auto's ratio
+to the fastest fixed policy that fits. The last line is the worst ratio over every
+row (the goal: 1.000: auto is never slower than a fixed policy).
 """
 
 from __future__ import annotations
@@ -25,11 +26,12 @@ from rich.table import Table
 from arenaplan.builder.mobilenet import mobilenet_v2
 from arenaplan.errors import ArenaplanError
 from arenaplan.ir.model import Model
+from arenaplan.pipeline import PlanRequest, Source, run_plan
 from arenaplan.placement import PlanOptions, plan_model
 from arenaplan.reader import read_model, read_model_bytes
 from arenaplan.targets import Target, load_builtin
 from arenaplan.targets.load import builtin_names
-from arenaplan.weights.plan import FIXED, fixed_policies, plan_weights
+from arenaplan.weights.plan import FIXED, fixed_policies
 
 DEFAULT_MODELS = Path(__file__).resolve().parents[2] / "shared" / "models"
 CNN_OPS = ("CONV_2D", "DEPTHWISE_CONV_2D")
@@ -49,14 +51,17 @@ def _cnns(folder: Path, mobilenets: bool):
 
 
 def _seconds(model: Model, target: Target, policy, capacity: int) -> float | None:
-    """Estimated seconds of the weights plan, or None when it does not fit."""
+    """The latency ``plan`` shows for the weights plan (its figures: TFLM's persistent
+    data where it goes), or None when it does not fit."""
     caps = {target.fastest().name: capacity}
+    label = "auto" if policy is None else policy.label
+    request = PlanRequest(Source(b"", model, "model"), target, caps, weights=label, prove=False)
     try:
-        return plan_weights(
-            model, target, policy, caps, PlanOptions(kernels=target.kernels)
-        ).seconds
+        figures = run_plan(request).figures
     except ArenaplanError:
         return None
+    assert figures is not None and figures.latency is not None  # with a target
+    return figures.latency
 
 
 def _row(model: Model, target: Target, capacity: int) -> tuple[list[str], float | None]:

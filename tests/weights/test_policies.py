@@ -16,8 +16,10 @@ from testkit import model_path, need_prover
 from arenaplan.analysis.buffers import StagingRequest
 from arenaplan.cli import main
 from arenaplan.errors import AllocationError, PlanValidationError, TargetError, UsageError
+from arenaplan.export.figures import weights_totals
 from arenaplan.export.tflite_writer import write_model
 from arenaplan.passes.stage import Stage, staged_index
+from arenaplan.pipeline import PlanRequest, read_source, run_plan
 from arenaplan.placement import PlanOptions, check_plan, plan_model
 from arenaplan.reader import read_model_bytes
 from arenaplan.targets.load import load_builtin, parse_target
@@ -420,23 +422,29 @@ def test_a_model_tflm_refuses_exits_3_with_our_reason(tmp_path: Path, capsys, po
 def test_the_baseline_total_is_the_baseline_policy_at_the_same_capacities() -> None:
     """ "all whole" is what ``--weights whole`` alone estimates at the same capacities
     (ResNet on xcore.ai with 40 KiB of SRAM: the activations spread, and whole copies
-    cost more than unconstrained), and None where whole does not fit them."""
-    m = read_model_bytes(model_path("mlcommons-tiny__pretrainedResnet_quant").read_bytes())
+    cost more than unconstrained), by the same figures (TFLM's persistent data where
+    it goes), and said not to fit where whole does not fit them."""
+    src = read_source(model_path("mlcommons-tiny__pretrainedResnet_quant"))
     t = load_builtin("xcore_ai")
-    options = PlanOptions(kernels=t.kernels)
+
+    def figures(weights: str, caps: dict[str, int], target=t):
+        request = PlanRequest(src, target, caps, weights=weights, prove=False)
+        return run_plan(request).figures
+
     caps = {"sram": 40 * 1024}
-    auto = plan_weights(m, t, None, caps, options)
-    whole = plan_weights(m, t, Policy("whole"), caps, options)
-    assert auto.baseline == "whole" and whole.baseline_total == whole.seconds
-    assert auto.baseline_total == whole.seconds
-    free = plan_weights(m, t, None, None, options)
-    assert whole.seconds > free.baseline_total  # the spread costs: not the free figure
-    assert f"all whole in the same memories {whole.seconds * 1e3:,.3f} ms" in auto.totals_text()
+    auto, whole = figures("auto", caps), figures("whole", caps)
+    assert whole.baseline == ("whole", whole.latency)
+    assert auto.baseline == ("whole", whole.latency)
+    free = plan_weights(src.model, t, None, None, PlanOptions(kernels=t.kernels))
+    assert whole.latency > free.baseline_total  # the spread costs: not the free figure
+    assert f"all whole in the same memories {whole.latency * 1e3:,.3f} ms" in weights_totals(auto)
+    assert weights_totals(auto).startswith(f"estimated {auto.latency * 1e3:,.3f} ms")
     one = replace(t, memories=tuple(x for x in t.memories if x.name != "lpddr"))
-    tight = {"sram": plan_weights(m, one, Policy("groups"), None, options).plan.arena}
-    squeezed = plan_weights(m, one, Policy("groups"), tight, options)
-    assert squeezed.baseline_total is None  # whole copies need more than groups' arena
-    assert "all whole does not fit the same memories" in squeezed.totals_text()
+    options = PlanOptions(kernels=t.kernels)
+    tight = {"sram": plan_weights(src.model, one, Policy("groups"), None, options).plan.arena}
+    squeezed = figures("groups", tight, one)
+    assert squeezed.baseline == ("whole", None)  # whole copies need more than groups' arena
+    assert "all whole does not fit the same memories" in weights_totals(squeezed)
 
 
 def test_the_weights_table_numbers_operators_as_planned_and_as_given(

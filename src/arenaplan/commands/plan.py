@@ -222,7 +222,8 @@ def _print(console: Console, request: PlanRequest, done: PlanResult) -> None:
     before = (done.source.model, done.before) if done.before else None
     if done.weights is not None:
         print_rewrite(console, records, None)
-        print_weights(console, done.weights, done.proof, done.origin)
+        assert done.figures is not None  # the pipeline makes them for every plan
+        print_weights(console, done.weights, done.proof, done.figures, done.origin)
     else:
         print_rewrite(console, records, done.proof, before, (model, plan), done.profile)
     if request.target is not None:

@@ -11,9 +11,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from arenaplan.errors import UsageError
+from arenaplan.export.figures import weights_totals
 from arenaplan.targets import Target
 
 if TYPE_CHECKING:
+    from arenaplan.export.figures import Figures
     from arenaplan.passes.base import Origin
     from arenaplan.verify.prove import Proof
     from arenaplan.weights.plan import WeightsPlan
@@ -63,12 +65,17 @@ def check_weights_args(args: argparse.Namespace, target: Target | None) -> None:
 
 
 def print_weights(
-    console: Console, wp: WeightsPlan, proof: Proof | None, origin: Origin | None = None
+    console: Console,
+    wp: WeightsPlan,
+    proof: Proof | None,
+    figures: Figures,
+    origin: Origin | None = None,
 ) -> None:
     """Per operator: policy, RAM, estimated time against the baseline; then totals.
     Operators are numbered as in the model planned (the report's operator table,
     fetch.h, the JSON's staging buffers) and, where ``origin`` says the operators
-    changed (``PlanResult.origin``), in the model as given too."""
+    changed (``PlanResult.origin``), in the model as given too. The totals are the
+    plan's ``figures`` (the latency every surface shows)."""
     title = f"weights: from {wp.source}, staged into {wp.dest} (times: {wp.time_model})"
     table = Table(title=title)
     heads = ["op", "opcode", "weights B", "policy", f"{wp.dest} B", "ms", f"vs {wp.baseline} ms"]
@@ -94,7 +101,7 @@ def print_weights(
     console.print(
         f"weights: {kinds.count('whole')} operators copied whole (RESHAPE copies in the model), "
         f"{kinds.count('groups')} in groups (buffers in the plan, filled by firmware), "
-        f"{kinds.count('in-place')} read in place; {wp.totals_text()}"
+        f"{kinds.count('in-place')} read in place; {weights_totals(figures)}"
     )
     if proof is not None and not proof.proven:
         console.print(f"[bold]UNPROVEN[/]: {escape(proof.reason or '')}")

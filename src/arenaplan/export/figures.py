@@ -72,6 +72,9 @@ class Figures:
     latency: float | None = None
     latency_label: str = ""
     rooms: tuple[tuple[str, int], ...] = ()
+    # with a weights plan: its baseline policy and that policy's latency planned at
+    # the same capacities, from its own figures (None: it does not fit them)
+    baseline: tuple[str, float | None] | None = None
 
     @property
     def unmodelled(self) -> tuple[str, ...]:
@@ -308,3 +311,15 @@ def figures_json(figures: Figures) -> dict[str, object]:
         "latency_seconds": figures.latency,
         "latency_model": figures.latency_label or None,
     }
+
+
+def weights_totals(figures: Figures) -> str:
+    """The weights plan's latency and its baseline policy's in the same memories, as
+    every surface words them (ms)."""
+    assert figures.latency is not None and figures.baseline is not None  # weights plans
+    name, seconds = figures.baseline
+    if seconds is None:
+        same = f"all {name} does not fit the same memories"
+    else:
+        same = f"all {name} in the same memories {seconds * 1e3:,.3f} ms"
+    return f"estimated {figures.latency * 1e3:,.3f} ms, {same}"

@@ -19,7 +19,7 @@ import html
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from arenaplan.export.figures import ONE, SPLIT, TWO, Figures
+from arenaplan.export.figures import ONE, SPLIT, TWO, Figures, weights_totals
 from arenaplan.export.picture import render, render_memories
 from arenaplan.export.summary import find_peak, saving
 from arenaplan.ir.model import Model
@@ -58,7 +58,7 @@ def _table(head: list[str], rows: list[list[str]], text: tuple[int, ...] = ()) -
     return f"<table>{_row(head, 'th', text)}{body}</table>"
 
 
-def _weights(wp: WeightsPlan, origin: OriginMap | None, name: str) -> str:
+def _weights(wp: WeightsPlan, origin: OriginMap | None, name: str, figures: Figures) -> str:
     """Per operator: its weights policy, the RAM it takes, its estimated time; its
     number in the model planned and, where operators changed, in the model as given."""
     rows, numbering = [], ""
@@ -81,7 +81,7 @@ def _weights(wp: WeightsPlan, origin: OriginMap | None, name: str) -> str:
         )
     return (
         f"<h2>Weights</h2><p>from {html.escape(wp.source)}, staged into "
-        f"{html.escape(wp.dest)}; {html.escape(wp.totals_text())} (the target's time model "
+        f"{html.escape(wp.dest)}; {html.escape(weights_totals(figures))} (the target's time model "
         "plus copy times)</p>" + numbering + _table(head, rows, text=text)
     )
 
@@ -380,7 +380,7 @@ def html_report(
         parts.append(_memories(plan, where, regions))
     parts.append(_peak(model, plan))
     if weights is not None:
-        parts.append(_weights(weights, origin, name))
+        parts.append(_weights(weights, origin, name, figures))
     numbering = _numbering(name, rewritten, weights is not None) if origin is not None else ""
     if target is not None:
         parts.append(_operators(model, target, where, origin, numbering))

@@ -188,6 +188,9 @@ def _extra_json(done: PlanResult, blob: WeightsBlob | None) -> dict[str, object]
     if done.weights is not None and blob is not None:
         from arenaplan.weights.outputs import weights_json
 
-        weights = weights_json(done.weights, proof, blob)
+        figures = done.figures
+        assert figures is not None and figures.latency is not None  # a weights plan
+        baseline = figures.baseline[1] if figures.baseline else None
+        weights = weights_json(done.weights, proof, blob, (figures.latency, baseline))
         return {"passes": passes, "proof": None, "weights": weights} | moved
     return {"passes": passes, "proof": proof} | moved

@@ -29,6 +29,7 @@ from arenaplan.tflm.refusals import tflm_refusals
 if TYPE_CHECKING:
     from arenaplan.passes.base import Origin
     from arenaplan.verify.prove import Proof
+    from arenaplan.weights.plan import Score, WeightsPlan
 
 # Proving (verify.prove, the writer) and weights are imported where a request needs
 # them: a plain plan of a small model imports neither.
@@ -74,7 +75,38 @@ def _figures(request: PlanRequest, done: PlanResult) -> Figures:
     )
     if target is not None and request.persistent_memory is not None:
         check_chosen(figures, target, request.caps, request.persistent_memory)
-    return figures
+    wp = done.weights
+    if wp is None:
+        return figures
+    if wp.baseline_plan is not None:  # the baseline policy's own plan, its own figures
+        baseline = _score(request, done.profile)(wp.baseline_plan)
+    else:  # this plan is the baseline's, or the baseline does not fit
+        baseline = figures.latency if wp.baseline_total is not None else None
+    return replace(figures, baseline=(wp.baseline, baseline))
+
+
+def _score(request: PlanRequest, profile: str) -> Score:
+    """The latency of a weights plan as ``figures_of`` gives it (TFLM's persistent
+    data where its arrays go): what ``auto`` compares plans by."""
+    target = request.target
+
+    def seconds(wp: WeightsPlan) -> float:
+        arena = request.arena_memory if wp.tiers is None else None
+        figures = figures_of(
+            wp.model,
+            wp.plan,
+            profile,
+            target,
+            request.caps,
+            wp.tiers,
+            arena_memory=arena,
+            persistent_memory=request.persistent_memory,
+            seconds=wp.seconds,
+        )
+        assert figures.latency is not None  # with a target
+        return figures.latency
+
+    return seconds
 
 
 def objective_of(request: PlanRequest) -> str:
@@ -237,7 +269,7 @@ def _weights_of(
     target = request.target
     assert target is not None and request.weights is not None  # checked by the caller
     policy = parse_weights(request.weights)
-    wp = plan_weights(model, target, policy, request.caps, options)
+    wp = plan_weights(model, target, policy, request.caps, options, _score(request, profile))
     came = wp.origin if origin is None else compose(origin, wp.origin)
     planned, proof = b"", None
     if request.prove:

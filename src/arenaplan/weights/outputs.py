@@ -40,15 +40,20 @@ def fetch_schedule(wp: WeightsPlan, blob: WeightsBlob, source: str) -> str:
 
 
 def weights_json(
-    wp: WeightsPlan, proof: dict[str, object] | None, blob: WeightsBlob
+    wp: WeightsPlan,
+    proof: dict[str, object] | None,
+    blob: WeightsBlob,
+    seconds: tuple[float, float | None],
 ) -> dict[str, object]:
-    """The JSON's ``weights`` record; ``proof``: the proof's record, if any."""
+    """The JSON's ``weights`` record; ``proof``: the proof's record, if any;
+    ``seconds``: the plan's latency and its baseline's at the same capacities (None:
+    it does not fit them), as the plan's figures give them."""
     return {
         "source": wp.source,
         "staged_into": wp.dest,
-        "estimated_seconds": wp.seconds,
+        "estimated_seconds": seconds[0],
         "baseline": wp.baseline,
-        "estimated_seconds_baseline": wp.baseline_total,
+        "estimated_seconds_baseline": seconds[1],
         "estimates": "time model of the target (cost.timing), not measured",
         "tflm_head": tflm_head(wp.plan),
         "proof": proof,

@@ -12,7 +12,7 @@ seconds per byte freed; with nothing left to give up, a one-line error.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -61,18 +61,14 @@ class WeightsPlan:
     tiers: TierPlacement | None = None
     time_model: str = ""  # the time model that made the seconds (cost.timing's label)
     origin: Origin = ()
-
-    def totals_text(self) -> str:
-        """The estimate and the baseline's, as every surface words them (ms)."""
-        if self.baseline_total is None:
-            same = f"all {self.baseline} does not fit the same memories"
-        else:
-            same = f"all {self.baseline} in the same memories {self.baseline_total * 1e3:,.3f} ms"
-        return f"estimated {self.seconds * 1e3:,.3f} ms, {same}"
+    baseline_plan: WeightsPlan | None = None  # the baseline's (None: this, or no fit)
 
     def planned_op(self, op: int) -> int:
         """The index in ``model`` of operator ``op`` (subgraph 0) of the model planned."""
         return self.origin.index(op)
+
+
+Score = Callable[[WeightsPlan], float]  # seconds a weights plan is compared by
 
 
 def staged_requests(
@@ -101,22 +97,27 @@ def plan_weights(
     request: Policy | None,
     capacities: Mapping[str, int] | None,
     options: PlanOptions,
+    score: Score | None = None,
 ) -> WeightsPlan:
     """Policies for every operator reading weights (``request`` forced, or chosen
     by time when None), realised and planned within the target's memories
     (``capacities`` by name, the target's own for the others; None: no limit).
     Weight buffers go to the fastest memory; when the activations and the buffers
     of the policies that need the least RAM do not fit it, the activations spread
-    over the next memories (``placement.tiers``, the buffers pinned in the fastest)."""
-    found = _plan(model, target, request, capacities, options)
+    over the next memories (``placement.tiers``, the buffers pinned in the fastest).
+    ``score``: the seconds ``auto`` compares plans by (default their own estimate;
+    the pipeline gives the latency of the whole plan as it will run, TFLM's
+    persistent data where it goes): with it, ``auto`` is always compared with every
+    fixed policy. The baseline policy is planned at the same capacities too."""
+    found = _plan(model, target, request, capacities, options, score)
     baseline = IN_PLACE if found.baseline == IN_PLACE.kind else WHOLE
     if request == baseline:
         return found
     try:
-        same = _plan(model, target, baseline, capacities, options).seconds
+        same = _plan(model, target, baseline, capacities, options, score)
     except AllocationError:
-        same = None
-    return replace(found, baseline_total=same)
+        return replace(found, baseline_total=None)
+    return replace(found, baseline_total=same.seconds, baseline_plan=same)
 
 
 def _plan(
@@ -125,6 +126,7 @@ def _plan(
     request: Policy | None,
     capacities: Mapping[str, int] | None,
     options: PlanOptions,
+    score: Score | None,
 ) -> WeightsPlan:
     """``plan_weights`` without its baseline's plan (``baseline_total`` unplanned)."""
     costs = WeightCosts(model, target)
@@ -133,13 +135,13 @@ def _plan(
     try:
         found = _plan_policies(model, target, None, capacities, options, costs)
     except AllocationError:  # the greedy choice found no fit: a fixed policy may
-        best = _best_of(None, model, target, capacities, options)
+        best = _best_of(None, model, target, capacities, options, score)
         if best is None:
             raise
         return best
-    if not _under_pressure(found, costs):
+    if score is None and not _under_pressure(found, costs):
         return found
-    return _best_of(found, model, target, capacities, options) or found
+    return _best_of(found, model, target, capacities, options, score) or found
 
 
 # the policies ``auto`` is never slower than: each forced on every operator (with the
@@ -167,21 +169,28 @@ def _best_of(
     target: Target,
     capacities: Mapping[str, int] | None,
     options: PlanOptions,
+    score: Score | None,
 ) -> WeightsPlan | None:
-    """The fastest (estimated seconds) of ``auto``'s own plan (None: it found no fit)
-    and every fixed policy that fits the same capacities; ``auto``'s on a tie; None
-    when nothing fits. Weights and memories are thus decided together: giving up
-    weight buffers first and spreading the activations only then is one candidate,
-    spreading them with the buffers kept is another."""
-    best = found
+    """The fastest (by ``score``, else estimated seconds) of ``auto``'s own plan
+    (None: it found no fit) and every fixed policy that fits the same capacities;
+    ``auto``'s on a tie; None when nothing fits. Weights and memories are thus
+    decided together: giving up weight buffers first and spreading the activations
+    only then is one candidate, spreading them with the buffers kept is another."""
+    seconds = score or _own_seconds
+    best, fastest = found, seconds(found) if found is not None else None
     for policy in fixed_policies(target):
         try:
-            other = _plan(model, target, policy, capacities, options)
+            other = _plan(model, target, policy, capacities, options, score)
         except AllocationError:
             continue  # does not fit: not a candidate
-        if best is None or other.seconds < best.seconds:
-            best = other
+        mine = seconds(other)
+        if best is None or fastest is None or mine < fastest:
+            best, fastest = other, mine
     return best
+
+
+def _own_seconds(wp: WeightsPlan) -> float:
+    return wp.seconds
 
 
 def _plan_policies(
