@@ -247,3 +247,14 @@ def test_a_pass_that_breaks_the_model_is_an_internal_error(monkeypatch, capsys) 
     err = _fails(["plan", str(src), "--passes", "reorder"], capsys, code=EXIT_INTERNAL)
     assert "pass reorder broke the model: operator 0 CONV_2D: made up" in err
     assert "This is a bug in arenaplan" in err and len(err.strip().splitlines()) == 1
+
+
+def test_arena_memory_against_a_spread_weights_plan_is_one_line(tmp_path: Path, capsys) -> None:
+    """--weights keeps the weight buffers in the fastest memory; with it too small the
+    activations spread, so an arena elsewhere is refused, saying what to do."""
+    argv = ["plan", str(model_path(VWW)), "-o", str(tmp_path / "o.tflite"), "--target"]
+    argv += ["imxrt1170", "--memory", "tcm=32KiB", "--arena-memory", "ocram", "--weights", "auto"]
+    err = _fails(argv, capsys)
+    assert "--arena-memory ocram: the weights plan keeps its weight buffers in tcm" in err
+    assert "leave --arena-memory out" in err
+    _only(tmp_path)

@@ -97,7 +97,8 @@ def check_arena_memory(
     tiers: TierPlacement | None,
 ) -> Memory:
     """The memory of the (non-persistent) arena: the fastest unless ``name`` says
-    otherwise, and never one that contradicts the placement or cannot hold it."""
+    otherwise, and never one that contradicts the placement (a weights plan spread
+    over memories: a plain plan with ``name`` is never spread) or cannot hold it."""
     fast = target.fastest()
     if name is None:
         return fast
@@ -105,8 +106,9 @@ def check_arena_memory(
     if tiers is not None and memory.name != fast.name:
         spread = ", ".join(m for m, h in tiers.heights.items() if h)
         raise UsageError(
-            f"--arena-memory {name}: the plan spreads the activations over {spread}; "
-            f"TFLM's arena is the region in {fast.name}, so it must be {fast.name}"
+            f"--arena-memory {name}: the weights plan keeps its weight buffers in "
+            f"{fast.name} and spreads the activations over {spread}, so TFLM's arena is "
+            f"in {fast.name}; leave --arena-memory out, or give {fast.name} room (--memory)"
         )
     room = caps.get(memory.name, memory.capacity)
     if plan.arena > room:
