@@ -5,7 +5,8 @@ et al. 2018, table 2), scaled by the width multiplier ``alpha`` and the input
 ``size``; weights are random (fixed seed), per-channel symmetric int8, biases
 int32: right for planning and for running in TFLM, not for accuracy. The V2
 blocks have their residual ADDs; the heads end in average pooling, a fully
-connected layer of 1000 classes and no softmax.
+connected layer (1000 classes unless V1 is given ``classes``) and no softmax.
+person_detect's shape is ``mobilenet_v1(0.25, 96, channels=1, classes=2)``.
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ class _Net:
         )
         return y, out
 
-    def head(self, x: int, hw: int, c: int) -> int:
+    def head(self, x: int, hw: int, c: int, classes: int = 1000) -> int:
         p = self.act((1, 1, 1, c))
         self.b.add_operator(
             "AVERAGE_POOL_2D",
@@ -85,24 +86,28 @@ class _Net:
         )  # fmt: skip
         r = self.act((1, c))
         self.b.add_operator("RESHAPE", [p], [r])
-        y = self.act((1, 1000))
+        y = self.act((1, classes))
         self.b.add_operator(
-            "FULLY_CONNECTED", [r, self.weights((1000, c), 0), self.bias(1000)], [y]
+            "FULLY_CONNECTED", [r, self.weights((classes, c), 0), self.bias(classes)], [y]
         )
         return y
 
 
-def mobilenet_v1(alpha: float = 1.0, size: int = 224) -> bytes:
-    """MobileNetV1 (width ``alpha``, ``size`` x ``size`` x 3 input) as .tflite bytes."""
+def mobilenet_v1(
+    alpha: float = 1.0, size: int = 224, channels: int = 3, classes: int = 1000
+) -> bytes:
+    """MobileNetV1 (width ``alpha``, ``size`` x ``size`` x ``channels`` input,
+    ``classes`` outputs) as .tflite bytes; the defaults' bytes are those of the
+    3-channel, 1000-class model built before the two parameters existed."""
     n = _Net(f"mobilenet_v1_{alpha}_{size}")
-    x = n.act((1, size, size, 3))
+    x = n.act((1, size, size, channels))
     c = _width(32, alpha)
-    y, hw = n.conv(x, size, 3, c, 3, 2)
+    y, hw = n.conv(x, size, channels, c, 3, 2)
     for c_out, stride in _V1:
         y, hw = n.depthwise(y, hw, c, stride)
         y, hw = n.conv(y, hw, c, _width(c_out, alpha), 1, 1)
         c = _width(c_out, alpha)
-    out = n.head(y, hw, c)
+    out = n.head(y, hw, c, classes)
     n.b.set_io([x], [out])
     return n.b.finish()
 
