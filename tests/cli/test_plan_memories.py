@@ -191,3 +191,24 @@ def test_planning_room_that_does_not_fit_is_the_split_arena(tmp_path: Path, caps
     assert main([*argv, "-q", "--header", str(tmp_path / "arena.h")]) == 2
     err = capsys.readouterr().err
     assert "split arena" in err and len(err.strip().splitlines()) == 1
+
+
+def test_an_arena_elsewhere_takes_its_kernel_scratch_with_it() -> None:
+    """TFLM places kernel scratch in its arena: with the arena in ocram, the latency
+    counts the scratch accesses there too (keyword_scrambled's kernel scratch, whose
+    accesses the reference traffic model counts, on imxrt1170)."""
+    from arenaplan.cost.roofline import default_memory
+    from arenaplan.cost.timing import SCRATCH, Timer
+    from arenaplan.export.figures import placed_seconds
+
+    model = read_model(model_path("tflite-micro__keyword_scrambled"))
+    target = load_builtin("imxrt1170")
+    where = default_memory(model, target, activations="ocram")
+    timer = Timer(model, target, "ocram")
+    scratch_fast = sum(t.seconds for t in timer.times(where))
+    scratch_there = sum(t.seconds for t in timer.times(where | {SCRATCH: "ocram"}))
+    assert scratch_there > scratch_fast  # the model has scratch, ocram is slower
+    assert placed_seconds(model, target, "ocram", "ocram") == scratch_there
+    assert placed_seconds(model, target, "tcm", "tcm") == sum(
+        t.seconds for t in Timer(model, target, "tcm").times(default_memory(model, target))
+    )

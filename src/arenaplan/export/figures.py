@@ -265,15 +265,18 @@ def placed_seconds(
     persistent: str | None,
     tiers: TierPlacement | None = None,
 ) -> float:
-    """The time model's estimate of one inference: the activations in ``arena`` (or
-    where ``tiers`` put them), constants where the target keeps them, TFLM's
-    persistent data in ``persistent`` (None: the fastest that may hold it)."""
+    """The time model's estimate of one inference: the activations and kernel scratch
+    in ``arena`` (or where ``tiers`` put them, scratch in the fastest memory), constants
+    where the target keeps them, TFLM's persistent data in ``persistent`` (None: the
+    fastest that may hold it)."""
     from arenaplan.cost.roofline import default_memory
-    from arenaplan.cost.timing import Timer
+    from arenaplan.cost.timing import SCRATCH, Timer
 
-    where = default_memory(model, target, activations=arena)
-    if tiers is not None:
+    where: dict = default_memory(model, target, activations=arena)
+    if tiers is not None:  # TFLM puts kernel scratch in the head's first region: fastest
         where |= tiers.memory_of
+    elif arena is not None:  # one arena, scratch and all, in ``arena``
+        where[SCRATCH] = arena
     return sum(t.seconds for t in Timer(model, target, persistent).times(where))
 
 
