@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from arenaplan.builder.writer import ModelBuilder
+from arenaplan.builder.int8_net import Int8Net
 from arenaplan.errors import UsageError
 from arenaplan.ir.dtypes import DType
-from arenaplan.ir.model import Quantization
 
 INPUT_SHAPE = (1, 49, 10, 1)  # MFCC: 49 frames x 10 coefficients
 CLASSES = 12
@@ -29,31 +28,7 @@ CLASSES = 12
 SIZES = {"M": (172, (2, 2), 4), "L": (276, (2, 1), 5)}
 
 
-class _Net:
-    def __init__(self, name: str) -> None:
-        self.b = ModelBuilder(name)
-        self.rng = np.random.default_rng(0)
-        self.n = 0
-
-    def act(self, shape: tuple[int, ...]) -> int:
-        self.n += 1
-        q = Quantization((0.05,), (-128,))
-        return self.b.add_tensor(f"a{self.n}", shape, DType.INT8, quantization=q)
-
-    def weights(self, shape: tuple[int, ...], axis: int) -> int:
-        self.n += 1
-        data = self.rng.integers(-100, 100, shape).astype(np.int8)
-        k = shape[axis]
-        scales = tuple(float(s) for s in self.rng.uniform(0.002, 0.01, k))
-        q = Quantization(scales, (0,) * k, axis)
-        return self.b.add_tensor(f"w{self.n}", shape, DType.INT8, data=data, quantization=q)
-
-    def bias(self, k: int) -> int:
-        self.n += 1
-        data = self.rng.integers(-500, 500, k).astype(np.int32)
-        q = Quantization((1e-4,) * k, (0,) * k)
-        return self.b.add_tensor(f"b{self.n}", (k,), DType.INT32, data=data, quantization=q)
-
+class _Net(Int8Net):
     def conv(
         self,
         x: int,

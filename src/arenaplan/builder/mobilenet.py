@@ -11,11 +11,7 @@ person_detect's shape is ``mobilenet_v1(0.25, 96, channels=1, classes=2)``.
 
 from __future__ import annotations
 
-import numpy as np
-
-from arenaplan.builder.writer import ModelBuilder
-from arenaplan.ir.dtypes import DType
-from arenaplan.ir.model import Quantization
+from arenaplan.builder.int8_net import Int8Net
 
 # V1: (output channels, stride) of each depthwise-separable block after the stem
 _V1 = ((64, 1), (128, 2), (128, 1), (256, 2), (256, 1), (512, 2), *[(512, 1)] * 5, (1024, 2),
@@ -30,31 +26,7 @@ def _width(c: int, alpha: float) -> int:
     return max(8, int(c * alpha + 4) // 8 * 8)
 
 
-class _Net:
-    def __init__(self, name: str) -> None:
-        self.b = ModelBuilder(name)
-        self.rng = np.random.default_rng(0)
-        self.n = 0
-
-    def act(self, shape: tuple[int, ...]) -> int:
-        self.n += 1
-        q = Quantization((0.05,), (-128,))
-        return self.b.add_tensor(f"a{self.n}", shape, DType.INT8, quantization=q)
-
-    def weights(self, shape: tuple[int, ...], axis: int) -> int:
-        self.n += 1
-        data = self.rng.integers(-100, 100, shape).astype(np.int8)
-        k = shape[axis]
-        scales = tuple(float(s) for s in self.rng.uniform(0.002, 0.01, k))
-        q = Quantization(scales, (0,) * k, axis)
-        return self.b.add_tensor(f"w{self.n}", shape, DType.INT8, data=data, quantization=q)
-
-    def bias(self, k: int) -> int:
-        self.n += 1
-        data = self.rng.integers(-500, 500, k).astype(np.int32)
-        q = Quantization((1e-4,) * k, (0,) * k)
-        return self.b.add_tensor(f"b{self.n}", (k,), DType.INT32, data=data, quantization=q)
-
+class _Net(Int8Net):
     def conv(self, x: int, hw: int, c_in: int, c_out: int, k: int, stride: int, relu=True):
         out = -(-hw // stride)
         y = self.act((1, out, out, c_out))
