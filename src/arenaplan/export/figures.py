@@ -29,7 +29,7 @@ from arenaplan.placement.memories import kib, target_memory
 from arenaplan.placement.plan import Plan
 from arenaplan.placement.tiers import TierPlacement
 from arenaplan.targets import Target
-from arenaplan.tflm.tail import min_arena_estimate, planning_room, tail_estimate
+from arenaplan.tflm.tail import TailEstimate, min_arena_estimate, planning_room, tail_estimate
 
 ONE, TWO, SPLIT = "one", "two", "split"
 
@@ -109,28 +109,30 @@ def figures_of(
     latency the plan's own search estimated (weights plans); else the tiers', else
     the target's time model with every tensor where the layout puts it."""
     caps = caps or {}
-    tail = tail_estimate(model, profile, kernels=plan.kernels).bytes
+    tail = tail_estimate(model, profile, kernels=plan.kernels)  # simulated once, here
     if target is None:
-        one = _one_arena(model, plan, profile, plan.arena, None)
-        return Figures(ONE, plan.arena, tail, profile, plan.kernels, (one,))
+        one = _one_arena(model, plan, profile, plan.arena, None, tail)
+        return Figures(ONE, plan.arena, tail.bytes, profile, plan.kernels, (one,))
     arena = arena_memory or target.fastest().name
     head = tiers.heights[target.fastest().name] if tiers else plan.arena
-    arrays = _arrays(model, plan, profile, target, caps, tiers, arena, head, persistent_memory)
+    arrays = _arrays(
+        model, plan, profile, target, caps, tiers, arena, head, persistent_memory, tail
+    )
     layout = SPLIT if arrays[-1].role == "split-persistent" else ONE
     layout = TWO if any(a.role == "persistent" for a in arrays) else layout
-    home = persistent_of(arrays)
-    placed = placed_seconds(model, target, arrays[0].memory, home, tiers)
+    home, first = persistent_of(arrays), arrays[0].memory
     if seconds is None:
-        seconds = placed
+        seconds = placed_seconds(model, target, first, home, tiers)
     elif home != target.fastest("persistent").name:  # the plan's own estimate, with
         # TFLM's persistent data where the arrays put it, not in the fastest memory
-        seconds += placed - placed_seconds(model, target, arrays[0].memory, None, tiers)
+        moved = placed_seconds(model, target, first, home, tiers)
+        seconds += moved - placed_seconds(model, target, first, None, tiers)
     used = {a.memory for a in arrays}
     rooms = tuple((m.name, caps.get(m.name, m.capacity)) for m in target.memories if m.name in used)
     return Figures(
         layout,
         plan.arena,
-        tail,
+        tail.bytes,
         profile,
         plan.kernels,
         arrays,
@@ -150,8 +152,9 @@ def _arrays(
     arena: str,
     head: int,
     chosen: str | None,
+    tail: TailEstimate,
 ) -> tuple[Array, ...]:
-    one = _one_arena(model, plan, profile, head, arena)
+    one = _one_arena(model, plan, profile, head, arena, tail)
     room = caps.get(arena, target.memory(arena).capacity)
     if chosen is not None:
         target_memory(target, chosen, "persistent", "--persistent-memory")
@@ -162,11 +165,11 @@ def _arrays(
         return _split(model, profile, target, caps, tiers.heights, chosen, plan.kernels)
     if chosen is None and one.bytes <= room:
         return (one,)
-    tail16 = -(-tail_estimate(model, profile, kernels=plan.kernels).bytes // 16) * 16
+    tail16 = -(-tail.bytes // 16) * 16
     home = chosen or _persistent_home(target, caps, {arena: head}, arena, tail16)
     if home is None:  # nothing has room for it: the one-arena figure all the same
         return (one,)
-    two = _two_arenas(model, plan, profile, head, arena, home)
+    two = _two_arenas(model, plan, profile, head, arena, home, tail)
     if two[0].bytes <= room:
         return two
     # TFLM's planning room does not fit beside the head: the split arena, whose
@@ -174,23 +177,25 @@ def _arrays(
     return _split(model, profile, target, caps, {arena: head}, chosen, plan.kernels)
 
 
-def _one_arena(model: Model, plan: Plan, profile: str, head: int, memory: str | None) -> Array:
+def _one_arena(
+    model: Model, plan: Plan, profile: str, head: int, memory: str | None, tail: TailEstimate
+) -> Array:
+    """TFLM's one arena: the head, the tail and what TFLM needs beyond them to plan."""
     n_planned = len(plan.tensors) + len(plan.scratch)
     size = min_arena_estimate(model, head, n_planned, profile, plan.kernels)
-    tail = tail_estimate(model, profile, kernels=plan.kernels).bytes
-    parts = (("head", head), ("tail", tail), ("TFLM's planning room", size.bytes - head - tail))
+    room = size.bytes - head - tail.bytes
+    parts = (("head", head), ("tail", tail.bytes), ("TFLM's planning room", room))
     kept = tuple(p for p in parts if p[1] > 0)
     return Array("arena", memory, size.bytes, kept, size.unmodelled)
 
 
 def _two_arenas(
-    model: Model, plan: Plan, profile: str, head: int, arena: str, home: str
+    model: Model, plan: Plan, profile: str, head: int, arena: str, home: str, tail: TailEstimate
 ) -> tuple[Array, ...]:
     """The non-persistent arena (the head, at least TFLM's planning room) in ``arena``
     and the persistent arena (the tail, 16-aligned) in ``home``."""
     n_planned = len(plan.tensors) + len(plan.scratch)
     room = planning_room(model, len(plan.scratch), n_planned, profile)
-    tail = tail_estimate(model, profile, kernels=plan.kernels)
     non_persistent = max(head, room)
     return (
         Array("non-persistent", arena, non_persistent, (("head", head),)),
