@@ -109,39 +109,65 @@ def plan_weights(
     the pipeline gives the latency of the whole plan as it will run, TFLM's
     persistent data where it goes): with it, ``auto`` is always compared with every
     fixed policy. The baseline policy is planned at the same capacities too."""
-    found = _plan(model, target, request, capacities, options, score)
+    fixed = _Fixed(model, target, capacities, options)
+    found = fixed(request) if request is not None else _auto(fixed, score)
     baseline = IN_PLACE if found.baseline == IN_PLACE.kind else WHOLE
     if request == baseline:
         return found
     try:
-        same = _plan(model, target, baseline, capacities, options, score)
+        same = fixed(baseline)  # planned once: auto may have planned it already
     except AllocationError:
         return replace(found, baseline_total=None)
     return replace(found, baseline_total=same.seconds, baseline_plan=same)
 
 
-def _plan(
-    model: Model,
-    target: Target,
-    request: Policy | None,
-    capacities: Mapping[str, int] | None,
-    options: PlanOptions,
-    score: Score | None,
-) -> WeightsPlan:
-    """``plan_weights`` without its baseline's plan (``baseline_total`` unplanned)."""
-    costs = WeightCosts(model, target)
-    if request is not None:
-        return _plan_policies(model, target, request, capacities, options, costs)
+class _Fixed:
+    """Each fixed policy forced on every operator of one model, planned at most once
+    for these capacities (a policy that does not fit raises its ``AllocationError``
+    again)."""
+
+    def __init__(
+        self,
+        model: Model,
+        target: Target,
+        capacities: Mapping[str, int] | None,
+        options: PlanOptions,
+    ) -> None:
+        self.model, self.target, self.capacities, self.options = model, target, capacities, options
+        self.costs = WeightCosts(model, target)
+        self.done: dict[Policy, WeightsPlan | AllocationError] = {}
+
+    def __call__(self, policy: Policy) -> WeightsPlan:
+        if policy not in self.done:
+            try:
+                self.done[policy] = self.plan(policy)
+            except AllocationError as exc:
+                self.done[policy] = exc
+        got = self.done[policy]
+        if isinstance(got, AllocationError):
+            raise got
+        return got
+
+    def plan(self, policy: Policy | None) -> WeightsPlan:
+        """``policy`` forced, or None: ``auto``'s own greedy choice (not kept)."""
+        return _plan_policies(
+            self.model, self.target, policy, self.capacities, self.options, self.costs
+        )
+
+
+def _auto(fixed: _Fixed, score: Score | None) -> WeightsPlan:
+    """``auto``: its greedy choice, and, when that had to give up time or ``score``
+    is given, the fastest of it and every fixed policy that fits."""
     try:
-        found = _plan_policies(model, target, None, capacities, options, costs)
+        found = fixed.plan(None)
     except AllocationError:  # the greedy choice found no fit: a fixed policy may
-        best = _best_of(None, model, target, capacities, options, score)
+        best = _best_of(None, fixed, score)
         if best is None:
             raise
         return best
-    if score is None and not _under_pressure(found, costs):
+    if score is None and not _under_pressure(found, fixed.costs):
         return found
-    return _best_of(found, model, target, capacities, options, score) or found
+    return _best_of(found, fixed, score) or found
 
 
 # the policies ``auto`` is never slower than: each forced on every operator (with the
@@ -163,14 +189,7 @@ def _under_pressure(found: WeightsPlan, costs: WeightCosts) -> bool:
     return found.tiers is not None or [c.policy for c in found.choices] != fastest
 
 
-def _best_of(
-    found: WeightsPlan | None,
-    model: Model,
-    target: Target,
-    capacities: Mapping[str, int] | None,
-    options: PlanOptions,
-    score: Score | None,
-) -> WeightsPlan | None:
+def _best_of(found: WeightsPlan | None, fixed: _Fixed, score: Score | None) -> WeightsPlan | None:
     """The fastest (by ``score``, else estimated seconds) of ``auto``'s own plan
     (None: it found no fit) and every fixed policy that fits the same capacities;
     ``auto``'s on a tie; None when nothing fits. Weights and memories are thus
@@ -178,9 +197,9 @@ def _best_of(
     only then is one candidate, spreading them with the buffers kept is another."""
     seconds = score or _own_seconds
     best, fastest = found, seconds(found) if found is not None else None
-    for policy in fixed_policies(target):
+    for policy in fixed_policies(fixed.target):
         try:
-            other = _plan(model, target, policy, capacities, options, score)
+            other = fixed(policy)
         except AllocationError:
             continue  # does not fit: not a candidate
         mine = seconds(other)
