@@ -12,7 +12,8 @@ from arenaplan.commands.verify import print_report
 from arenaplan.errors import UsageError
 from arenaplan.export.files import Outputs
 from arenaplan.export.json_plan import plan_to_json
-from arenaplan.export.summary import arena_line, print_summary
+from arenaplan.export.memories_summary import target_arena_line
+from arenaplan.export.summary import print_summary
 from arenaplan.pipeline import PlanRequest, Source, run_plan
 from arenaplan.reader import read_model_bytes
 
@@ -66,7 +67,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
     outputs.write_all()
     print_summary(console, model, plan, "demo.tflite")
     console.print(f"wrote {original_path}, {planned_path}, {json_path}")
-    console.print(arena_line(model, plan, "arm32"), style="bold")
+    assert done.figures is not None  # the pipeline makes them for every plan
+    console.print(target_arena_line(done.figures), style="bold")
     if args.no_verify:
         return 0
     from arenaplan.verify import compare_models, tflm_available

@@ -1,7 +1,7 @@
 """The terminal summary of a plan: arena vs lower bound vs TFLM, the peak, in plain words.
 
-It ends with the one line a firmware engineer needs (``arena_line``): the tensor
-arena size to set, for a named TFLM build profile. Claims are made only where
+The line a firmware engineer needs (the arena to set) is the plan's figures'
+(``export.memories_summary.target_arena_line``). Claims are made only where
 they hold: no "saves N B against TFLM's planner" when TFLM will refuse the model,
 or when the plan spreads over memories (TFLM's own planner has one arena only).
 """
@@ -164,23 +164,6 @@ def saving(plan: Plan, spread: bool, refused: bool) -> int:
     if refused or spread:
         return 0
     return max(plan.tflm_greedy - plan.arena, 0)
-
-
-def arena_line(model: Model, plan: Plan, profile: str, head: int | None = None) -> str:
-    """The line a firmware engineer needs: the one-arena size for ``profile``.
-
-    ``head``: the non-persistent bytes in the arena when not the whole plan (a plan
-    spread over memories keeps only the fastest memory's share there)."""
-    n_planned = len(plan.tensors) + len(plan.scratch)
-    head = plan.arena if head is None else head
-    size = min_arena_estimate(model, head, n_planned, profile, plan.kernels)
-    words = PROFILE_WORDS.get(profile, profile)
-    if size.exact:
-        return f"set the tensor arena to {size.bytes:,} bytes (profile {profile}: {words})"
-    return (
-        f"set the tensor arena to at least {size.bytes:,} bytes (profile {profile}: {words}; "
-        f"an estimate, not modelled: {estimate_words(size.unmodelled)})"
-    )
 
 
 def _print_peak(console: Console, peak: Peak, shown: int = 12) -> None:
