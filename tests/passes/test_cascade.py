@@ -11,12 +11,13 @@ from flatbuffers import flexbuffers
 from arenaplan.builder.ds_cnn import ds_cnn
 from arenaplan.builder.mobilenet import mobilenet_v1, mobilenet_v2
 from arenaplan.export.tflite_writer import write_model
+from arenaplan.ir.cascade_format import HEADER_WORDS, MEAN_ROWS, OPCODE, RECORD_WORDS
 from arenaplan.ir.verifier import verify_ir
 from arenaplan.passes import make_pass, run_passes
 from arenaplan.passes.cascade import Cascade, longest_chains
-from arenaplan.passes.cascade_chain import HEADER_WORDS, OPCODE, chain_of
-from arenaplan.passes.cascade_rows import ADD, INPUT, MEAN_ROWS, RowGeometry, ring_rows
-from arenaplan.passes.cascade_stage import RECORD_WORDS, Uncascadable, stage_of
+from arenaplan.passes.cascade_chain import chain_of
+from arenaplan.passes.cascade_rows import ADD, INPUT, RowGeometry, ring_rows
+from arenaplan.passes.cascade_stage import Uncascadable, stage_of
 from arenaplan.reader import read_model_bytes
 
 

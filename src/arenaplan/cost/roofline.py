@@ -30,6 +30,7 @@ _KINDS = {
     "SVDF": "fully_connected",
 }
 
+CASCADE = "ARENAPLAN_CASCADE"  # ir.cascade_format.OPCODE
 TensorKey = tuple[int, int]  # (subgraph, tensor index)
 
 
@@ -44,6 +45,31 @@ class OpWork:
     macs: int
     reads: tuple[tuple[TensorKey, int], ...]
     writes: tuple[tuple[TensorKey, int], ...]
+    # (kind, opcode, work) of each stage of an operator that runs several (a cascade)
+    parts: tuple[tuple[str, str, int], ...] = ()
+
+
+def work_cycles(target: Target, kind: str, opcode: str, work: int, parts=()) -> float:
+    """Compute cycles of ``work`` at the rate of its kind; of each part at its own."""
+    if parts:
+        return sum(w / target.rate(k, o) for k, o, w in parts)
+    return work / target.rate(kind, opcode)
+
+
+def cascade_parts(op: Operator) -> tuple[tuple[str, str, int], ...]:
+    """(kind, opcode, work) of each stage of an ``ARENAPLAN_CASCADE``: the work of
+    the stock operator it stands for (each element is computed once)."""
+    from arenaplan.ir import cascade_format as f
+
+    parts = []
+    for w in f.decode(op).records:
+        name = f.KIND_NAMES[w[f.KIND]]
+        outputs = w[f.OUT_H] * w[f.OUT_W] * w[f.OUT_C]
+        taps = w[f.FILTER_H] * w[f.FILTER_W]
+        work = {"CONV_2D": outputs * taps * w[f.IN_C], "DEPTHWISE_CONV_2D": outputs * taps}
+        opcode = "AVERAGE_POOL_2D" if name == f.MEAN_ROWS else name
+        parts.append((_KINDS.get(opcode, "elementwise"), opcode, work.get(name, outputs)))
+    return tuple(parts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,17 +106,10 @@ def operator_work(model: Model) -> list[OpWork]:
         for op in sg.operators:
             reads = tuple(((sg.index, i), sizes[sg.index][i]) for i in op.tensor_inputs())
             writes = tuple(((sg.index, o), sizes[sg.index][o]) for o in op.outputs)
-            work.append(
-                OpWork(
-                    sg.index,
-                    op.index,
-                    op.opcode,
-                    _KINDS.get(op.opcode, "elementwise"),
-                    _macs(sg, op),
-                    reads,
-                    writes,
-                )
-            )
+            parts = cascade_parts(op) if op.is_custom and op.opcode == CASCADE else ()
+            macs = sum(p[2] for p in parts) if parts else _macs(sg, op)
+            kind = _KINDS.get(op.opcode, "elementwise")
+            work.append(OpWork(sg.index, op.index, op.opcode, kind, macs, reads, writes, parts))
     return work
 
 
@@ -110,7 +129,8 @@ def default_memory(
 
 
 def op_time(work: OpWork, where: Mapping[TensorKey, str], target: Target) -> OpTime:
-    compute = work.macs / (target.rate(work.kind, work.opcode) * target.clock_hz)
+    cycles = work_cycles(target, work.kind, work.opcode, work.macs, work.parts)
+    compute = cycles / target.clock_hz
     per_memory: dict[str, float] = defaultdict(float)
     for key, nbytes in work.reads:
         m = target.memory(where[key])

@@ -65,7 +65,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from arenaplan.cost.roofline import OpTime, TensorKey, default_memory, op_time, operator_work
+from arenaplan.cost.roofline import (
+    OpTime,
+    TensorKey,
+    default_memory,
+    op_time,
+    operator_work,
+    work_cycles,
+)
 from arenaplan.cost.traffic import Traffic, operator_traffic
 from arenaplan.cost.traffic_xcore import xcore_counts
 from arenaplan.ir.model import Model
@@ -113,6 +120,7 @@ class OpAccesses:
     kind: str
     work: int
     accesses: dict[AccessKey, Access] = field(default_factory=dict)
+    parts: tuple[tuple[str, str, int], ...] = ()  # roofline.OpWork.parts
 
 
 def operator_accesses(model: Model, traffic_of: str = "tflm") -> list[OpAccesses]:
@@ -131,7 +139,7 @@ def operator_accesses(model: Model, traffic_of: str = "tflm") -> list[OpAccesses
     else:
         found = {k: _from_traffic(t, sizes, extents) for k, t in operator_traffic(model).items()}
     return [
-        OpAccesses(w.subgraph, w.op, w.opcode, w.kind, w.macs, found[(w.subgraph, w.op)])
+        OpAccesses(w.subgraph, w.op, w.opcode, w.kind, w.macs, found[(w.subgraph, w.op)], w.parts)
         for w in operator_work(model)
     ]
 
@@ -308,7 +316,7 @@ class OpCycles:
 def op_cycles(
     op: OpAccesses, where: Mapping[TensorKey, str], persistent: str, target: Target
 ) -> OpCycles:
-    compute = op.work / target.rate(op.kind, op.opcode)
+    compute = work_cycles(target, op.kind, op.opcode, op.work, op.parts)
     memory = {
         name: stall_cycles(target, name, reach)
         for name, reach in sorted(per_memory(op, where, persistent, target).items())

@@ -819,3 +819,6 @@ def _mean_sum(c: KernelCounts) -> None:
     c.load(("model",), n * (3 * rank - k) + visits, 4)  # the input's dims
     c.vars = {"k": k}
     _path(c, _dt(x))
+
+
+from arenaplan.cost import traffic_cascade  # noqa: E402, F401  (registers ARENAPLAN_CASCADE)

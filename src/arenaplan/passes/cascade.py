@@ -155,7 +155,7 @@ class Cascade:
                     right = _try_chain(sg, part.ops[cut:], model.buffers)
                     if left is None or right is None:
                         continue
-                    trial = [*parts[:k], left, right, *parts[k + 1:]]
+                    trial = [*parts[:k], left, right, *parts[k + 1 :]]
                     s = self.score(apply(model, trial)[0])
                     if s < best:
                         best, parts, improved = s, trial, True

@@ -13,11 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from flatbuffers import flexbuffers
-
-from arenaplan.ir.model import Operator, Subgraph
-from arenaplan.passes.cascade_rows import INPUT, MEAN_ROWS, RowGeometry, ring_rows
-from arenaplan.passes.cascade_stage import (
+from arenaplan.ir.cascade_format import (
     ACC_OFFSET,
     BIAS_IN,
     DIL_H,
@@ -25,28 +21,25 @@ from arenaplan.passes.cascade_stage import (
     FILTER_IN,
     IN_H,
     KIND,
+    KIND_NAMES,
+    MEAN_ROWS,
+    OPCODE,
     OUT_C,
     OUT_H,
     OUT_W,
     PAD_TOP,
     QUANT_IN,
-    RECORD_WORDS,
     RING_OFFSET,
     RING_ROWS,
     SRC0,
     SRC1,
     STRIDE_H,
-    Stage,
-    Uncascadable,
-    stage_of,
+    encode,
 )
+from arenaplan.ir.model import Operator, Subgraph
+from arenaplan.passes.cascade_rows import INPUT, RowGeometry, ring_rows
+from arenaplan.passes.cascade_stage import Stage, Uncascadable, stage_of
 from arenaplan.passes.edit import SubgraphEdit
-
-OPCODE = "ARENAPLAN_CASCADE"
-VERSION = 1
-HEADER_WORDS = 4
-_KIND_NAMES = {1: "CONV_2D", 2: "DEPTHWISE_CONV_2D", 3: "AVERAGE_POOL_2D",
-               4: "MAX_POOL_2D", 5: "ADD", 6: "PAD", 7: MEAN_ROWS}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +62,7 @@ def _align4(n: int) -> int:
 
 
 def _geometry(w: Sequence[int]) -> RowGeometry:
-    kind = _KIND_NAMES[w[KIND]]
+    kind = KIND_NAMES[w[KIND]]
     return RowGeometry(
         kind, w[SRC0], w[SRC1], w[IN_H], w[OUT_H], w[FILTER_H], w[STRIDE_H], w[DIL_H], w[PAD_TOP]
     )
@@ -111,7 +104,7 @@ def chain_of(sg: Subgraph, ops: Sequence[int], buffers: Sequence[bytes]) -> Chai
         w[RING_ROWS] = rows
         w[RING_OFFSET] = at if rows else 0
         at += _align4(rows * w[OUT_W] * w[OUT_C])
-        if _KIND_NAMES[w[KIND]] == MEAN_ROWS:
+        if KIND_NAMES[w[KIND]] == MEAN_ROWS:
             w[ACC_OFFSET] = at
             at += 4 * w[OUT_C]
     return Chain(
@@ -123,15 +116,6 @@ def chain_of(sg: Subgraph, ops: Sequence[int], buffers: Sequence[bytes]) -> Chai
         stages[-1].output,
         at,
     )
-
-
-def chain_options(records: Sequence[Sequence[int]], scratch: int) -> bytes:
-    """The operator's custom options: ``{"version": 1, "chain": blob}``."""
-    words = [VERSION, len(records), scratch, RECORD_WORDS]
-    for w in records:
-        words.extend(w)
-    blob = b"".join(int(v).to_bytes(4, "little", signed=True) for v in words)
-    return bytes(flexbuffers.Dumps({"version": VERSION, "chain": blob}))
 
 
 def add_cascade(edit: SubgraphEdit, chain: Chain, name: str) -> None:
@@ -159,6 +143,6 @@ def add_cascade(edit: SubgraphEdit, chain: Chain, name: str) -> None:
         is_custom=True,
         inputs=tuple(inputs),
         outputs=(chain.output,),
-        custom_options=chain_options(records, chain.scratch),
+        custom_options=encode(records, chain.scratch),
     )
     edit.add_op(op, None)

@@ -13,8 +13,9 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
+from arenaplan.ir.cascade_format import MEAN_ROWS
+
 INPUT = -1  # src of a stage that reads the operator's input (kept whole)
-MEAN_ROWS = "MEAN_ROWS"  # the whole input averaged row by row into one output row
 ADD = "ADD"
 PAD = "PAD"
 

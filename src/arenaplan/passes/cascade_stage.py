@@ -14,34 +14,45 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from arenaplan.ir.cascade_format import (
+    ACC_OFFSET,
+    ACT_MAX,
+    ACT_MIN,
+    ADD_WORDS,
+    BIAS_IN,
+    DEPTH_MULT,
+    DIL_H,
+    DIL_W,
+    FILTER_H,
+    FILTER_IN,
+    FILTER_W,
+    IN_C,
+    IN_H,
+    IN_OFFSET,
+    IN_W,
+    KIND,
+    KINDS,
+    MEAN_ROWS,
+    OUT_C,
+    OUT_H,
+    OUT_OFFSET,
+    OUT_W,
+    PAD_LEFT,
+    PAD_TOP,
+    PAD_VALUE,
+    QUANT_IN,
+    RECORD_WORDS,
+    SRC0,
+    SRC1,
+    STRIDE_H,
+    STRIDE_W,
+)
 from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Operator, Subgraph, Tensor
-from arenaplan.passes.cascade_rows import MEAN_ROWS
 from arenaplan.passes.rows import same_padding
 from arenaplan.tflm.prepare import activation_range, add_params, conv_multipliers
 
-RECORD_WORDS = 40
-KINDS = {
-    "CONV_2D": 1,
-    "DEPTHWISE_CONV_2D": 2,
-    "AVERAGE_POOL_2D": 3,
-    "MAX_POOL_2D": 4,
-    "ADD": 5,
-    "PAD": 6,
-    MEAN_ROWS: 7,
-}
 ACTIVATIONS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")
-
-# record words (docs/cascade.md)
-KIND, SRC0, SRC1 = 0, 1, 2
-IN_H, IN_W, IN_C, OUT_H, OUT_W, OUT_C = 3, 4, 5, 6, 7, 8
-FILTER_H, FILTER_W, STRIDE_H, STRIDE_W, DIL_H, DIL_W = 9, 10, 11, 12, 13, 14
-PAD_TOP, PAD_LEFT, DEPTH_MULT = 15, 16, 17
-FILTER_IN, BIAS_IN, QUANT_IN = 18, 19, 20
-IN_OFFSET, OUT_OFFSET, ACT_MIN, ACT_MAX = 21, 22, 23, 24
-RING_ROWS, RING_OFFSET, ACC_OFFSET = 25, 26, 27
-ADD_WORDS = 28  # input2_offset, left_shift, then three (multiplier, shift) pairs
-PAD_VALUE = 36
 
 
 class Uncascadable(Exception):

@@ -52,6 +52,9 @@ REGISTERED_CUSTOM = _words(
     SignalWindow TFLM_DECODE TFLite_Detection_PostProcess
     """
 )
+# arenaplan's own kernels: registered by the firmware that runs a model the cascade
+# pass wrote (plan --kernel-source), and in arenaplan's TFLM builds
+ARENAPLAN_CUSTOM = ("ARENAPLAN_CASCADE",)
 
 
 # opcode -> the checks of its reference kernel, in order (``tflm.kernels``)
@@ -62,7 +65,7 @@ RULES: dict[str, tuple[Check, ...]] = {
 
 def _operator_refusals(sg: Subgraph, op: Operator) -> Iterator[str]:
     if op.is_custom:
-        if op.opcode not in REGISTERED_CUSTOM:
+        if op.opcode not in REGISTERED_CUSTOM and op.opcode not in ARENAPLAN_CUSTOM:
             yield "custom op that TFLM's op resolver does not register"
         return
     if op.opcode not in REGISTERED_BUILTINS:

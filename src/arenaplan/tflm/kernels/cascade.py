@@ -1,6 +1,9 @@
 """arenaplan's own custom kernel, ``ARENAPLAN_CASCADE`` (src/arenaplan/firmware/
 arenaplan_cascade.cc, docs/cascade.md): a chain of operators run row by row.
 
+Sources: the kernel above, and of TFLM tensorflow/lite/micro/micro_context.h (the
+AllocatePersistentBuffer and RequestScratchBufferInArena it calls).
+
 - tail: Init's OpData, one int32 (the scratch buffer's index); no options struct,
   nothing in Prepare: the chain is read from the custom options in place and the
   quantisation data from constant tensors;
@@ -11,17 +14,10 @@ arenaplan_cascade.cc, docs/cascade.md): a chain of operators run row by row.
 
 from __future__ import annotations
 
-from arenaplan.tflm.facts import Kernel, OpRule, OpView, ScratchView, Unmodelled
+from arenaplan.ir.cascade_format import OPCODE, decode
+from arenaplan.tflm.facts import Kernel, OpRule, OpView, ScratchView
 
 OPDATA_BYTES = 4  # struct OpData { int32_t scratch_index; }
-_SCRATCH_WORD = 2  # header word: scratch bytes
-
-
-def _chain_header(custom: dict) -> tuple[int, ...]:
-    blob = custom.get("chain")
-    if not isinstance(blob, (bytes, bytearray)) or len(blob) < 16:
-        raise Unmodelled("a cascade without its chain")
-    return tuple(int.from_bytes(blob[k : k + 4], "little", signed=True) for k in range(0, 16, 4))
 
 
 def _opdata(v: OpView) -> list[int]:
@@ -29,8 +25,8 @@ def _opdata(v: OpView) -> list[int]:
 
 
 def _scratch(ctx: ScratchView) -> list[int]:
-    bytes_ = _chain_header(ctx.view().custom())[_SCRATCH_WORD]
-    return [bytes_] if bytes_ > 0 else []
+    scratch = decode(ctx.op).scratch
+    return [scratch] if scratch > 0 else []
 
 
-CUSTOM = {"ARENAPLAN_CASCADE": Kernel(OpRule(init_extra=_opdata), scratch=_scratch)}
+CUSTOM = {OPCODE: Kernel(OpRule(init_extra=_opdata), scratch=_scratch)}

@@ -1,0 +1,59 @@
+"""Memory traffic of ``ARENAPLAN_CASCADE`` (src/arenaplan/firmware/arenaplan_cascade.cc),
+estimated from its chain: the data terms of each stage's loops.
+
+Each stage computes each element of its output once, with the arithmetic of the
+stock kernel it stands for, so its data terms are that kernel's (``traffic_tflm``)
+with two changes: an intermediate tensor is read from and written to the
+operator's scratch buffer (its rings) instead of a tensor, and the per-channel
+multipliers and shifts are read from the stage's constant tensor (flash) instead
+of the persistent arena. Fixed per-invoke terms are not measured for this kernel,
+so every figure is an estimate (``exact`` False).
+"""
+
+from __future__ import annotations
+
+from arenaplan.cost.traffic_counts import Key
+from arenaplan.cost.traffic_tflm import KernelCounts, _kernel, _path, _taps
+from arenaplan.ir import cascade_format as f
+from arenaplan.ir.model import Tensor
+
+
+def _where(c: KernelCounts, src: int) -> Tensor | Key | None:
+    """The operator's input (src -1) or its scratch buffer (a stage's ring)."""
+    return c.i(0) if src == f.INPUT_SRC else c.scratch(0)
+
+
+def _stage(c: KernelCounts, w: tuple[int, ...], last: bool) -> None:
+    kind = f.KIND_NAMES[w[f.KIND]]
+    out = c.o() if last else c.scratch(0)
+    src = _where(c, w[f.SRC0])
+    ih, iw, ic, oh, ow, oc = (w[k] for k in (f.IN_H, f.IN_W, f.IN_C, f.OUT_H, f.OUT_W, f.OUT_C))
+    outputs = oh * ow * oc
+    if kind in ("CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D"):
+        taps = _taps(oh, ih, w[f.FILTER_H], w[f.STRIDE_H], w[f.PAD_TOP], w[f.DIL_H])
+        taps *= _taps(ow, iw, w[f.FILTER_W], w[f.STRIDE_W], w[f.PAD_LEFT], w[f.DIL_W])
+        per_tap = {"CONV_2D": ic * oc}.get(kind, oc)
+        c.load(src, taps * per_tap)
+        if kind in ("CONV_2D", "DEPTHWISE_CONV_2D"):
+            c.load(c.i(w[f.FILTER_IN]), taps * per_tap)
+            c.load(c.i(w[f.BIAS_IN]) if w[f.BIAS_IN] >= 0 else None, outputs)
+            c.load(c.i(w[f.QUANT_IN]), 2 * outputs, 4)
+    elif kind == "ADD":
+        c.load(src, outputs)
+        c.load(_where(c, w[f.SRC1]), outputs)
+    elif kind == "PAD":
+        c.load(src, ih * iw * ic)
+    else:  # MEAN_ROWS: each input element added to its channel's sum
+        c.load(src, ih * iw * ic)
+        c.load(c.scratch(0), ih * iw * ic, 4)
+        c.store(c.scratch(0), ih * iw * ic + oc, 4)
+    c.store(out, outputs)
+
+
+@_kernel(f.OPCODE)
+def _cascade(c: KernelCounts) -> None:
+    chain = f.decode(c.op)
+    last = len(chain.records) - 1
+    for s, w in enumerate(chain.records):
+        _stage(c, w, s == last)
+    _path(c, "int8")

@@ -1,0 +1,91 @@
+"""The ``ARENAPLAN_CASCADE`` operator's options: the chain blob (docs/cascade.md).
+
+Custom options are a FlexBuffers map ``{"version": 1, "chain": blob}``; the blob
+is little-endian int32 words, a 4-word header then one 40-word record per stage.
+Here: the word indices, the kinds, and ``encode``/``decode``. Who reads the blob
+(the kernel's facts, the traffic model) decodes it here; the pass writes it here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from flatbuffers import flexbuffers
+
+from arenaplan.errors import ModelFormatError
+from arenaplan.ir.custom import custom_options
+from arenaplan.ir.model import Operator
+
+OPCODE = "ARENAPLAN_CASCADE"
+VERSION = 1
+HEADER_WORDS = 4
+RECORD_WORDS = 40
+MEAN_ROWS = "MEAN_ROWS"  # an average pool over the whole input, summed row by row
+KINDS = {
+    "CONV_2D": 1,
+    "DEPTHWISE_CONV_2D": 2,
+    "AVERAGE_POOL_2D": 3,
+    "MAX_POOL_2D": 4,
+    "ADD": 5,
+    "PAD": 6,
+    MEAN_ROWS: 7,
+}
+KIND_NAMES = {code: name for name, code in KINDS.items()}
+
+# record words
+KIND, SRC0, SRC1 = 0, 1, 2
+IN_H, IN_W, IN_C, OUT_H, OUT_W, OUT_C = 3, 4, 5, 6, 7, 8
+FILTER_H, FILTER_W, STRIDE_H, STRIDE_W, DIL_H, DIL_W = 9, 10, 11, 12, 13, 14
+PAD_TOP, PAD_LEFT, DEPTH_MULT = 15, 16, 17
+FILTER_IN, BIAS_IN, QUANT_IN = 18, 19, 20
+IN_OFFSET, OUT_OFFSET, ACT_MIN, ACT_MAX = 21, 22, 23, 24
+RING_ROWS, RING_OFFSET, ACC_OFFSET = 25, 26, 27
+ADD_WORDS = 28  # input2_offset, left_shift, then three (multiplier, shift) pairs
+PAD_VALUE = 36
+INPUT_SRC = -1  # a source word naming the operator's input 0 (kept whole)
+# header words
+H_VERSION, H_STAGES, H_SCRATCH, H_RECORD = 0, 1, 2, 3
+
+
+@dataclass(frozen=True, slots=True)
+class ChainBlob:
+    """A decoded chain: ``scratch`` bytes and each stage's record."""
+
+    scratch: int
+    records: tuple[tuple[int, ...], ...]
+
+    def kind(self, s: int) -> str:
+        return KIND_NAMES[self.records[s][KIND]]
+
+
+def encode(records: Sequence[Sequence[int]], scratch: int) -> bytes:
+    """The operator's custom options for ``records`` and ``scratch`` bytes."""
+    words = [VERSION, len(records), scratch, RECORD_WORDS]
+    for w in records:
+        words.extend(w)
+    blob = b"".join(int(v).to_bytes(4, "little", signed=True) for v in words)
+    return bytes(flexbuffers.Dumps({"version": VERSION, "chain": blob}))
+
+
+def decode(op: Operator) -> ChainBlob:
+    """The chain of a cascade operator; a blob that is not one is a corrupt model."""
+    blob = custom_options(op).get("chain")
+    bad = f"corrupt model: operator {op.index} {OPCODE}: "
+    if not isinstance(blob, (bytes, bytearray)) or len(blob) < 4 * HEADER_WORDS:
+        raise ModelFormatError(bad + "no chain in its options")
+    words = [
+        int.from_bytes(blob[k : k + 4], "little", signed=True) for k in range(0, len(blob) - 3, 4)
+    ]
+    n = words[H_STAGES]
+    if words[H_VERSION] != VERSION or words[H_RECORD] != RECORD_WORDS or n < 1:
+        raise ModelFormatError(bad + "a chain of another format or no stage")
+    if len(words) != HEADER_WORDS + n * RECORD_WORDS or words[H_SCRATCH] < 0:
+        raise ModelFormatError(bad + "its chain's length does not match its stages")
+    records = tuple(
+        tuple(words[HEADER_WORDS + s * RECORD_WORDS : HEADER_WORDS + (s + 1) * RECORD_WORDS])
+        for s in range(n)
+    )
+    if any(r[KIND] not in KIND_NAMES for r in records):
+        raise ModelFormatError(bad + "a stage of unknown kind")
+    return ChainBlob(words[H_SCRATCH], records)
