@@ -9,7 +9,11 @@ The chooser: in model order, the longest runs of operators that can be one casca
 into two that lowers the score most, while one does. The score is what the search
 minimises: the estimated head (live activations and kernel scratch at the peak),
 plus, for the "arena" objective, TFLM's persistent tail under ``profile``. A chain
-whose cascade does not lower the score is left as it was.
+whose cascade does not lower the score is left as it was. With ``fit`` (bytes), a
+model whose score is already at most ``fit`` is left as it was, and the stats say
+what stopped a cascaded model above it (``stopped``: "fit" reached, "tail" the
+persistent part alone is above it, "operator" the largest operator left outside
+every cascade, named in ``blocker``).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from arenaplan.errors import UsageError
+from arenaplan.ir.cascade_format import OPCODE
 from arenaplan.ir.model import Model, Subgraph
 from arenaplan.passes.band_search import head_peak
 from arenaplan.passes.base import Origin, PassResult, compose, identity
@@ -105,6 +110,7 @@ class Cascade:
     profile: str = "arm32"
     kernels: str = REFERENCE
     split: bool = True
+    fit: int | None = None
 
     def __post_init__(self) -> None:
         if self.objective not in OBJECTIVES:
@@ -113,13 +119,18 @@ class Cascade:
             raise UsageError(f"cascade: no tail profile {self.profile}")
 
     def score(self, model: Model) -> int:
-        head = head_peak(model, self.kernels, PROFILES[self.profile].pointer)
+        return head_peak(model, self.kernels, PROFILES[self.profile].pointer) + self.tail(model)
+
+    def tail(self, model: Model) -> int:
         if self.objective == "head":
-            return head
-        return head + tail_estimate(model, self.profile, kernels=self.kernels).bytes
+            return 0
+        return tail_estimate(model, self.profile, kernels=self.kernels).bytes
 
     def run(self, model: Model) -> PassResult:
         before = self.score(model)
+        if self.fit is not None and before <= self.fit:
+            note = f"the model fits {self.fit:,} B as it is (estimate {before:,} B)"
+            return PassResult(model, False, note, {"stopped": "fit", "score_before": before})
         current = model
         chosen: list[Chain] = []
         for sg in model.subgraphs:
@@ -136,7 +147,19 @@ class Cascade:
         )
         stats = {"cascades": len(chosen), "stages": stages, "score_before": before,
                  "score_after": after}  # fmt: skip
+        if self.fit is not None:
+            stats |= self._stopped(current, after)
         return PassResult(current, True, note, stats, origin)
+
+    def _stopped(self, model: Model, after: int) -> dict[str, int | float | str]:
+        """Why ``model`` (cascaded, estimated ``after`` bytes) is above ``fit``."""
+        assert self.fit is not None
+        if after <= self.fit:
+            return {"stopped": "fit"}
+        tail = self.tail(model)
+        if tail >= self.fit:
+            return {"stopped": "tail", "tail": tail}
+        return {"stopped": "operator", "blocker": blocker(model)}
 
     def _choose(self, model: Model, subgraph: int, ops: list[int]) -> list[Chain]:
         """The chains ``ops`` is cut into (none if cascading it does not pay)."""
@@ -163,6 +186,28 @@ class Cascade:
                 if improved:
                     break
         return parts if best < self.score(model) else []
+
+
+def blocker(model: Model) -> str:
+    """The operator outside every cascade with the most activation bytes, in words."""
+    sg = model.subgraphs[0]
+    best, words = -1, "none"
+    for op in sg.operators:
+        if op.opcode == OPCODE:
+            continue
+        acts = [sg.tensors[i] for i in (*op.tensor_inputs(), *op.outputs)]
+        live = sum(t.nbytes for t in acts if not t.is_constant)
+        if live > best:
+            try:
+                stage_of(sg, op, model.buffers)
+                why = "no cascade through it lowers the estimate"
+            except Uncascadable as exc:
+                why = str(exc)
+            best, words = (
+                live,
+                f"operator {op.index} {op.opcode} ({live:,} B of activations: {why})",
+            )
+    return words
 
 
 def apply(model: Model, chains: Sequence[Chain]) -> tuple[Model, Origin]:

@@ -19,7 +19,7 @@ from arenaplan.export.offline_plan import with_offline_plan
 from arenaplan.ir.model import Model
 from arenaplan.pipeline.outputs import render
 from arenaplan.pipeline.request import Notify, PlanRequest, PlanResult
-from arenaplan.pipeline.rewrite import FIT_PASSES, Rewrite, check_fit, run_rewrite
+from arenaplan.pipeline.rewrite import FIT_CASCADE, FIT_PASSES, Rewrite, check_fit, run_rewrite
 from arenaplan.placement import Plan, PlanOptions, plan_model
 from arenaplan.placement.memories import check_arena_memory, check_capacities, fit_to_target
 from arenaplan.reader import read_model_bytes
@@ -129,8 +129,16 @@ def _kernels(request: PlanRequest) -> str:
 
 
 def pass_names(request: PlanRequest) -> tuple[str, ...]:
-    """The passes to run: those asked for, else with ``fit`` reorder, inplace, bands."""
-    return request.passes or (FIT_PASSES if request.fit is not None else ())
+    """The passes to run: those asked for, else with ``fit`` reorder, inplace, bands,
+    after cascade where a cascaded model can be proven (TFLM built from source)."""
+    if request.passes or request.fit is None:
+        return request.passes
+    if request.prove:
+        from arenaplan.verify.prove import proof_runtime
+
+        if proof_runtime(_kernels(request), own=True)[1] is not None:
+            return FIT_PASSES
+    return FIT_CASCADE
 
 
 def planned_model_bytes(data: bytes, model: Model, plan: Plan) -> bytes:

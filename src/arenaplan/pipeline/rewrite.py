@@ -1,7 +1,8 @@
 """Graph rewrites within the pipeline: run the passes asked for, and check ``fit``.
 
-``passes`` run in order; ``fit`` alone runs reorder, inplace and bands, the bands at
-the least extra MACs that reach the size. Proving a rewrite in TFLM is the
+``passes`` run in order; ``fit`` alone runs cascade (where TFLM built from source can
+prove it), reorder, inplace and bands, the cascades only when the model does not fit
+as it is, the bands at the least extra MACs that reach the size. Proving a rewrite in TFLM is the
 pipeline's next step (``pipeline.plan``).
 """
 
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from arenaplan.passes.base import Origin
 
 FIT_PASSES = ("reorder", "inplace", "bands")
+FIT_CASCADE = ("cascade", *FIT_PASSES)  # where a cascade can be proven
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +100,11 @@ def _limit(records: Sequence[PassRecord]) -> str:
     """What stopped the bands pass short of the size, in words."""
     if not records:
         return "the plan is of the model as given (no pass ran, or TFLM did not prove one)"
+    cascade = next((r for r in records if r.name == "cascade"), None)
+    if cascade is not None and cascade.stats.get("stopped") == "tail":
+        return f"the cascades leave TFLM's persistent tail alone at {cascade.stats['tail']:,} B"
+    if cascade is not None and cascade.stats.get("stopped") == "operator":
+        return f"the cascades stop at {cascade.stats['blocker']}"
     bands = next((r for r in records if r.name == "bands"), None)
     if bands is None:
         return "the bands pass did not run (it is the pass that lowers the peak)"
