@@ -80,6 +80,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         "offset table of a placement over the target's memories (needs --target)",
     )
     p.add_argument(
+        "--kernel-source",
+        type=Path,
+        metavar="DIR",
+        help="write the C++ of arenaplan's cascade kernel (arenaplan_cascade.h/.cc) and "
+        "the lines that register it (register_cascade.txt) into this existing folder",
+    )
+    p.add_argument(
         "--profile",
         choices=sorted(PROFILES),
         default=None,
@@ -127,7 +134,23 @@ def _claim_outputs(args: argparse.Namespace) -> Outputs:
         picture_format(args.picture)
     if args.picture is not None or args.report is not None:
         pyplot()  # matplotlib is there, or one line saying how to install it
+    _claim_kernel_source(outputs, args.kernel_source)
     return outputs
+
+
+def _claim_kernel_source(outputs: Outputs, folder: Path | None) -> None:
+    """``--kernel-source DIR``: its files claimed and staged (they are the package's)."""
+    if folder is None:
+        return
+    from arenaplan.export.kernel_source import kernel_files
+
+    if not folder.is_dir():
+        what = "is not a directory" if folder.exists() else "does not exist"
+        raise UsageError(f"--kernel-source {folder}: {what}")
+    for name, data in kernel_files().items():
+        path = folder / name
+        outputs.claim(path, "--kernel-source")
+        outputs.add(path, data)
 
 
 def _check_target_options(args: argparse.Namespace, target: Target | None) -> None:

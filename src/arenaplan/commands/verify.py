@@ -42,18 +42,67 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--seed", type=count_arg(0), default=0, help="seed of the random inputs (default 0)"
     )
+    p.add_argument(
+        "--build",
+        metavar="VARIANT",
+        help="run both models in this TFLM build from source (python scripts/build_tflm.py: "
+        "host-reference, arm32-reference, host-cmsis_nn, ...) instead of the PyPI runtime; "
+        "outputs and measured head and tail only. A model with arenaplan's cascade kernel "
+        "needs one: host-reference unless given",
+    )
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
     from arenaplan.verify import compare_models
+    from arenaplan.verify.prove import OWN_BUILD, uses_own_kernels
     from arenaplan.verify.runner import require_tflm
 
-    require_tflm()
     original, _ = load_model(args.original)
-    planned, _ = load_model(args.planned)
+    planned, planned_ir = load_model(args.planned)
+    build = args.build or (OWN_BUILD if uses_own_kernels(planned_ir) else None)
+    if build is not None:
+        return _run_native(args, console, build, original, planned)
+    require_tflm()
     report = compare_models(original, planned, trials=args.trials, seed=args.seed)
     return print_report(console, report, args.original.name, args.planned.name)
+
+
+def _run_native(
+    args: argparse.Namespace, console: Console, build: str, original: bytes, planned: bytes
+) -> int:
+    """Both models in a TFLM build from source: outputs and measured figures."""
+    from arenaplan.errors import RuntimeUnavailableError, UsageError
+    from arenaplan.verify import compare_models
+    from arenaplan.verify.native import VARIANTS, NativeRunner, native_available
+
+    if build not in VARIANTS:
+        raise UsageError(f"--build: no TFLM build {build} (one of {', '.join(VARIANTS)})")
+    why = native_available(build)
+    if why is not None:
+        raise RuntimeUnavailableError(f"cannot verify in TFLM {build}: {why}")
+    with NativeRunner(build) as runner:
+        report = compare_models(
+            original, planned, args.trials, args.seed, runner=runner, figures=False
+        )
+    if report.refused:
+        console.print(f"[bold yellow]cannot verify:[/bold yellow] {report.refused}")
+        return EXIT_REFUSED
+    if report.failed:
+        return _fail(console, report.failed)
+    table = Table(title=f"measured in TFLM {build}, built from source (bytes)")
+    for col in ("model", "head", "tail"):
+        table.add_column(col, justify="right" if col != "model" else "left")
+    for name, m in ((args.original.name, report.original), (args.planned.name, report.planned)):
+        assert m is not None
+        table.add_row(name, f"{m.head:,}", f"{m.tail:,}")
+    console.print(table)
+    if not report.identical:
+        return _fail(console, f"outputs differ: {report.mismatch}")
+    console.print(
+        f"[bold green]outputs identical[/bold green] bit for bit on {report.trials} random inputs"
+    )
+    return 0
 
 
 def _fail(console: Console, message: str) -> int:

@@ -19,6 +19,7 @@ PASS_CLASSES: dict[str, str] = {
     "reorder": "arenaplan.passes.reorder:Reorder",
     "bands": "arenaplan.passes.bands:Bands",
     "inplace": "arenaplan.passes.inplace:InPlace",
+    "cascade": "arenaplan.passes.cascade:Cascade",
 }
 
 # opcode -> why a rewrite inserts operators of it, in words (the report's "new: ..."):

@@ -198,11 +198,12 @@ def _plan(request: PlanRequest, profile: str, notify: Notify) -> PlanResult:
         if not rw.changed and not plan.aliases:  # the plan of the model as given
             return replace(done, model=original, planned=planned_model_bytes(data, original, plan))
         from arenaplan.export.tflite_writer import write_model
-        from arenaplan.verify.prove import prove
+        from arenaplan.verify.prove import prove, uses_own_kernels
 
         source = write_model(rw.model) if rw.changed else data
         planned = planned_model_bytes(source, rw.model, plan)
-        proof = prove(data, planned, plan.arena, plan.kernels)
+        own = uses_own_kernels(rw.model)
+        proof = prove(data, planned, plan.arena, plan.kernels, own)
         if proof.proven or (proof.unavailable and request.write_unproven):
             before = plan_model(original, base)
             if not proof.proven:
@@ -274,7 +275,7 @@ def _weights_of(
     planned, proof = b"", None
     if request.prove:
         from arenaplan.export.tflite_writer import write_model
-        from arenaplan.verify.prove import prove
+        from arenaplan.verify.prove import prove, uses_own_kernels
         from arenaplan.weights.outputs import tflm_head
 
         data, original = request.source.data, request.source.model
@@ -282,7 +283,8 @@ def _weights_of(
         source = write_model(wp.model) if changed else data
         planned = planned_model_bytes(source, wp.model, wp.plan)
         if changed or wp.plan.aliases:  # nothing to prove when nothing changed
-            proof = prove(data, planned, tflm_head(wp.plan), wp.plan.kernels)
+            own = uses_own_kernels(wp.model)
+            proof = prove(data, planned, tflm_head(wp.plan), wp.plan.kernels, own)
     arena = check_arena_memory(request.arena_memory, wp.plan, target, request.caps, wp.tiers)
     return PlanResult(
         request.source,

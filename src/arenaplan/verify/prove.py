@@ -11,13 +11,16 @@ kernel code: CMSIS-NN in plain C on the host, CMSIS-NN with the DSP extension as
 Cortex-M4 code under qemu-arm, CMSIS-NN with MVE as Cortex-M55 code on
 qemu-system-arm's Corstone-300 board. When that build (or its emulator) is absent
 here the proof is *unavailable*: nothing was run, and the reason names the build
-command that would make it.
+command that would make it. A model with arenaplan's own kernels (``ARENAPLAN_CASCADE``)
+runs only where they are compiled in: TFLM built from source (its reference kernels in
+the host build, for a plan of the reference kernels), never the PyPI runtime.
 """
 
 from __future__ import annotations
 
 from dataclasses import KW_ONLY, dataclass
 
+from arenaplan.ir.model import Model
 from arenaplan.tflm.kernel_sets import REFERENCE, check_kernels
 from arenaplan.verify.compare import compare_models
 from arenaplan.verify.runner import TflmRunner, tflm_available
@@ -32,6 +35,22 @@ PROOF_BUILDS: dict[str, str] = {
     "cmsis_nn+dsp": "arm32-cmsis_nn",
     "cmsis_nn+mve": "m55-cmsis_nn",
 }
+OWN_KERNELS = ("ARENAPLAN_CASCADE",)  # custom operators only arenaplan's builds run
+OWN_BUILD = "host-reference"  # where a reference-kernels plan with them is proven
+
+
+def uses_own_kernels(model: Model) -> bool:
+    """``model`` has an operator only arenaplan's kernels run (a cascade)."""
+    return any(
+        op.is_custom and op.opcode in OWN_KERNELS for sg in model.subgraphs for op in sg.operators
+    )
+
+
+def proof_build(kernels: str, own: bool) -> str | None:
+    """The TFLM build from source that proves a plan for ``kernels`` (None: PyPI's)."""
+    if kernels == REFERENCE:
+        return OWN_BUILD if own else None
+    return PROOF_BUILDS[check_kernels(kernels)]  # every CMSIS-NN level has one
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,25 +84,31 @@ class Proof:
         }
 
 
-def proof_runtime(kernels: str = REFERENCE) -> tuple[str, str | None]:
-    """What proves a plan for ``kernels``, and why it cannot run here (None: it can)."""
-    if kernels == REFERENCE:
+def proof_runtime(kernels: str = REFERENCE, own: bool = False) -> tuple[str, str | None]:
+    """What proves a plan for ``kernels`` (``own``: the model has arenaplan's kernels),
+    and why it cannot run here (None: it can)."""
+    variant = proof_build(kernels, own)
+    if variant is None:
         if tflm_available():
             return PYPI, None
         return PYPI, "the TFLM runtime is not installed (pip install 'arenaplan[tflm]')"
     from arenaplan.verify.native import native_available
 
-    variant = PROOF_BUILDS[check_kernels(kernels)]  # every CMSIS-NN level has one
-    return f"TFLM {variant} (built from source)", native_available(variant)
+    why = native_available(variant)
+    if why is not None and own:
+        why = f"arenaplan's cascade kernel runs only in TFLM built from source: {why}"
+    return f"TFLM {variant} (built from source)", why
 
 
-def prove(original: bytes, planned: bytes, arena: int, kernels: str = REFERENCE) -> Proof:
+def prove(
+    original: bytes, planned: bytes, arena: int, kernels: str = REFERENCE, own: bool = False
+) -> Proof:
     """Run ``original`` and ``planned`` in TFLM with ``kernels``; ``arena``: the planned
-    head (bytes)."""
-    runtime, why = proof_runtime(kernels)
+    head (bytes); ``own``: ``planned`` has arenaplan's kernels (``uses_own_kernels``)."""
+    runtime, why = proof_runtime(kernels, own)
     if why is not None:
         return Proof(why, runtime=runtime, unavailable=True)
-    runner = _runner(kernels)
+    runner = _runner(proof_build(kernels, own))
     try:
         report = compare_models(
             original, planned, PROOF_TRIALS, PROOF_SEED, runner=runner, figures=False
@@ -104,9 +129,9 @@ def prove(original: bytes, planned: bytes, arena: int, kernels: str = REFERENCE)
     return Proof(None, runtime=runtime, head=m.head, tail=m.tail)
 
 
-def _runner(kernels: str):  # TflmRunner or NativeRunner: the same ``run`` and ``close``
-    if kernels == REFERENCE:
+def _runner(variant: str | None):  # TflmRunner or NativeRunner: the same run and close
+    if variant is None:
         return TflmRunner()
     from arenaplan.verify.native import NativeRunner
 
-    return NativeRunner(PROOF_BUILDS[kernels])
+    return NativeRunner(variant)

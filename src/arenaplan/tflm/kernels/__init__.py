@@ -17,6 +17,7 @@ from arenaplan.tflm.facts import Kernel
 from arenaplan.tflm.kernels import (
     activations,
     arithmetic,
+    cascade,
     circular_buffer,
     concatenation,
     control_flow,
@@ -64,6 +65,7 @@ FAMILIES: tuple[ModuleType, ...] = (
     detection_postprocess,
     circular_buffer,
     signal,
+    cascade,
 )
 
 

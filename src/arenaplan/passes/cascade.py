@@ -1,0 +1,183 @@
+"""The ``cascade`` pass: run chains of row-local operators as one operator, row by row.
+
+Each chosen chain becomes one ``ARENAPLAN_CASCADE`` operator (docs/cascade.md): its
+intermediate tensors shrink to rings of rows in one scratch buffer and its
+quantisation data moves from TFLM's persistent arena to constant tensors in flash.
+
+The chooser: in model order, the longest runs of operators that can be one cascade
+(one activation in, only the last output out); then, greedily, the cut of a chain
+into two that lowers the score most, while one does. The score is what the search
+minimises: the estimated head (live activations and kernel scratch at the peak),
+plus, for the "arena" objective, TFLM's persistent tail under ``profile``. A chain
+whose cascade does not lower the score is left as it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from arenaplan.errors import UsageError
+from arenaplan.ir.model import Model, Subgraph
+from arenaplan.passes.band_search import head_peak
+from arenaplan.passes.base import Origin, PassResult, compose, identity
+from arenaplan.passes.cascade_chain import Chain, add_cascade, chain_of
+from arenaplan.passes.cascade_stage import Uncascadable, stage_of
+from arenaplan.passes.edit import SubgraphEdit
+from arenaplan.tflm.kernel_sets import REFERENCE
+from arenaplan.tflm.tail import PROFILES, tail_estimate
+
+OBJECTIVES = ("arena", "head")
+
+
+def _stageable(sg: Subgraph, buffers: Sequence[bytes]) -> list[bool]:
+    out = []
+    for op in sg.operators:
+        try:
+            stage_of(sg, op, buffers)
+            out.append(True)
+        except Uncascadable:
+            out.append(False)
+    return out
+
+
+def _try_chain(sg: Subgraph, ops: Sequence[int], buffers: Sequence[bytes]) -> Chain | None:
+    try:
+        return chain_of(sg, ops, buffers)
+    except Uncascadable:
+        return None
+
+
+def longest_chains(sg: Subgraph, buffers: Sequence[bytes]) -> list[list[int]]:
+    """From each operator on, in order, the longest run that is a cascade."""
+    ok = _stageable(sg, buffers)
+    chains, a, n = [], 0, len(sg.operators)
+    while a < n:
+        if not ok[a]:
+            a += 1
+            continue
+        b = a
+        while b + 1 < n and ok[b + 1]:
+            b += 1
+        end = next((e for e in range(b, a - 1, -1) if _valid(sg, a, e, buffers)), a - 1)
+        if end < a:
+            a += 1
+            continue
+        chains.append(list(range(a, end + 1)))
+        a = end + 1
+    return chains
+
+
+def _valid(sg: Subgraph, a: int, e: int, buffers: Sequence[bytes]) -> bool:
+    """Operators a..e are one cascade (checked without sizing its rings)."""
+    made = {sg.operators[i].outputs[0] for i in range(a, e + 1)}
+    entering = set()
+    for i in range(a, e + 1):
+        op = sg.operators[i]
+        acts = op.inputs[:2] if op.opcode == "ADD" else op.inputs[:1]
+        entering.update(t for t in acts if t not in made)
+    if len(entering) != 1:
+        return False
+    last = sg.operators[e].outputs[0]
+    inside = set(range(a, e + 1))
+    for op in sg.operators:
+        if op.index in inside:
+            continue
+        if any(t in made and t != last for t in op.inputs):
+            return False
+    return not any(t in made and t != last for t in sg.outputs)
+
+
+@dataclass(frozen=True, slots=True)
+class Cascade:
+    """Options: ``objective`` ("arena": head + tail, "head": the head alone),
+    ``profile`` (TFLM's struct sizes for the tail), ``kernels`` (whose scratch the
+    head counts), ``split`` (cut chains where that lowers the score)."""
+
+    name: ClassVar[str] = "cascade"
+    summary: ClassVar[str] = (
+        "run chains of convolutions, pools, PADs and ADDs as one operator, row by row "
+        "(intermediates in rings of rows; quantisation data in flash)"
+    )
+
+    objective: str = "arena"
+    profile: str = "arm32"
+    kernels: str = REFERENCE
+    split: bool = True
+
+    def __post_init__(self) -> None:
+        if self.objective not in OBJECTIVES:
+            raise UsageError(f"cascade: objective must be one of {', '.join(OBJECTIVES)}")
+        if self.profile not in PROFILES:
+            raise UsageError(f"cascade: no tail profile {self.profile}")
+
+    def score(self, model: Model) -> int:
+        head = head_peak(model, self.kernels, PROFILES[self.profile].pointer)
+        if self.objective == "head":
+            return head
+        return head + tail_estimate(model, self.profile, kernels=self.kernels).bytes
+
+    def run(self, model: Model) -> PassResult:
+        before = self.score(model)
+        current = model
+        chosen: list[Chain] = []
+        for sg in model.subgraphs:
+            for ops in longest_chains(sg, model.buffers):
+                chosen.extend(self._choose(model, sg.index, ops))
+        if not chosen:
+            return PassResult(model, False, "no chain to cascade")
+        current, origin = apply(model, chosen)
+        after = self.score(current)
+        stages = sum(len(c.ops) for c in chosen)
+        note = (
+            f"{len(chosen)} cascade(s) of {stages} operators; estimated "
+            f"{'arena' if self.objective == 'arena' else 'head'} {before:,} -> {after:,} B"
+        )
+        stats = {"cascades": len(chosen), "stages": stages, "score_before": before,
+                 "score_after": after}  # fmt: skip
+        return PassResult(current, True, note, stats, origin)
+
+    def _choose(self, model: Model, subgraph: int, ops: list[int]) -> list[Chain]:
+        """The chains ``ops`` is cut into (none if cascading it does not pay)."""
+        sg = model.subgraphs[subgraph]
+        whole = _try_chain(sg, ops, model.buffers)
+        if whole is None:
+            return []
+        parts = [whole]
+        best = self.score(apply(model, parts)[0])
+        improved = self.split
+        while improved:
+            improved = False
+            for k, part in enumerate(parts):
+                for cut in range(1, len(part.ops)):
+                    left = _try_chain(sg, part.ops[:cut], model.buffers)
+                    right = _try_chain(sg, part.ops[cut:], model.buffers)
+                    if left is None or right is None:
+                        continue
+                    trial = [*parts[:k], left, right, *parts[k + 1:]]
+                    s = self.score(apply(model, trial)[0])
+                    if s < best:
+                        best, parts, improved = s, trial, True
+                        break
+                if improved:
+                    break
+        return parts if best < self.score(model) else []
+
+
+def apply(model: Model, chains: Sequence[Chain]) -> tuple[Model, Origin]:
+    """The model with each chain replaced by its cascade operator (each a run of
+    consecutive operators of its subgraph), and its origin."""
+    current, origin = model, identity(model)
+    for s in sorted({c.subgraph for c in chains}):
+        mine = {c.ops[0]: c for c in chains if c.subgraph == s}
+        skip = {i for c in mine.values() for i in c.ops}
+        edit = SubgraphEdit(current, s)
+        for op in current.subgraphs[s].operators:
+            if op.index in mine:
+                add_cascade(edit, mine[op.index], f"cascade{op.index}")
+            elif op.index not in skip:
+                edit.add_op(op, op.index)
+        origin = compose(origin, edit.origin())
+        current = edit.finish()
+    return current, origin

@@ -1,0 +1,164 @@
+"""A chain of operators as one ``ARENAPLAN_CASCADE`` operator (docs/cascade.md).
+
+``chain_of`` checks that a run of operators can be one cascade (one activation
+enters, only the last operator's output leaves, every operator is a stage), sizes
+the rings by simulating the kernel's row order (``cascade_rows``) and lays out the
+scratch buffer. ``add_cascade`` appends the operator to a ``SubgraphEdit``: its
+inputs are the chain's input, then each stage's filter, bias and quantisation data
+(new constant int32 tensors), in stage order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from flatbuffers import flexbuffers
+
+from arenaplan.ir.model import Operator, Subgraph
+from arenaplan.passes.cascade_rows import INPUT, MEAN_ROWS, RowGeometry, ring_rows
+from arenaplan.passes.cascade_stage import (
+    ACC_OFFSET,
+    BIAS_IN,
+    DIL_H,
+    FILTER_H,
+    FILTER_IN,
+    IN_H,
+    KIND,
+    OUT_C,
+    OUT_H,
+    OUT_W,
+    PAD_TOP,
+    QUANT_IN,
+    RECORD_WORDS,
+    RING_OFFSET,
+    RING_ROWS,
+    SRC0,
+    SRC1,
+    STRIDE_H,
+    Stage,
+    Uncascadable,
+    stage_of,
+)
+from arenaplan.passes.edit import SubgraphEdit
+
+OPCODE = "ARENAPLAN_CASCADE"
+VERSION = 1
+HEADER_WORDS = 4
+_KIND_NAMES = {1: "CONV_2D", 2: "DEPTHWISE_CONV_2D", 3: "AVERAGE_POOL_2D",
+               4: "MAX_POOL_2D", 5: "ADD", 6: "PAD", 7: MEAN_ROWS}  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Chain:
+    """A cascade ready to be written: ``records`` with sources and rings filled in
+    (constant input indices still -1), ``stages`` as read, ``input``/``output`` the
+    chain's tensors, ``scratch`` the bytes its kernel requests."""
+
+    subgraph: int
+    ops: tuple[int, ...]  # operator indices in the subgraph, in order
+    stages: tuple[Stage, ...]
+    records: tuple[tuple[int, ...], ...]
+    input: int
+    output: int
+    scratch: int
+
+
+def _align4(n: int) -> int:
+    return (n + 3) & ~3
+
+
+def _geometry(w: Sequence[int]) -> RowGeometry:
+    kind = _KIND_NAMES[w[KIND]]
+    return RowGeometry(
+        kind, w[SRC0], w[SRC1], w[IN_H], w[OUT_H], w[FILTER_H], w[STRIDE_H], w[DIL_H], w[PAD_TOP]
+    )
+
+
+def _sources(stages: Sequence[Stage]) -> tuple[int, list[list[int]]]:
+    """The chain's input tensor and each stage's sources as stage indices (INPUT)."""
+    made = {st.output: s for s, st in enumerate(stages)}
+    outside = {t for st in stages for t in st.sources if t not in made}
+    if len(outside) != 1:
+        raise Uncascadable(f"{len(outside)} activations enter the chain, not one")
+    chain_input = outside.pop()
+    return chain_input, [[made.get(t, INPUT) for t in st.sources] for st in stages]
+
+
+def _check_leaves(sg: Subgraph, ops: Sequence[int], stages: Sequence[Stage]) -> None:
+    """Only the last stage's output is read outside the chain."""
+    inside = set(ops)
+    for st in stages[:-1]:
+        if st.output in sg.outputs:
+            raise Uncascadable("an intermediate tensor is an output of the subgraph")
+        for op in sg.operators:
+            if op.index not in inside and st.output in op.inputs:
+                raise Uncascadable("an intermediate tensor is read outside the chain")
+
+
+def chain_of(sg: Subgraph, ops: Sequence[int], buffers: Sequence[bytes]) -> Chain:
+    """The cascade of operators ``ops`` of ``sg`` (in order), or ``Uncascadable``."""
+    stages = [stage_of(sg, sg.operators[i], buffers) for i in ops]
+    chain_input, sources = _sources(stages)
+    _check_leaves(sg, ops, stages)
+    records = [list(st.words) for st in stages]
+    for w, src in zip(records, sources, strict=True):
+        w[SRC0] = src[0]
+        w[SRC1] = src[1] if len(src) > 1 else INPUT
+    rings = ring_rows([_geometry(w) for w in records])
+    at = 0
+    for w, rows in zip(records, rings, strict=True):
+        w[RING_ROWS] = rows
+        w[RING_OFFSET] = at if rows else 0
+        at += _align4(rows * w[OUT_W] * w[OUT_C])
+        if _KIND_NAMES[w[KIND]] == MEAN_ROWS:
+            w[ACC_OFFSET] = at
+            at += 4 * w[OUT_C]
+    return Chain(
+        sg.index,
+        tuple(ops),
+        tuple(stages),
+        tuple(tuple(w) for w in records),
+        chain_input,
+        stages[-1].output,
+        at,
+    )
+
+
+def chain_options(records: Sequence[Sequence[int]], scratch: int) -> bytes:
+    """The operator's custom options: ``{"version": 1, "chain": blob}``."""
+    words = [VERSION, len(records), scratch, RECORD_WORDS]
+    for w in records:
+        words.extend(w)
+    blob = b"".join(int(v).to_bytes(4, "little", signed=True) for v in words)
+    return bytes(flexbuffers.Dumps({"version": VERSION, "chain": blob}))
+
+
+def add_cascade(edit: SubgraphEdit, chain: Chain, name: str) -> None:
+    """Append the chain's operator to ``edit`` (a new operator: no source)."""
+    inputs = [chain.input]
+
+    def slot(tensor: int) -> int:
+        if tensor < 0:
+            return -1
+        if tensor not in inputs:
+            inputs.append(tensor)
+        return inputs.index(tensor)
+
+    records = []
+    for s, (st, w) in enumerate(zip(chain.stages, chain.records, strict=True)):
+        w = list(w)
+        w[FILTER_IN] = slot(st.filter)
+        w[BIAS_IN] = slot(st.bias)
+        if st.quant:
+            w[QUANT_IN] = slot(edit.add_int32(f"{name}/stage{s}/quant", st.quant))
+        records.append(w)
+    op = Operator(
+        index=0,
+        opcode=OPCODE,
+        is_custom=True,
+        inputs=tuple(inputs),
+        outputs=(chain.output,),
+        custom_options=chain_options(records, chain.scratch),
+    )
+    edit.add_op(op, None)

@@ -1,0 +1,100 @@
+"""The row order of a cascade, simulated: how many rows each stage's ring must hold.
+
+The kernel (``firmware/arenaplan_cascade.cc``) computes the last stage's output row
+by row and pulls each stage's rows when a consumer needs them (docs/cascade.md:
+``make``, ``compute``, ``needs``). This module runs the same order on row numbers
+alone and records, at every read of row r of stage s, ``next[s] - r``: the rows
+produced since r, r included. A ring of that many rows never overwrites a row
+before its last read. Rows are rows of the stage's output tensor.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+INPUT = -1  # src of a stage that reads the operator's input (kept whole)
+MEAN_ROWS = "MEAN_ROWS"  # the whole input averaged row by row into one output row
+ADD = "ADD"
+PAD = "PAD"
+
+
+@dataclass(frozen=True, slots=True)
+class RowGeometry:
+    """How a stage's output rows read its sources' rows (heights in rows)."""
+
+    kind: str  # a builtin name or MEAN_ROWS
+    src0: int  # INPUT or an earlier stage
+    src1: int  # ADD's second source, else INPUT (unused)
+    in_h: int
+    out_h: int
+    filter_h: int = 1
+    stride_h: int = 1
+    dilation_h: int = 1
+    pad_top: int = 0
+
+    def needs(self, y: int) -> tuple[int, int]:
+        """Rows [lo, hi] of src0 that output row y reads (hi < lo: none)."""
+        if self.kind == ADD:
+            return y, y
+        if self.kind == PAD:
+            r = y - self.pad_top
+            return (r, r) if 0 <= r < self.in_h else (0, -1)
+        first = y * self.stride_h - self.pad_top
+        rows = [first + k * self.dilation_h for k in range(self.filter_h)]
+        inside = [r for r in rows if 0 <= r < self.in_h]
+        return (inside[0], inside[-1]) if inside else (0, -1)
+
+
+class _Simulation:
+    def __init__(self, stages: list[RowGeometry]) -> None:
+        self.stages = stages
+        self.next = [0] * len(stages)
+        self.ring = [0] * len(stages)
+
+    def make(self, s: int, r: int) -> None:
+        if s == INPUT:
+            return
+        while self.next[s] <= r:
+            self.compute(s, self.next[s])
+            self.next[s] += 1
+
+    def read(self, s: int, r: int) -> None:
+        if s != INPUT:
+            assert r < self.next[s], "a stage reads a row not made yet"
+            self.ring[s] = max(self.ring[s], self.next[s] - r)
+
+    def compute(self, s: int, y: int) -> None:
+        g = self.stages[s]
+        if g.kind == MEAN_ROWS:
+            for r in range(g.in_h):
+                self.make(g.src0, r)
+                self.read(g.src0, r)
+            return
+        lo, hi = g.needs(y)
+        self.make(g.src0, hi)
+        if g.kind == ADD:
+            self.make(g.src1, y)
+        for r in range(lo, hi + 1):
+            self.read(g.src0, r)
+        if g.kind == ADD:
+            self.read(g.src1, y)
+
+
+def ring_rows(stages: list[RowGeometry]) -> list[int]:
+    """Rows each stage's ring must hold; 0 for the last stage (it writes the
+    operator's output). Every stage but the last must be read by a later one."""
+    sim = _Simulation(stages)
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 4 * len(stages) + 100))
+    try:
+        last = len(stages) - 1
+        for y in range(stages[last].out_h):
+            sim.compute(last, y)
+    finally:
+        sys.setrecursionlimit(limit)
+    rings = [*sim.ring[:last], 0]
+    unread = [s for s in range(last) if rings[s] == 0]
+    if unread:
+        raise ValueError(f"stage {unread[0]} of the cascade is never read")
+    return rings

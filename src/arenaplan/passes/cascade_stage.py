@@ -1,0 +1,238 @@
+"""One operator of a cascade as a stage record (docs/cascade.md), or why it cannot be.
+
+``stage_of`` reads an operator of a chain and returns its ``Stage``: the 40 int32
+words of its record except those the chain fills in (sources, constant input
+indices, ring), the constants it needs (filter, bias by tensor index; the
+quantisation data TFLM's Prepare would compute, as values) and its row geometry.
+Everything is int8, NHWC, batch 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from arenaplan.ir.dtypes import DType
+from arenaplan.ir.model import Operator, Subgraph, Tensor
+from arenaplan.passes.cascade_rows import MEAN_ROWS
+from arenaplan.passes.rows import same_padding
+from arenaplan.tflm.prepare import activation_range, add_params, conv_multipliers
+
+RECORD_WORDS = 40
+KINDS = {
+    "CONV_2D": 1,
+    "DEPTHWISE_CONV_2D": 2,
+    "AVERAGE_POOL_2D": 3,
+    "MAX_POOL_2D": 4,
+    "ADD": 5,
+    "PAD": 6,
+    MEAN_ROWS: 7,
+}
+ACTIVATIONS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")
+
+# record words (docs/cascade.md)
+KIND, SRC0, SRC1 = 0, 1, 2
+IN_H, IN_W, IN_C, OUT_H, OUT_W, OUT_C = 3, 4, 5, 6, 7, 8
+FILTER_H, FILTER_W, STRIDE_H, STRIDE_W, DIL_H, DIL_W = 9, 10, 11, 12, 13, 14
+PAD_TOP, PAD_LEFT, DEPTH_MULT = 15, 16, 17
+FILTER_IN, BIAS_IN, QUANT_IN = 18, 19, 20
+IN_OFFSET, OUT_OFFSET, ACT_MIN, ACT_MAX = 21, 22, 23, 24
+RING_ROWS, RING_OFFSET, ACC_OFFSET = 25, 26, 27
+ADD_WORDS = 28  # input2_offset, left_shift, then three (multiplier, shift) pairs
+PAD_VALUE = 36
+
+
+class Uncascadable(Exception):
+    """This operator cannot be a stage (the message says why, in a few words)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Stage:
+    """``words``: the record, chain-filled words at their defaults; ``sources``: the
+    activation tensors it reads (1, or 2 for ADD); ``output``: the tensor it writes;
+    ``filter``/``bias``: tensor indices (-1 none); ``quant``: the int32 values of
+    its quantisation tensor (empty: none)."""
+
+    kind: str
+    words: tuple[int, ...]
+    sources: tuple[int, ...]
+    output: int
+    filter: int = -1
+    bias: int = -1
+    quant: tuple[int, ...] = ()
+
+
+def _act(t: Tensor, what: str) -> Tensor:
+    if t.dtype is not DType.INT8 or t.is_constant or t.is_variable:
+        raise Uncascadable(f"{what} is not an int8 activation")
+    if len(t.shape) != 4 or t.shape[0] != 1 or min(t.shape) <= 0:
+        raise Uncascadable(f"{what} is not NHWC with batch 1")
+    q = t.quantization
+    if q is None or len(q.scales) != 1 or len(q.zero_points) != 1:
+        raise Uncascadable(f"{what} is not quantised per tensor")
+    return t
+
+
+def _scale_zp(t: Tensor) -> tuple[float, int]:
+    assert t.quantization is not None
+    return t.quantization.scales[0], t.quantization.zero_points[0]
+
+
+def _opt(op: Operator, name: str, default: int = 1) -> int:
+    value = op.options.get(name, default)
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise Uncascadable(f"option {name} is {value!r}")
+    return value
+
+
+def _activation(op: Operator, out: Tensor) -> tuple[int, int]:
+    act = op.options.get("fused_activation_function", "NONE")
+    if act not in ACTIVATIONS:
+        raise Uncascadable(f"fused activation {act}")
+    return activation_range(str(act), *_scale_zp(out))
+
+
+def _padding(op: Operator, size: int, out: int, stride: int, eff: int, what: str) -> int:
+    """Padding before (top or left) as TFLM computes it; the output size checked."""
+    padding = op.options.get("padding", "SAME")
+    if padding == "SAME":
+        want = (size + stride - 1) // stride
+        before = same_padding(size, out, stride, eff)[0]
+    elif padding == "VALID":
+        want = (size - eff + stride) // stride
+        before = 0
+    else:
+        raise Uncascadable(f"padding {padding}")
+    if want != out:
+        raise Uncascadable(f"output {what} {out} is not {want}")
+    return before
+
+
+def _base(x: Tensor, y: Tensor, kind: str) -> list[int]:
+    w = [0] * RECORD_WORDS
+    w[KIND], w[SRC0], w[SRC1] = KINDS[kind], -1, -1
+    w[IN_H], w[IN_W], w[IN_C] = x.shape[1:]
+    w[OUT_H], w[OUT_W], w[OUT_C] = y.shape[1:]
+    for k in (FILTER_H, FILTER_W, STRIDE_H, STRIDE_W, DIL_H, DIL_W, DEPTH_MULT):
+        w[k] = 1
+    w[FILTER_IN] = w[BIAS_IN] = w[QUANT_IN] = w[ACC_OFFSET] = -1
+    w[IN_OFFSET] = -_scale_zp(x)[1]
+    w[OUT_OFFSET] = _scale_zp(y)[1]
+    return w
+
+
+def _window(op: Operator, x: Tensor, y: Tensor, w: list[int], kh: int, kw: int) -> None:
+    sh, sw = _opt(op, "stride_h"), _opt(op, "stride_w")
+    dh, dw = _opt(op, "dilation_h_factor"), _opt(op, "dilation_w_factor")
+    w[FILTER_H], w[FILTER_W], w[STRIDE_H], w[STRIDE_W], w[DIL_H], w[DIL_W] = kh, kw, sh, sw, dh, dw
+    w[PAD_TOP] = _padding(op, x.shape[1], y.shape[1], sh, (kh - 1) * dh + 1, "height")
+    w[PAD_LEFT] = _padding(op, x.shape[2], y.shape[2], sw, (kw - 1) * dw + 1, "width")
+    w[ACT_MIN], w[ACT_MAX] = _activation(op, y)
+
+
+def _conv(sg: Subgraph, op: Operator, x: Tensor, y: Tensor) -> Stage:
+    filt, bias = sg.operand(op, 1), sg.operand(op, 2)
+    depthwise = op.opcode == "DEPTHWISE_CONV_2D"
+    if filt is None or not filt.is_constant or filt.dtype is not DType.INT8:
+        raise Uncascadable("its filter is not constant int8")
+    if len(filt.shape) != 4 or filt.quantization is None:
+        raise Uncascadable("its filter is not a quantised 4-D tensor")
+    if bias is not None and (not bias.is_constant or bias.dtype is not DType.INT32):
+        raise Uncascadable("its bias is not constant int32")
+    out_c, in_c = y.shape[3], x.shape[3]
+    if depthwise:
+        mult = _opt(op, "depth_multiplier")
+        if filt.shape[0] != 1 or filt.shape[3] != out_c or in_c * mult != out_c:
+            raise Uncascadable("its filter's shape does not match its channels")
+    elif filt.shape[0] != out_c or filt.shape[3] != in_c:
+        raise Uncascadable("a grouped convolution, or a filter of other channels")
+    if bias is not None and bias.elements != out_c:
+        raise Uncascadable("its bias is not one per output channel")
+    scales = filt.quantization.scales
+    if len(scales) not in (1, out_c):
+        raise Uncascadable("its filter has neither one scale nor one per channel")
+    w = _base(x, y, op.opcode)
+    _window(op, x, y, w, filt.shape[1], filt.shape[2])
+    if depthwise:
+        w[DEPTH_MULT] = mult
+    mults, shifts = conv_multipliers(_scale_zp(x)[0], scales, _scale_zp(y)[0], out_c)
+    return Stage(
+        op.opcode,
+        tuple(w),
+        (x.index,),
+        y.index,
+        filt.index,
+        bias.index if bias is not None else -1,
+        tuple(mults + shifts),
+    )
+
+
+def _pool(op: Operator, x: Tensor, y: Tensor) -> Stage:
+    if x.quantization != y.quantization:
+        raise Uncascadable("its input and output are quantised differently")
+    kh, kw = _opt(op, "filter_height"), _opt(op, "filter_width")
+    whole = (kh, kw) == tuple(x.shape[1:3]) and y.shape[1:3] == (1, 1)
+    kind = MEAN_ROWS if op.opcode == "AVERAGE_POOL_2D" and whole else op.opcode
+    w = _base(x, y, kind)
+    _window(op, x, y, w, kh, kw)
+    return Stage(kind, tuple(w), (x.index,), y.index)
+
+
+def _add(sg: Subgraph, op: Operator, y: Tensor) -> Stage:
+    if len(op.inputs) != 2:
+        raise Uncascadable("not two inputs")
+    a = _act(sg.tensors[op.inputs[0]], "input 0")
+    b = _act(sg.tensors[op.inputs[1]], "input 1")
+    if a.shape != y.shape or b.shape != y.shape:
+        raise Uncascadable("it broadcasts")
+    w = _base(a, y, "ADD")
+    w[ACT_MIN], w[ACT_MAX] = _activation(op, y)
+    p = add_params(_scale_zp(a), _scale_zp(b), _scale_zp(y))
+    w[IN_OFFSET] = p.input1_offset
+    w[ADD_WORDS : ADD_WORDS + 8] = [
+        p.input2_offset,
+        p.left_shift,
+        p.input1_multiplier,
+        p.input1_shift,
+        p.input2_multiplier,
+        p.input2_shift,
+        p.output_multiplier,
+        p.output_shift,
+    ]
+    return Stage("ADD", tuple(w), (a.index, b.index), y.index)
+
+
+def _pad(sg: Subgraph, op: Operator, x: Tensor, y: Tensor, buffers: Sequence[bytes]) -> Stage:
+    paddings = sg.operand(op, 1)
+    if len(op.inputs) != 2 or paddings is None or not paddings.is_constant:
+        raise Uncascadable("its paddings are not constant")
+    data = buffers[paddings.buffer] if paddings.buffer < len(buffers) else b""
+    if paddings.dtype is not DType.INT32 or paddings.shape != (4, 2) or len(data) != 32:
+        raise Uncascadable("its paddings are not int32 [4, 2]")
+    (n0, n1), (top, _), (left, _), (c0, c1) = np.frombuffer(data, dtype="<i4").reshape(4, 2)
+    if n0 or n1 or c0 or c1 or x.quantization != y.quantization:
+        raise Uncascadable("it pads the batch or the channels, or requantises")
+    w = _base(x, y, "PAD")
+    w[PAD_TOP], w[PAD_LEFT] = int(top), int(left)
+    w[ACT_MIN], w[ACT_MAX] = -128, 127
+    w[PAD_VALUE] = _scale_zp(y)[1]
+    return Stage("PAD", tuple(w), (x.index,), y.index)
+
+
+def stage_of(sg: Subgraph, op: Operator, buffers: Sequence[bytes]) -> Stage:
+    """The stage of ``op`` (``Uncascadable`` if it cannot be one)."""
+    if op.opcode not in KINDS or op.is_custom:
+        raise Uncascadable(f"{op.opcode} has no stage")
+    if len(op.outputs) != 1 or not op.inputs or op.inputs[0] < 0:
+        raise Uncascadable("not one output and an input")
+    y = _act(sg.tensors[op.outputs[0]], "its output")
+    if op.opcode == "ADD":
+        return _add(sg, op, y)
+    x = _act(sg.tensors[op.inputs[0]], "its input")
+    if op.opcode == "PAD":
+        return _pad(sg, op, x, y, buffers)
+    if op.opcode in ("CONV_2D", "DEPTHWISE_CONV_2D"):
+        return _conv(sg, op, x, y)
+    return _pool(op, x, y)

@@ -1,0 +1,111 @@
+"""What TFLM's int8 kernels compute in Prepare, computed offline bit for bit.
+
+Sources: tensorflow/lite/kernels/internal/quantization_util.cc (QuantizeMultiplier,
+QuantizeMultiplierSmallerThanOneExp), tensorflow/lite/kernels/kernel_util.cc
+(PopulateConvolutionQuantizationParams, CalculateActivationRangeQuantized, Quantize),
+tensorflow/lite/micro/kernels/add_common.cc (the int8 ADD's parameters).
+
+Scales are the float32 values of the file held as Python floats (exact); TFLM's
+double arithmetic is IEEE double in every build, so Python's gives the same bits;
+where TFLM computes in float (the activation range) numpy's float32 does too.
+``TfLiteRound`` is ``std::round``: halves away from zero.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+INT8_MIN, INT8_MAX = -128, 127
+ADD_LEFT_SHIFT_INT8 = 20  # add_common.cc: 20 for int8 outputs (15 for int16)
+
+
+def round_away(x: float) -> float:
+    """``std::round``: to the nearest integer, halves away from zero."""
+    return math.copysign(math.floor(abs(x) + 0.5), x)
+
+
+def quantize_multiplier(m: float) -> tuple[int, int]:
+    """(multiplier, shift) with m ~ multiplier * 2^(shift - 31); multiplier in
+    [2^30, 2^31) or 0 (m == 0, or so small that every bit would be shifted out)."""
+    if m == 0.0:
+        return 0, 0
+    q, shift = math.frexp(m)
+    fixed = int(round_away(q * (1 << 31)))
+    if fixed == 1 << 31:
+        fixed //= 2
+        shift += 1
+    if shift < -31:
+        return 0, 0
+    return fixed, shift
+
+
+def quantize_multiplier_below_one(m: float) -> tuple[int, int]:
+    """``QuantizeMultiplierSmallerThanOneExp``: for 0 < m < 1 (shift <= 0)."""
+    if not 0.0 < m < 1.0:
+        raise ValueError(f"multiplier {m} is not in (0, 1)")
+    return quantize_multiplier(m)
+
+
+def conv_multipliers(
+    input_scale: float, filter_scales: tuple[float, ...], output_scale: float, channels: int
+) -> tuple[list[int], list[int]]:
+    """Per output channel (multiplier, shift) of a CONV_2D or DEPTHWISE_CONV_2D; a
+    single filter scale is broadcast over the channels."""
+    mults, shifts = [], []
+    for c in range(channels):
+        scale = filter_scales[c] if len(filter_scales) > 1 else filter_scales[0]
+        mult, shift = quantize_multiplier(input_scale * scale / output_scale)
+        mults.append(mult)
+        shifts.append(shift)
+    return mults, shifts
+
+
+def _quantize(scale: float, zero_point: int, f: float) -> int:
+    """kernel_util.cc's Quantize: zero_point + round(f / scale), in float32."""
+    value = np.float32(f) / np.float32(scale)
+    return zero_point + int(round_away(float(value)))
+
+
+def activation_range(activation: str, scale: float, zero_point: int) -> tuple[int, int]:
+    """The int8 clamp of a fused activation (``NONE``, ``RELU``, ``RELU6``,
+    ``RELU_N1_TO_1``) on an output of ``scale`` and ``zero_point``."""
+    lo, hi = INT8_MIN, INT8_MAX
+    if activation in ("RELU", "RELU6"):
+        lo = max(lo, _quantize(scale, zero_point, 0.0))
+    if activation == "RELU6":
+        hi = min(hi, _quantize(scale, zero_point, 6.0))
+    if activation == "RELU_N1_TO_1":
+        lo = max(lo, _quantize(scale, zero_point, -1.0))
+        hi = min(hi, _quantize(scale, zero_point, 1.0))
+    if activation not in ("NONE", "RELU", "RELU6", "RELU_N1_TO_1"):
+        raise ValueError(f"fused activation {activation} has no int8 range here")
+    return lo, hi
+
+
+@dataclass(frozen=True, slots=True)
+class AddParams:
+    """The int8 ADD's OpData fields (offsets are minus the inputs' zero points)."""
+
+    input1_offset: int
+    input2_offset: int
+    output_offset: int
+    left_shift: int
+    input1_multiplier: int
+    input1_shift: int
+    input2_multiplier: int
+    input2_shift: int
+    output_multiplier: int
+    output_shift: int
+
+
+def add_params(in1: tuple[float, int], in2: tuple[float, int], out: tuple[float, int]) -> AddParams:
+    """ADD's parameters from (scale, zero point) of its inputs and output."""
+    twice_max = 2 * max(in1[0], in2[0])
+    left = ADD_LEFT_SHIFT_INT8
+    m1 = quantize_multiplier_below_one(in1[0] / twice_max)
+    m2 = quantize_multiplier_below_one(in2[0] / twice_max)
+    mo = quantize_multiplier_below_one(twice_max / ((1 << left) * out[0]))
+    return AddParams(-in1[1], -in2[1], out[1], left, *m1, *m2, *mo)

@@ -1,0 +1,150 @@
+"""The ``cascade`` pass: chains found, rings sized, refusals explained, the model valid.
+
+Whether the kernel computes the same bytes as TFLM is proven in TFLM built from
+source (tests/tflm/test_cascade_kernel.py); here, what the pass writes."""
+
+from __future__ import annotations
+
+import pytest
+from flatbuffers import flexbuffers
+
+from arenaplan.builder.ds_cnn import ds_cnn
+from arenaplan.builder.mobilenet import mobilenet_v1, mobilenet_v2
+from arenaplan.export.tflite_writer import write_model
+from arenaplan.ir.verifier import verify_ir
+from arenaplan.passes import make_pass, run_passes
+from arenaplan.passes.cascade import Cascade, longest_chains
+from arenaplan.passes.cascade_chain import HEADER_WORDS, OPCODE, chain_of
+from arenaplan.passes.cascade_rows import ADD, INPUT, MEAN_ROWS, RowGeometry, ring_rows
+from arenaplan.passes.cascade_stage import RECORD_WORDS, Uncascadable, stage_of
+from arenaplan.reader import read_model_bytes
+
+
+def _conv(src: int, h: int, k: int = 3, s: int = 1) -> RowGeometry:
+    pad = max((-(-h // s) - 1) * s + k - h, 0) // 2
+    return RowGeometry("CONV_2D", src, INPUT, h, -(-h // s), k, s, 1, pad)
+
+
+class _Rings:
+    """The kernel's row order (docs/cascade.md) over rings of row numbers: every
+    read must find the row it wants in its slot."""
+
+    def __init__(self, stages: list[RowGeometry], rings: list[int]) -> None:
+        self.g, self.rings = stages, rings
+        self.slots = [[None] * max(r, 1) for r in rings]
+        self.next = [0] * len(stages)
+        self.ok = True
+
+    def make(self, s: int, r: int) -> None:
+        while s != INPUT and self.next[s] <= r:
+            self.compute(s, self.next[s])
+            self.slots[s][self.next[s] % len(self.slots[s])] = self.next[s]
+            self.next[s] += 1
+
+    def read(self, s: int, r: int) -> None:
+        if s != INPUT and self.slots[s][r % len(self.slots[s])] != r:
+            self.ok = False
+
+    def compute(self, s: int, y: int) -> None:
+        g = self.g[s]
+        if g.kind == MEAN_ROWS:
+            for r in range(g.in_h):
+                self.make(g.src0, r)
+                self.read(g.src0, r)
+            return
+        lo, hi = g.needs(y)
+        self.make(g.src0, hi)
+        if g.kind == ADD:
+            self.make(g.src1, y)
+            self.read(g.src1, y)
+        for r in range(lo, hi + 1):
+            self.read(g.src0, r)
+
+
+def _holds(stages: list[RowGeometry], rings: list[int]) -> bool:
+    walk = _Rings(stages, rings)
+    for y in range(stages[-1].out_h):
+        walk.compute(len(stages) - 1, y)
+    return walk.ok
+
+
+CHAINS = {
+    "conv3x3 -> conv3x3": [_conv(INPUT, 16), _conv(0, 16)],
+    "conv -> stride-2 conv -> conv": [_conv(INPUT, 17), _conv(0, 17, 3, 2), _conv(1, 9, 1)],
+    "residual": [
+        _conv(INPUT, 12, 1),
+        _conv(0, 12, 1),
+        _conv(1, 12, 3),
+        _conv(2, 12, 1),
+        RowGeometry(ADD, 0, 3, 12, 12),
+        RowGeometry(MEAN_ROWS, 4, INPUT, 12, 1),
+    ],
+    "dilated 5x5": [_conv(INPUT, 20), RowGeometry("CONV_2D", 0, INPUT, 20, 20, 5, 1, 2, 4)],
+}
+
+
+@pytest.mark.parametrize("name", sorted(CHAINS))
+def test_rings_hold_every_row_read_and_are_the_least_that_do(name: str) -> None:
+    stages = CHAINS[name]
+    rings = ring_rows(stages)
+    assert rings[-1] == 0 and all(r > 0 for r in rings[:-1])
+    assert _holds(stages, rings)
+    for s in range(len(stages) - 1):
+        if rings[s] > 1:
+            smaller = [*rings[:s], rings[s] - 1, *rings[s + 1 :]]
+            assert not _holds(stages, smaller), f"stage {s} needs fewer rows"
+
+
+def test_rings_of_known_chains() -> None:
+    assert ring_rows(CHAINS["conv3x3 -> conv3x3"]) == [3, 0]
+    residual = ring_rows(CHAINS["residual"])
+    assert residual[0] == 2  # the block input waits one row for the ADD
+    assert residual[4] == 1  # the mean reads one row at a time
+
+
+BUILT = {
+    "mobilenet_v1_0.25_96x1": lambda: mobilenet_v1(0.25, 96, 1, 2),
+    "mobilenet_v2_0.35_96": lambda: mobilenet_v2(0.35, 96),
+    "ds_cnn_M": lambda: ds_cnn("M"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BUILT))
+def test_pass_writes_valid_cascades(name: str) -> None:
+    model = read_model_bytes(BUILT[name]())
+    cascaded, records = run_passes(model, [make_pass("cascade", {})])
+    verify_ir(cascaded)
+    ops = cascaded.subgraphs[0].operators
+    cascades = [op for op in ops if op.opcode == OPCODE]
+    assert cascades and all(op.is_custom for op in cascades)
+    assert records[0].changed and records[0].stats["score_after"] < records[0].stats["score_before"]
+    for op in cascades:
+        options = flexbuffers.Loads(op.custom_options)
+        blob = bytes(options["chain"])
+        words = [
+            int.from_bytes(blob[k : k + 4], "little", signed=True) for k in range(0, len(blob), 4)
+        ]
+        assert options["version"] == 1 and words[0] == 1 and words[3] == RECORD_WORDS
+        assert len(words) == HEADER_WORDS + words[1] * RECORD_WORDS
+    back = read_model_bytes(write_model(cascaded))  # the writer keeps the operator
+    assert [op.opcode for op in back.subgraphs[0].operators] == [op.opcode for op in ops]
+
+
+def test_whole_cascade_estimates_reach_the_targets() -> None:
+    """The pass's own estimate (head + arm32 tail) of the issue's models; TFLM measures
+    them in benchmarks/cascade.py."""
+    v1 = read_model_bytes(mobilenet_v1(0.25, 96, 1, 2))
+    dscnn = read_model_bytes(ds_cnn("M"))
+    assert Cascade().run(v1).stats["score_after"] <= 32_768
+    assert Cascade(objective="head").run(dscnn).stats["score_after"] <= 20_500
+
+
+def test_longest_chain_stops_at_what_has_no_stage() -> None:
+    model = read_model_bytes(ds_cnn("M"))
+    sg = model.subgraphs[0]
+    chains = longest_chains(sg, model.buffers)
+    assert chains == [list(range(10))]  # up to the pool; RESHAPE and FULLY_CONNECTED stay
+    with pytest.raises(Uncascadable, match="RESHAPE has no stage"):
+        stage_of(sg, sg.operators[10], model.buffers)
+    with pytest.raises(Uncascadable, match="activations enter"):
+        chain_of(sg, [1, 3], model.buffers)  # two separate operators: two inputs
