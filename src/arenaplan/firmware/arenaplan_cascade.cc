@@ -3,7 +3,9 @@
 // (custom options, chain blob, ring layout, row order) is arenaplan's
 // docs/cascade.md; this file follows it word for word.
 //
-// Memory. Persistent: one OpData (fixed size, whatever the chain). Arena: the one
+// Memory. Persistent: one OpData, 4 bytes (the scratch buffer's handle) whatever
+// the chain: the chain is read in place from the custom options (in Prepare and in
+// each Eval) and the quantisation data from constant tensors. Arena: the one
 // scratch buffer of the blob's header (the rings, the MEAN_ROWS sums). Eval's
 // stack: next[] (4 bytes per stage, at most kMaxStages) and one small frame per
 // level of the pull recursion Make -> Compute -> Make (depth <= 2 x stages); a
@@ -121,12 +123,18 @@ void Decode(const uint8_t* blob, int32_t stage, Stage* out) {
   for (int f = 0; f < kStageWords; ++f) out->words[f] = Word(blob, stage, static_cast<Field>(f));
 }
 
-// The kernel's persistent record: a fixed size whatever the chain.
+// The kernel's persistent record: 4 bytes whatever the chain (arenaplan's model of
+// TFLM's persistent arena, tflm/kernels/cascade.py, counts exactly this).
 struct OpData {
+  int32_t scratch_index;  // TFLM's handle of the scratch buffer, -1 when none
+};
+static_assert(sizeof(OpData) == 4, "OpData is one int32");
+
+// The chain as the custom options hold it (read in place, never copied).
+struct Chain {
   const uint8_t* blob;    // the chain blob, inside the model's custom options
   int32_t stages;         // 1 .. kMaxStages
   int32_t scratch_bytes;  // the scratch buffer's size (0: none)
-  int scratch_index;      // TFLM's handle of the scratch buffer, -1 when none
 };
 
 // ---------------------------------------------------------------------------
@@ -142,14 +150,18 @@ bool FailStage(int32_t stage, const char* what) {
   return false;
 }
 
-// The options {"version": 1, "chain": blob} and the blob's header, into `data`.
-bool ParseOptions(const TfLiteNode* node, OpData* data) {
+// The options {"version": 1, "chain": blob} and the blob's header, into `chain`.
+// `verify`: check the FlexBuffer's structure first (Prepare; Eval reads the same
+// bytes again).
+bool ParseOptions(const TfLiteNode* node, bool verify, Chain* chain_out) {
   const uint8_t* buffer = static_cast<const uint8_t*>(node->custom_initial_data);
   const int size = node->custom_initial_data_size;
   if (buffer == nullptr || size < 3) return Fail("no custom options");
-  flexbuffers::Verifier verifier(buffer, static_cast<size_t>(size), nullptr,
-                                 /*_check_alignment=*/false);
-  if (!verifier.VerifyBuffer()) return Fail("the custom options are not a FlexBuffer");
+  if (verify) {
+    flexbuffers::Verifier verifier(buffer, static_cast<size_t>(size), nullptr,
+                                   /*_check_alignment=*/false);
+    if (!verifier.VerifyBuffer()) return Fail("the custom options are not a FlexBuffer");
+  }
   const flexbuffers::Reference root = flexbuffers::GetRoot(buffer, static_cast<size_t>(size));
   if (!root.IsMap()) return Fail("the custom options are not a FlexBuffers map");
   const flexbuffers::Map map = root.AsMap();
@@ -172,9 +184,9 @@ bool ParseOptions(const TfLiteNode* node, OpData* data) {
   }
   const int32_t scratch_bytes = Header(words, kHScratchBytes);
   if (scratch_bytes < 0) return Fail("negative scratch bytes");
-  data->blob = words;
-  data->stages = stages;
-  data->scratch_bytes = scratch_bytes;
+  chain_out->blob = words;
+  chain_out->stages = stages;
+  chain_out->scratch_bytes = scratch_bytes;
   return true;
 }
 
@@ -243,7 +255,7 @@ bool InInt8(int32_t v) { return v >= -128 && v <= 127; }
 
 // The source `src` of stage `s` is the input tensor or an earlier stage, of the
 // shape the record says it reads.
-bool CheckSource(const OpData& data, const TfLiteTensor* input, int32_t s, const Stage& st,
+bool CheckSource(const Chain& chain, const TfLiteTensor* input, int32_t s, const Stage& st,
                  int32_t src) {
   if (src < -1 || src >= s) return FailStage(s, "a source is not the input or an earlier stage");
   if (src == -1) {
@@ -252,8 +264,8 @@ bool CheckSource(const OpData& data, const TfLiteTensor* input, int32_t s, const
     }
     return true;
   }
-  if (Word(data.blob, src, kOutH) != st[kInH] || Word(data.blob, src, kOutW) != st[kInW] ||
-      Word(data.blob, src, kOutC) != st[kInC]) {
+  if (Word(chain.blob, src, kOutH) != st[kInH] || Word(chain.blob, src, kOutW) != st[kInW] ||
+      Word(chain.blob, src, kOutC) != st[kInC]) {
     return FailStage(s, "in_h, in_w, in_c are not its source stage's out_h, out_w, out_c");
   }
   return true;
@@ -322,23 +334,23 @@ bool CheckKind(MicroContext* micro_context, TfLiteNode* node, int32_t s, const S
 }
 
 // [offset, offset + bytes) lies inside the scratch buffer, offset a multiple of 4.
-bool InScratch(const OpData& data, int64_t offset, int64_t bytes) {
-  return offset >= 0 && offset % 4 == 0 && offset + bytes <= data.scratch_bytes;
+bool InScratch(const Chain& chain, int64_t offset, int64_t bytes) {
+  return offset >= 0 && offset % 4 == 0 && offset + bytes <= chain.scratch_bytes;
 }
 
 // The ring (none for the last stage) and the MEAN_ROWS sums.
-bool CheckBuffers(const OpData& data, int32_t s, const Stage& st) {
-  const bool last = s == data.stages - 1;
+bool CheckBuffers(const Chain& chain, int32_t s, const Stage& st) {
+  const bool last = s == chain.stages - 1;
   if (last && st[kRingRows] != 0) return FailStage(s, "the last stage has ring_rows != 0");
   if (!last) {
     const int64_t ring_bytes = int64_t{st[kRingRows]} * st[kOutW] * st[kOutC];
     if (st[kRingRows] < 1) return FailStage(s, "a stage before the last has ring_rows < 1");
-    if (!InScratch(data, st[kRingOffset], ring_bytes)) {
+    if (!InScratch(chain, st[kRingOffset], ring_bytes)) {
       return FailStage(s, "the ring is not inside the scratch buffer (or not 4-aligned)");
     }
   }
   if (st[kKind] == kMeanRows) {
-    if (!InScratch(data, st[kAccOffset], 4 * int64_t{st[kOutC]})) {
+    if (!InScratch(chain, st[kAccOffset], 4 * int64_t{st[kOutC]})) {
       return FailStage(s, "the MEAN_ROWS sums are not inside the scratch buffer");
     }
   } else if (st[kAccOffset] != -1) {
@@ -347,10 +359,10 @@ bool CheckBuffers(const OpData& data, int32_t s, const Stage& st) {
   return true;
 }
 
-bool CheckStage(MicroContext* micro_context, TfLiteNode* node, const OpData& data,
+bool CheckStage(MicroContext* micro_context, TfLiteNode* node, const Chain& chain,
                 const TfLiteTensor* input, int32_t s) {
   Stage st;
-  Decode(data.blob, s, &st);
+  Decode(chain.blob, s, &st);
   if (st[kInH] < 1 || st[kInW] < 1 || st[kInC] < 1 || st[kOutH] < 1 || st[kOutW] < 1 ||
       st[kOutC] < 1) {
     return FailStage(s, "a dimension is < 1");
@@ -362,30 +374,30 @@ bool CheckStage(MicroContext* micro_context, TfLiteNode* node, const OpData& dat
       !InInt8(-st[kInputOffset]) || !InInt8(st[kOutputOffset])) {
     return FailStage(s, "the clamp or the offsets are outside int8");
   }
-  if (!CheckSource(data, input, s, st, st[kSrc0])) return false;
+  if (!CheckSource(chain, input, s, st, st[kSrc0])) return false;
   if (st[kKind] == kAdd) {
-    if (!CheckSource(data, input, s, st, st[kSrc1])) return false;
+    if (!CheckSource(chain, input, s, st, st[kSrc1])) return false;
   } else if (st[kSrc1] != -1) {
     return FailStage(s, "src1 is not -1 for a kind other than ADD");
   }
-  return CheckKind(micro_context, node, s, st) && CheckBuffers(data, s, st);
+  return CheckKind(micro_context, node, s, st) && CheckBuffers(chain, s, st);
 }
 
-bool CheckChain(MicroContext* micro_context, TfLiteNode* node, const OpData& data) {
+bool CheckChain(MicroContext* micro_context, TfLiteNode* node, const Chain& chain) {
   if (NumInputs(node) < 1 || NumOutputs(node) != 1) {
     return Fail("the operator needs inputs and exactly one output");
   }
   TfLiteTensor* input = micro_context->AllocateTempInputTensor(node, 0);
   bool ok = true;
-  for (int32_t s = 0; ok && s < data.stages; ++s) {
-    ok = CheckStage(micro_context, node, data, input, s);
+  for (int32_t s = 0; ok && s < chain.stages; ++s) {
+    ok = CheckStage(micro_context, node, chain, input, s);
   }
   if (input != nullptr) micro_context->DeallocateTempTfLiteTensor(input);
   if (!ok) return false;
-  const int32_t last = data.stages - 1;
+  const int32_t last = chain.stages - 1;
   TfLiteTensor* output = micro_context->AllocateTempOutputTensor(node, 0);
-  ok = IsImage(output, Word(data.blob, last, kOutH), Word(data.blob, last, kOutW),
-               Word(data.blob, last, kOutC));
+  ok = IsImage(output, Word(chain.blob, last, kOutH), Word(chain.blob, last, kOutW),
+               Word(chain.blob, last, kOutC));
   if (output != nullptr) micro_context->DeallocateTempTfLiteTensor(output);
   if (!ok) return Fail("the output tensor is not int8 [1, out_h, out_w, out_c] of the last stage");
   return true;
@@ -397,9 +409,6 @@ void* Init(TfLiteContext* context, const char* buffer, size_t length) {
   void* raw = GetMicroContext(context)->AllocatePersistentBuffer(sizeof(OpData));
   if (raw == nullptr) return nullptr;
   OpData* data = static_cast<OpData*>(raw);
-  data->blob = nullptr;
-  data->stages = 0;
-  data->scratch_bytes = 0;
   data->scratch_index = -1;
   return data;
 }
@@ -411,11 +420,16 @@ TfLiteStatus Prepare(TfLiteContext* context, TfLiteNode* node) {
     return kTfLiteError;
   }
   MicroContext* micro_context = GetMicroContext(context);
-  if (!ParseOptions(node, data) || !CheckChain(micro_context, node, *data)) return kTfLiteError;
+  Chain chain;
+  if (!ParseOptions(node, /*verify=*/true, &chain) || !CheckChain(micro_context, node, chain)) {
+    return kTfLiteError;
+  }
   data->scratch_index = -1;
-  if (data->scratch_bytes > 0) {
-    return micro_context->RequestScratchBufferInArena(static_cast<size_t>(data->scratch_bytes),
-                                                      &data->scratch_index);
+  if (chain.scratch_bytes > 0) {
+    int index = -1;
+    TF_LITE_ENSURE_STATUS(micro_context->RequestScratchBufferInArena(
+        static_cast<size_t>(chain.scratch_bytes), &index));
+    data->scratch_index = index;
   }
   return kTfLiteOk;
 }
@@ -774,11 +788,13 @@ void Compute(Run* run, int32_t s, int32_t y) {
 
 TfLiteStatus Eval(TfLiteContext* context, TfLiteNode* node) {
   const OpData* data = static_cast<const OpData*>(node->user_data);
+  Chain chain;
+  if (!ParseOptions(node, /*verify=*/false, &chain)) return kTfLiteError;
   Run run;
   run.context = context;
   run.node = node;
-  run.blob = data->blob;
-  run.stages = data->stages;
+  run.blob = chain.blob;
+  run.stages = chain.stages;
   run.input = micro::GetTensorData<int8_t>(micro::GetEvalInput(context, node, 0));
   run.output = micro::GetTensorData<int8_t>(micro::GetEvalOutput(context, node, 0));
   run.scratch = data->scratch_index < 0 ? nullptr
