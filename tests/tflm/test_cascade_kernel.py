@@ -17,10 +17,17 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 from flatbuffers import flexbuffers
+from testkit import MODELS_DIR, SHARED_ABSENT
 
+from arenaplan.builder.ds_cnn import ds_cnn
+from arenaplan.builder.mobilenet import mobilenet_v1, mobilenet_v2
 from arenaplan.builder.writer import ModelBuilder
+from arenaplan.export.tflite_writer import write_model
 from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Quantization
+from arenaplan.passes import make_pass, run_passes
+from arenaplan.reader import read_model_bytes
+from arenaplan.verify.compare import compare_models
 from arenaplan.verify.inputs import random_inputs
 from arenaplan.verify.native import NativeRunner, native_available
 from arenaplan.verify.runner import GENEROUS_ARENA
@@ -459,8 +466,6 @@ def test_hand_chain_is_bit_identical(variant: str, name: str, full_rings: bool) 
     chain = HAND_CHAINS[name]()
     original = chain.original()
     cascaded = chain.cascaded(full_rings=full_rings)
-    from arenaplan.reader import read_model_bytes
-
     inputs = random_inputs(read_model_bytes(original), 3, seed=7)
     assert _outputs(runner, cascaded, inputs) == _outputs(runner, original, inputs)
 
@@ -526,9 +531,53 @@ def test_a_ring_too_small_fails_in_eval() -> None:
     chain = _chain_block()
     rings = _ring_rows(chain.stages)
     model = chain.cascaded(words={(0, 25): rings[0] - 1})
-    from arenaplan.reader import read_model_bytes
-
     inputs = random_inputs(read_model_bytes(model), 1, seed=0)
     result = runner.run(model, GENEROUS_ARENA, inputs, 1)
     assert not result.ok
     assert "ring" in result.log
+
+
+# --- Networks rewritten by the cascade pass -------------------------------------------
+
+BUILT = {
+    "mobilenet_v1": lambda: mobilenet_v1(0.25, 96, 1, 2),
+    "mobilenet_v2": lambda: mobilenet_v2(0.35, 64),
+    "ds_cnn_M": lambda: ds_cnn("M"),
+}
+REAL = [
+    "mlcommons-tiny__vww_96_int8",
+    "arm-ml-examples__ds_cnn_s_quantized",
+    "mlcommons-tiny__kws_ref_model",
+    "mlcommons-tiny__pretrainedResnet_quant",
+    "mlcommons-tiny__str_ww_ref_model",
+    "arm-ml-examples__cnn_s_quantized",
+    "tflite-micro__test_conv_model",
+]
+
+
+def _model(name: str) -> bytes:
+    if name in BUILT:
+        return BUILT[name]()
+    path = MODELS_DIR / f"{name}.tflite"
+    if not path.is_file():
+        pytest.skip(SHARED_ABSENT)
+    return path.read_bytes()
+
+
+def _cascaded(data: bytes) -> bytes:
+    model, _ = run_passes(read_model_bytes(data), [make_pass("cascade", {})])
+    ops = [op.opcode for op in model.subgraphs[0].operators]
+    assert CUSTOM in ops, "the pass made no cascade"
+    return write_model(model)
+
+
+@pytest.mark.parametrize(
+    ("variant", "name"),
+    [(v, n) for v in ("host-reference", "arm32-reference") for n in [*BUILT, *REAL]],
+)
+def test_cascade_pass_model_is_bit_identical(variant: str, name: str) -> None:
+    runner = _runner(variant)
+    data = _model(name)
+    report = compare_models(data, _cascaded(data), 2, 0, runner=runner, figures=False)
+    assert report.refused is None and report.failed is None, report.refused or report.failed
+    assert report.identical, report.mismatch
