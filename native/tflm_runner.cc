@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "arenaplan_cascade.h"  // src/arenaplan/firmware/, compiled into the runner
 #include "tensorflow/lite/micro/micro_context.h"
 #include "tensorflow/lite/micro/micro_interpreter.h"
 #include "tensorflow/lite/micro/micro_interpreter_graph.h"
@@ -49,7 +50,8 @@ namespace {
 
 constexpr size_t kArenaAlignment = 16;  // bytes: TFLM's MicroArenaBufferAlignment()
 
-// The kernels of python/tflite_micro/python_ops_resolver.cc, in its order.
+// The kernels of python/tflite_micro/python_ops_resolver.cc, in its order, then
+// arenaplan's own (docs/cascade.md).
 class AllOpsResolver : public tflite::MicroMutableOpResolver<200> {
  public:
   AllOpsResolver() {
@@ -171,6 +173,7 @@ class AllOpsResolver : public tflite::MicroMutableOpResolver<200> {
     AddWhile();
     AddWindow();
     AddZerosLike();
+    AddCustom("ARENAPLAN_CASCADE", tflite::Register_ARENAPLAN_CASCADE());
   }
 };
 

@@ -4,9 +4,10 @@
                                  [--tarball FILE] [--jobs N] [--where]
 
 For each variant (``arenaplan.verify.native.VARIANTS``): TFLM's ``microlite`` library
-with TFLM's own Makefile, then ``native/tflm_runner.cc`` compiled and linked with the
-same flags (for the Cortex-M55 board, with ``native/m55_startup.c`` and the linker
-script ``native/an547.ld``), into ``DIR/<variant>-<options key>/`` (``tflm_runner``,
+with TFLM's own Makefile, then ``native/tflm_runner.cc`` and arenaplan's own kernels
+(``src/arenaplan/firmware/*.cc``, registered in the runner's resolver) compiled and
+linked with the same flags (for the Cortex-M55 board, with ``native/m55_startup.c``
+and the linker script ``native/an547.ld``), into ``DIR/<variant>-<options key>/`` (``tflm_runner``,
 TFLM's ``gen`` folder, ``build.log`` and ``build.json``: arguments, compiler,
 seconds, the runner sources' hash). The tarball (``../shared/third_party``) carries
 every third-party download, so nothing is fetched. DIR defaults to
@@ -54,6 +55,11 @@ TARBALL = BUNDLE
 TFLM_COMMIT = "90b983c2b3f1480642e040bbd2ddb37b998f3424"
 NATIVE = REPO / "native"
 RUNNER_SRC = NATIVE / "tflm_runner.cc"
+# arenaplan's kernels, compiled into every runner (the runner includes their header).
+FIRMWARE = REPO / "src" / "arenaplan" / "firmware"
+KERNEL_SOURCES = [FIRMWARE / "arenaplan_cascade.cc"]
+KERNEL_HEADERS = [FIRMWARE / "arenaplan_cascade.h"]
+EXTRA_PREFIX = "_x_"  # the kernels' objects: <runner>_x_<name>.o
 MAKEFILE = "tensorflow/lite/micro/tools/make/Makefile"
 EXTRACTED = ".arenaplan-extracted"  # marker: the tree was extracted whole
 
@@ -69,12 +75,21 @@ CXXFLAGS += $(ARENAPLAN_CFLAGS)
 CCFLAGS += $(ARENAPLAN_CFLAGS)
 $(RUNNER_OUT).o: $(RUNNER_SRC)
 \t$(MKDIR_P) $(dir $@)
-\t$(CXX) $(CXXFLAGS) $(CORE_OPTIMIZATION_LEVEL) $(RUNNER_DEFINES) $(INCLUDES) -c $< -o $@
+\t$(CXX) $(CXXFLAGS) $(CORE_OPTIMIZATION_LEVEL) $(RUNNER_DEFINES) $(RUNNER_INCLUDES) \\
+\t\t$(INCLUDES) -c $< -o $@
 $(RUNNER_OUT)_startup.o: $(RUNNER_STARTUP)
 \t$(MKDIR_P) $(dir $@)
 \t$(CC) $(CCFLAGS) $(CORE_OPTIMIZATION_LEVEL) -c $< -o $@
+# RUNNER_EXTRA: more C++ sources of the runner (arenaplan's kernels), one object each.
+RUNNER_EXTRA_OBJ = $(RUNNER_OUT)_x_$(basename $(notdir $(1))).o
+define RUNNER_EXTRA_RULE
+$(call RUNNER_EXTRA_OBJ,$(1)): $(1)
+\t$$(MKDIR_P) $$(dir $$@)
+\t$$(CXX) $$(CXXFLAGS) $$(CORE_OPTIMIZATION_LEVEL) $$(RUNNER_INCLUDES) $$(INCLUDES) -c $$< -o $$@
+endef
+$(foreach src,$(RUNNER_EXTRA),$(eval $(call RUNNER_EXTRA_RULE,$(src))))
 $(RUNNER_OUT): $(RUNNER_OUT).o $(if $(RUNNER_STARTUP),$(RUNNER_OUT)_startup.o) \
-\t\t$(MICROLITE_LIB_PATH)
+\t\t$(foreach src,$(RUNNER_EXTRA),$(call RUNNER_EXTRA_OBJ,$(src))) $(MICROLITE_LIB_PATH)
 \t$(CXX) $(RUNNER_LINK) -o $@ $(filter %.o,$^) $(MICROLITE_LIB_PATH) $(LDFLAGS) \
 \t\t$(MICROLITE_LIBS)
 tflm_runner: $(RUNNER_OUT)
@@ -210,13 +225,16 @@ def _build(variant: Variant, root: Path, tree: Path, jobs: int) -> None:
     if _up_to_date(runner, library, record, source_hash):
         print(f"{variant.name}: up to date ({runner})")
         return
-    for stale in (runner, Path(f"{runner}.o"), Path(f"{runner}_startup.o"), record):
-        stale.unlink(missing_ok=True)  # relinked from these sources
+    extra = [out / f"{runner.name}{EXTRA_PREFIX}{src.stem}.o" for src in KERNEL_SOURCES]
+    for stale in (runner, Path(f"{runner}.o"), Path(f"{runner}_startup.o"), *extra, record):
+        stale.unlink(missing_ok=True)  # recompiled and relinked from these sources
     runner_mk = root / "runner.mk"
     if not runner_mk.is_file() or runner_mk.read_text() != RUNNER_MK:
         runner_mk.write_text(RUNNER_MK)
     make_args = [*variant.make_args, f"BASE_GENDIR={out / 'gen'}"]
     runner_vars = [f"RUNNER_SRC={RUNNER_SRC}", f"RUNNER_OUT={runner}"]
+    runner_vars += [f"RUNNER_EXTRA={' '.join(str(src) for src in KERNEL_SOURCES)}"]
+    runner_vars += [f"RUNNER_INCLUDES=-I{FIRMWARE}"]
     if variant.arm32:
         toolchain = Path(shutil.which("arm-none-eabi-g++") or "").parent
         make_args.append(f"TARGET_TOOLCHAIN_ROOT={toolchain}/")
@@ -269,15 +287,17 @@ def _build(variant: Variant, root: Path, tree: Path, jobs: int) -> None:
 
 
 def _sources(variant: Variant) -> list[Path]:
-    """The files of native/ the variant's runner is made of (the runner first)."""
+    """The files the variant's runner is made of besides TFLM (the runner first, then
+    arenaplan's kernels and their headers)."""
+    kernels = [*KERNEL_SOURCES, *KERNEL_HEADERS]
     if variant.runs == QEMU_SYSTEM:
-        return [RUNNER_SRC, NATIVE / M55_STARTUP, NATIVE / M55_LD]
-    return [RUNNER_SRC]
+        return [RUNNER_SRC, *kernels, NATIVE / M55_STARTUP, NATIVE / M55_LD]
+    return [RUNNER_SRC, *kernels]
 
 
 def _sources_hash(variant: Variant) -> str:
-    """SHA-256 of the runner's sources, one after the other (of tflm_runner.cc alone
-    where that is all: the hash earlier builds recorded)."""
+    """SHA-256 of the runner's sources, one after the other: a runner built before
+    any of them changed is recompiled and relinked."""
     digest = hashlib.sha256()
     for path in _sources(variant):
         digest.update(path.read_bytes())

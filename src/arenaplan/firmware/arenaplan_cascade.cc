@@ -1,0 +1,819 @@
+// ARENAPLAN_CASCADE: a chain of int8 operators computed row by row, each
+// intermediate tensor kept as a ring of rows in one scratch buffer. The format
+// (custom options, chain blob, ring layout, row order) is arenaplan's
+// docs/cascade.md; this file follows it word for word.
+//
+// Memory. Persistent: one OpData, 4 bytes (the scratch buffer's handle) whatever
+// the chain: the chain is read in place from the custom options (in Prepare and in
+// each Eval) and the quantisation data from constant tensors. Arena: the one
+// scratch buffer of the blob's header (the rings, the MEAN_ROWS sums). Eval's
+// stack: next[] (4 bytes per stage, at most kMaxStages) and one small frame per
+// level of the pull recursion Make -> Compute -> Make (depth <= 2 x stages); a
+// stage record is decoded (160 bytes) only in the row functions, which are leaves.
+//
+// Arithmetic. That of TFLM's reference int8 kernels (reference_integer_ops::
+// ConvPerChannel, DepthwiseConvPerChannel, AveragePool, MaxPool, AddFunc;
+// reference_ops::Pad), with TFLM's own MultiplyByQuantizedMultiplier*, so each
+// stage's output is bit-identical to the operator it replaced.
+
+#include "arenaplan_cascade.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "flatbuffers/flexbuffers.h"
+#include "tensorflow/lite/c/common.h"
+#include "tensorflow/lite/kernels/internal/common.h"
+#include "tensorflow/lite/kernels/kernel_util.h"
+#include "tensorflow/lite/micro/kernels/kernel_util.h"
+#include "tensorflow/lite/micro/micro_context.h"
+#include "tensorflow/lite/micro/micro_log.h"
+
+namespace tflite {
+namespace {
+
+// ---------------------------------------------------------------------------
+// The chain blob: little-endian int32 words, a header then one record per stage.
+
+constexpr int32_t kFormatVersion = 1;  // header word 0 and the options' "version"
+constexpr int kHeaderWords = 4;
+constexpr int kStageWords = 40;
+constexpr int kMaxStages = 64;  // next[] is on Eval's stack: 4 bytes per stage
+
+enum HeaderWord { kHVersion = 0, kHStages = 1, kHScratchBytes = 2, kHStageWords = 3 };
+
+enum Kind : int32_t {
+  kConv = 1,
+  kDepthwise = 2,
+  kAvgPool = 3,
+  kMaxPool = 4,
+  kAdd = 5,
+  kPad = 6,
+  kMeanRows = 7,
+};
+
+// The words of a stage record (docs/cascade.md, "stage record").
+enum Field {
+  kKind = 0,
+  kSrc0,             // -1: the operator's input 0; k >= 0: stage k's output
+  kSrc1,             // ADD's second input, same coding; -1 for other kinds
+  kInH,              // shape of src0 (and src1): rows, columns, channels
+  kInW,
+  kInC,
+  kOutH,             // shape of the stage's output
+  kOutW,
+  kOutC,
+  kFilterH,          // window of convolutions and pools (1 otherwise)
+  kFilterW,
+  kStrideH,
+  kStrideW,
+  kDilationH,
+  kDilationW,
+  kPadTop,           // TFLM's computed padding; PAD: rows/columns before
+  kPadLeft,
+  kDepthMultiplier,
+  kFilter,           // input indices of the constants, -1 none
+  kBias,
+  kQuant,
+  kInputOffset,      // minus src0's zero point
+  kOutputOffset,     // the output's zero point
+  kActMin,           // clamp of the output
+  kActMax,
+  kRingRows,         // slots of the output ring; 0 for the last stage
+  kRingOffset,       // bytes from the scratch start, a multiple of 4
+  kAccOffset,        // MEAN_ROWS: bytes of its int32[out_c] sums; -1 otherwise
+  kInput2Offset,     // ADD: minus src1's zero point
+  kLeftShift,        // ADD
+  kInput1Multiplier,
+  kInput1Shift,
+  kInput2Multiplier,
+  kInput2Shift,
+  kOutputMultiplier,
+  kOutputShift,
+  kPadValue,         // PAD: the int8 value of the rows and columns added
+  kReserved0,
+  kReserved1,
+  kReserved2,
+};
+static_assert(kReserved2 + 1 == kStageWords, "a stage record is 40 words");
+
+// The little-endian int32 at p (the blob has any alignment).
+inline int32_t LoadWord(const uint8_t* p) {
+  const uint32_t u = static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) |
+                     (static_cast<uint32_t>(p[2]) << 16) | (static_cast<uint32_t>(p[3]) << 24);
+  int32_t value;
+  std::memcpy(&value, &u, sizeof value);
+  return value;
+}
+
+inline int32_t Header(const uint8_t* blob, HeaderWord word) { return LoadWord(blob + 4 * word); }
+
+inline int32_t Word(const uint8_t* blob, int32_t stage, Field field) {
+  return LoadWord(blob + 4 * (kHeaderWords + kStageWords * stage + field));
+}
+
+// One stage record, decoded; used only in leaf functions (160 bytes of stack).
+struct Stage {
+  int32_t words[kStageWords];
+  int32_t operator[](Field field) const { return words[field]; }
+};
+
+void Decode(const uint8_t* blob, int32_t stage, Stage* out) {
+  for (int f = 0; f < kStageWords; ++f) out->words[f] = Word(blob, stage, static_cast<Field>(f));
+}
+
+// The kernel's persistent record: 4 bytes whatever the chain (arenaplan's model of
+// TFLM's persistent arena, tflm/kernels/cascade.py, counts exactly this).
+struct OpData {
+  int32_t scratch_index;  // TFLM's handle of the scratch buffer, -1 when none
+};
+static_assert(sizeof(OpData) == 4, "OpData is one int32");
+
+// The chain as the custom options hold it (read in place, never copied).
+struct Chain {
+  const uint8_t* blob;    // the chain blob, inside the model's custom options
+  int32_t stages;         // 1 .. kMaxStages
+  int32_t scratch_bytes;  // the scratch buffer's size (0: none)
+};
+
+// ---------------------------------------------------------------------------
+// Prepare: every check, one line each on failure.
+
+bool Fail(const char* what) {
+  MicroPrintf("ARENAPLAN_CASCADE: %s", what);
+  return false;
+}
+
+bool FailStage(int32_t stage, const char* what) {
+  MicroPrintf("ARENAPLAN_CASCADE: stage %d: %s", static_cast<int>(stage), what);
+  return false;
+}
+
+// The options {"version": 1, "chain": blob} and the blob's header, into `chain`.
+// `verify`: check the FlexBuffer's structure first (Prepare; Eval reads the same
+// bytes again).
+bool ParseOptions(const TfLiteNode* node, bool verify, Chain* chain_out) {
+  const uint8_t* buffer = static_cast<const uint8_t*>(node->custom_initial_data);
+  const int size = node->custom_initial_data_size;
+  if (buffer == nullptr || size < 3) return Fail("no custom options");
+  if (verify) {
+    flexbuffers::Verifier verifier(buffer, static_cast<size_t>(size), nullptr,
+                                   /*_check_alignment=*/false);
+    if (!verifier.VerifyBuffer()) return Fail("the custom options are not a FlexBuffer");
+  }
+  const flexbuffers::Reference root = flexbuffers::GetRoot(buffer, static_cast<size_t>(size));
+  if (!root.IsMap()) return Fail("the custom options are not a FlexBuffers map");
+  const flexbuffers::Map map = root.AsMap();
+  const flexbuffers::Reference version = map["version"];
+  if (!version.IsIntOrUint() || version.AsInt64() != kFormatVersion) {
+    return Fail("the options' \"version\" is not 1");
+  }
+  const flexbuffers::Reference chain = map["chain"];
+  if (!chain.IsBlob()) return Fail("the options have no \"chain\" blob");
+  const flexbuffers::Blob blob = chain.AsBlob();
+  const uint8_t* words = blob.data();
+  const size_t bytes = blob.size();
+  if (bytes < 4 * kHeaderWords) return Fail("the chain blob is shorter than its header");
+  if (Header(words, kHVersion) != kFormatVersion) return Fail("the chain's format is not 1");
+  if (Header(words, kHStageWords) != kStageWords) return Fail("stage records are not 40 words");
+  const int32_t stages = Header(words, kHStages);
+  if (stages < 1 || stages > kMaxStages) return Fail("the chain has 0 or more than 64 stages");
+  if (bytes != 4 * static_cast<size_t>(kHeaderWords + kStageWords * stages)) {
+    return Fail("the chain blob's size is not that of its header and records");
+  }
+  const int32_t scratch_bytes = Header(words, kHScratchBytes);
+  if (scratch_bytes < 0) return Fail("negative scratch bytes");
+  chain_out->blob = words;
+  chain_out->stages = stages;
+  chain_out->scratch_bytes = scratch_bytes;
+  return true;
+}
+
+int64_t ElementCount(const TfLiteTensor& tensor) {
+  if (tensor.dims == nullptr) return -1;
+  int64_t count = 1;
+  for (int i = 0; i < tensor.dims->size; ++i) count *= tensor.dims->data[i];
+  return count;
+}
+
+// An int8 tensor of shape [1, h, w, c]?
+bool IsImage(const TfLiteTensor* tensor, int32_t h, int32_t w, int32_t c) {
+  return tensor != nullptr && tensor->type == kTfLiteInt8 && tensor->dims != nullptr &&
+         tensor->dims->size == 4 && tensor->dims->data[0] == 1 && tensor->dims->data[1] == h &&
+         tensor->dims->data[2] == w && tensor->dims->data[3] == c;
+}
+
+// Multipliers >= 0 then shifts in [-31, 30]: MultiplyByQuantizedMultiplier's range.
+bool QuantValid(const TfLiteTensor& tensor, int32_t channels) {
+  const int32_t* q = tensor.data.i32;
+  if (q == nullptr) return false;
+  for (int32_t c = 0; c < channels; ++c) {
+    if (q[c] < 0 || q[channels + c] < -31 || q[channels + c] > 30) return false;
+  }
+  return true;
+}
+
+// The operator's input `index` is a tensor of `type` with `count` elements (and,
+// for a quant tensor, multipliers and shifts in range).
+bool CheckConstant(MicroContext* micro_context, TfLiteNode* node, int32_t stage, int32_t index,
+                   TfLiteType type, int64_t count, bool quant, const char* what) {
+  if (index < 1 || index >= NumInputs(node)) {
+    MicroPrintf("ARENAPLAN_CASCADE: stage %d: the %s's input index %d is out of range",
+                static_cast<int>(stage), what, static_cast<int>(index));
+    return false;
+  }
+  TfLiteTensor* tensor = micro_context->AllocateTempInputTensor(node, index);
+  bool ok = tensor != nullptr && tensor->type == type && ElementCount(*tensor) == count;
+  if (ok && quant) ok = QuantValid(*tensor, static_cast<int32_t>(count / 2));
+  if (tensor != nullptr) micro_context->DeallocateTempTfLiteTensor(tensor);
+  if (!ok) {
+    MicroPrintf("ARENAPLAN_CASCADE: stage %d: input %d (the %s) is not %s with %d elements%s",
+                static_cast<int>(stage), static_cast<int>(index), what,
+                type == kTfLiteInt8 ? "int8" : "int32", static_cast<int>(count),
+                quant ? " (multipliers >= 0, shifts in [-31, 30])" : "");
+  }
+  return ok;
+}
+
+// Filter, bias (optional) and quant of a convolution.
+bool CheckWeights(MicroContext* micro_context, TfLiteNode* node, int32_t s, const Stage& st,
+                  int64_t filter_elements) {
+  if (!CheckConstant(micro_context, node, s, st[kFilter], kTfLiteInt8, filter_elements, false,
+                     "filter")) {
+    return false;
+  }
+  if (st[kBias] != -1 &&
+      !CheckConstant(micro_context, node, s, st[kBias], kTfLiteInt32, st[kOutC], false, "bias")) {
+    return false;
+  }
+  return CheckConstant(micro_context, node, s, st[kQuant], kTfLiteInt32, 2 * int64_t{st[kOutC]},
+                       true, "quant");
+}
+
+bool InInt8(int32_t v) { return v >= -128 && v <= 127; }
+
+// The source `src` of stage `s` is the input tensor or an earlier stage, of the
+// shape the record says it reads.
+bool CheckSource(const Chain& chain, const TfLiteTensor* input, int32_t s, const Stage& st,
+                 int32_t src) {
+  if (src < -1 || src >= s) return FailStage(s, "a source is not the input or an earlier stage");
+  if (src == -1) {
+    if (!IsImage(input, st[kInH], st[kInW], st[kInC])) {
+      return FailStage(s, "the input tensor is not int8 [1, in_h, in_w, in_c]");
+    }
+    return true;
+  }
+  if (Word(chain.blob, src, kOutH) != st[kInH] || Word(chain.blob, src, kOutW) != st[kInW] ||
+      Word(chain.blob, src, kOutC) != st[kInC]) {
+    return FailStage(s, "in_h, in_w, in_c are not its source stage's out_h, out_w, out_c");
+  }
+  return true;
+}
+
+// Convolution and pool geometry: positive window, strides and dilations.
+bool CheckGeometry(int32_t s, const Stage& st) {
+  if (st[kFilterH] < 1 || st[kFilterW] < 1 || st[kStrideH] < 1 || st[kStrideW] < 1 ||
+      st[kDilationH] < 1 || st[kDilationW] < 1 || st[kPadTop] < 0 || st[kPadLeft] < 0) {
+    return FailStage(s, "filter, strides and dilations must be >= 1, padding >= 0");
+  }
+  return true;
+}
+
+// Every pool window holds at least one position inside the input (the reference
+// average pool stops at an empty one).
+bool CheckPoolWindows(int32_t s, const Stage& st) {
+  if (st[kDilationH] != 1 || st[kDilationW] != 1) return FailStage(s, "a pool has dilation 1");
+  const bool rows_ok = st[kPadTop] < st[kFilterH] &&
+                       (st[kOutH] - 1) * st[kStrideH] - st[kPadTop] < st[kInH];
+  const bool cols_ok = st[kPadLeft] < st[kFilterW] &&
+                       (st[kOutW] - 1) * st[kStrideW] - st[kPadLeft] < st[kInW];
+  if (!rows_ok || !cols_ok) return FailStage(s, "a pool window lies wholly in the padding");
+  return true;
+}
+
+// What each kind needs of its record and constants.
+bool CheckKind(MicroContext* micro_context, TfLiteNode* node, int32_t s, const Stage& st) {
+  const int64_t window = int64_t{st[kFilterH]} * st[kFilterW];
+  switch (st[kKind]) {
+    case kConv:
+      return CheckGeometry(s, st) &&
+             CheckWeights(micro_context, node, s, st, window * st[kOutC] * st[kInC]);
+    case kDepthwise:
+      if (st[kDepthMultiplier] < 1 || st[kOutC] != st[kInC] * st[kDepthMultiplier]) {
+        return FailStage(s, "out_c is not in_c * depth_multiplier");
+      }
+      return CheckGeometry(s, st) && CheckWeights(micro_context, node, s, st, window * st[kOutC]);
+    case kAvgPool:
+    case kMaxPool:
+      if (st[kOutC] != st[kInC]) return FailStage(s, "a pool's out_c is not its in_c");
+      return CheckGeometry(s, st) && CheckPoolWindows(s, st);
+    case kAdd:
+      if (st[kOutH] != st[kInH] || st[kOutW] != st[kInW] || st[kOutC] != st[kInC]) {
+        return FailStage(s, "ADD's output shape is not its inputs'");
+      }
+      if (st[kLeftShift] < 0 || st[kLeftShift] > 30 || !InInt8(-st[kInput2Offset])) {
+        return FailStage(s, "ADD's left_shift or input2_offset is out of range");
+      }
+      return true;
+    case kPad:
+      if (st[kOutC] != st[kInC] || st[kPadTop] < 0 || st[kPadLeft] < 0 ||
+          st[kOutH] < st[kInH] + st[kPadTop] || st[kOutW] < st[kInW] + st[kPadLeft] ||
+          !InInt8(st[kPadValue])) {
+        return FailStage(s, "PAD's shapes, padding or pad value do not fit");
+      }
+      return true;
+    case kMeanRows:
+      if (st[kOutH] != 1 || st[kOutW] != 1 || st[kOutC] != st[kInC]) {
+        return FailStage(s, "MEAN_ROWS's output is not [1, 1, 1, in_c]");
+      }
+      return true;
+    default:
+      return FailStage(s, "unknown kind");
+  }
+}
+
+// [offset, offset + bytes) lies inside the scratch buffer, offset a multiple of 4.
+bool InScratch(const Chain& chain, int64_t offset, int64_t bytes) {
+  return offset >= 0 && offset % 4 == 0 && offset + bytes <= chain.scratch_bytes;
+}
+
+// The ring (none for the last stage) and the MEAN_ROWS sums.
+bool CheckBuffers(const Chain& chain, int32_t s, const Stage& st) {
+  const bool last = s == chain.stages - 1;
+  if (last && st[kRingRows] != 0) return FailStage(s, "the last stage has ring_rows != 0");
+  if (!last) {
+    const int64_t ring_bytes = int64_t{st[kRingRows]} * st[kOutW] * st[kOutC];
+    if (st[kRingRows] < 1) return FailStage(s, "a stage before the last has ring_rows < 1");
+    if (!InScratch(chain, st[kRingOffset], ring_bytes)) {
+      return FailStage(s, "the ring is not inside the scratch buffer (or not 4-aligned)");
+    }
+  }
+  if (st[kKind] == kMeanRows) {
+    if (!InScratch(chain, st[kAccOffset], 4 * int64_t{st[kOutC]})) {
+      return FailStage(s, "the MEAN_ROWS sums are not inside the scratch buffer");
+    }
+  } else if (st[kAccOffset] != -1) {
+    return FailStage(s, "acc_offset is not -1");
+  }
+  return true;
+}
+
+bool CheckStage(MicroContext* micro_context, TfLiteNode* node, const Chain& chain,
+                const TfLiteTensor* input, int32_t s) {
+  Stage st;
+  Decode(chain.blob, s, &st);
+  if (st[kInH] < 1 || st[kInW] < 1 || st[kInC] < 1 || st[kOutH] < 1 || st[kOutW] < 1 ||
+      st[kOutC] < 1) {
+    return FailStage(s, "a dimension is < 1");
+  }
+  if (st[kReserved0] != 0 || st[kReserved1] != 0 || st[kReserved2] != 0) {
+    return FailStage(s, "reserved words are not 0");
+  }
+  if (st[kActMin] > st[kActMax] || !InInt8(st[kActMin]) || !InInt8(st[kActMax]) ||
+      !InInt8(-st[kInputOffset]) || !InInt8(st[kOutputOffset])) {
+    return FailStage(s, "the clamp or the offsets are outside int8");
+  }
+  if (!CheckSource(chain, input, s, st, st[kSrc0])) return false;
+  if (st[kKind] == kAdd) {
+    if (!CheckSource(chain, input, s, st, st[kSrc1])) return false;
+  } else if (st[kSrc1] != -1) {
+    return FailStage(s, "src1 is not -1 for a kind other than ADD");
+  }
+  return CheckKind(micro_context, node, s, st) && CheckBuffers(chain, s, st);
+}
+
+bool CheckChain(MicroContext* micro_context, TfLiteNode* node, const Chain& chain) {
+  if (NumInputs(node) < 1 || NumOutputs(node) != 1) {
+    return Fail("the operator needs inputs and exactly one output");
+  }
+  TfLiteTensor* input = micro_context->AllocateTempInputTensor(node, 0);
+  bool ok = true;
+  for (int32_t s = 0; ok && s < chain.stages; ++s) {
+    ok = CheckStage(micro_context, node, chain, input, s);
+  }
+  if (input != nullptr) micro_context->DeallocateTempTfLiteTensor(input);
+  if (!ok) return false;
+  const int32_t last = chain.stages - 1;
+  TfLiteTensor* output = micro_context->AllocateTempOutputTensor(node, 0);
+  ok = IsImage(output, Word(chain.blob, last, kOutH), Word(chain.blob, last, kOutW),
+               Word(chain.blob, last, kOutC));
+  if (output != nullptr) micro_context->DeallocateTempTfLiteTensor(output);
+  if (!ok) return Fail("the output tensor is not int8 [1, out_h, out_w, out_c] of the last stage");
+  return true;
+}
+
+void* Init(TfLiteContext* context, const char* buffer, size_t length) {
+  (void)buffer;  // the options are parsed in Prepare (node->custom_initial_data)
+  (void)length;
+  void* raw = GetMicroContext(context)->AllocatePersistentBuffer(sizeof(OpData));
+  if (raw == nullptr) return nullptr;
+  OpData* data = static_cast<OpData*>(raw);
+  data->scratch_index = -1;
+  return data;
+}
+
+TfLiteStatus Prepare(TfLiteContext* context, TfLiteNode* node) {
+  OpData* data = static_cast<OpData*>(node->user_data);
+  if (data == nullptr) {
+    Fail("no persistent record (the arena is full?)");
+    return kTfLiteError;
+  }
+  MicroContext* micro_context = GetMicroContext(context);
+  Chain chain;
+  if (!ParseOptions(node, /*verify=*/true, &chain) || !CheckChain(micro_context, node, chain)) {
+    return kTfLiteError;
+  }
+  data->scratch_index = -1;
+  if (chain.scratch_bytes > 0) {
+    int index = -1;
+    TF_LITE_ENSURE_STATUS(micro_context->RequestScratchBufferInArena(
+        static_cast<size_t>(chain.scratch_bytes), &index));
+    data->scratch_index = index;
+  }
+  return kTfLiteOk;
+}
+
+// ---------------------------------------------------------------------------
+// Eval: the pull order of docs/cascade.md.
+
+// The state of one Eval, on its stack.
+struct Run {
+  TfLiteContext* context;
+  TfLiteNode* node;
+  const uint8_t* blob;
+  int32_t stages;
+  const int8_t* input;  // the operator's input 0, whole
+  int8_t* output;       // the operator's output 0, written by the last stage
+  int8_t* scratch;      // the rings and sums; nullptr without scratch
+  bool ok;              // false once a read found its row gone from a ring
+  int32_t next[kMaxStages];  // rows of each stage computed so far
+};
+
+// The rows a stage reads from one source: the whole input tensor or a ring.
+struct Rows {
+  const int8_t* base;  // row 0 of the tensor, or slot 0 of the ring
+  int32_t ring_rows;   // slots; 0: the whole tensor
+  int32_t row_bytes;   // in_w * in_c of the reader (= out_w * out_c of the source)
+
+  const int8_t* Row(int32_t r) const {
+    return base + (ring_rows > 0 ? r % ring_rows : r) * row_bytes;
+  }
+};
+
+Rows RowsOf(const Run& run, int32_t src, int32_t row_bytes) {
+  if (src < 0) return Rows{run.input, 0, row_bytes};
+  return Rows{run.scratch + Word(run.blob, src, kRingOffset), Word(run.blob, src, kRingRows),
+              row_bytes};
+}
+
+// Where row y of stage s goes: the output tensor (last stage) or its ring's slot.
+int8_t* OutputRow(const Run& run, int32_t s, const Stage& st, int32_t y) {
+  const int32_t row_bytes = st[kOutW] * st[kOutC];
+  if (s == run.stages - 1) return run.output + y * row_bytes;
+  return run.scratch + st[kRingOffset] + (y % st[kRingRows]) * row_bytes;
+}
+
+// Rows lo..hi of src are computed and still in its ring (next - lo <= ring_rows).
+bool Readable(Run* run, int32_t s, int32_t src, int32_t lo, int32_t hi) {
+  if (src < 0) return true;
+  const int32_t next = run->next[src];
+  const int32_t ring_rows = Word(run->blob, src, kRingRows);
+  if (hi < next && next - lo <= ring_rows) return true;
+  MicroPrintf("ARENAPLAN_CASCADE: stage %d reads rows %d..%d of stage %d, whose ring of %d "
+              "rows holds %d..%d",
+              static_cast<int>(s), static_cast<int>(lo), static_cast<int>(hi),
+              static_cast<int>(src), static_cast<int>(ring_rows),
+              static_cast<int>(next - ring_rows), static_cast<int>(next - 1));
+  run->ok = false;
+  return false;
+}
+
+// needs(s, y) for src0 (not MEAN_ROWS): the first and last row, false when none.
+// Convolutions and pools: y*stride_h - pad_top + k*dilation_h, k in [0, filter_h),
+// those inside [0, in_h); ADD: y; PAD: y - pad_top if inside.
+bool NeededRows(const uint8_t* blob, int32_t s, int32_t y, int32_t* lo, int32_t* hi) {
+  const int32_t kind = Word(blob, s, kKind);
+  const int32_t in_h = Word(blob, s, kInH);
+  if (kind == kAdd) {
+    *lo = *hi = y;
+    return true;
+  }
+  if (kind == kPad) {
+    const int32_t r = y - Word(blob, s, kPadTop);
+    *lo = *hi = r;
+    return r >= 0 && r < in_h;
+  }
+  const int32_t first = y * Word(blob, s, kStrideH) - Word(blob, s, kPadTop);
+  const int32_t step = Word(blob, s, kDilationH);
+  if (first > in_h - 1) return false;
+  const int32_t k_lo = first >= 0 ? 0 : (-first + step - 1) / step;
+  int32_t k_hi = (in_h - 1 - first) / step;
+  if (k_hi > Word(blob, s, kFilterH) - 1) k_hi = Word(blob, s, kFilterH) - 1;
+  if (k_lo > k_hi) return false;
+  *lo = first + k_lo * step;
+  *hi = first + k_hi * step;
+  return true;
+}
+
+// ---- Row functions (leaves of the recursion) --------------------------------
+
+// The constants of a convolution stage.
+struct Weights {
+  const int8_t* filter;
+  const int32_t* bias;        // nullptr: none
+  const int32_t* multiplier;  // [out_c]
+  const int32_t* shift;       // [out_c]
+};
+
+Weights WeightsOf(const Run& run, const Stage& st) {
+  Weights w;
+  w.filter = micro::GetTensorData<int8_t>(micro::GetEvalInput(run.context, run.node, st[kFilter]));
+  w.bias = st[kBias] < 0 ? nullptr
+                         : micro::GetTensorData<int32_t>(
+                               micro::GetEvalInput(run.context, run.node, st[kBias]));
+  w.multiplier =
+      micro::GetTensorData<int32_t>(micro::GetEvalInput(run.context, run.node, st[kQuant]));
+  w.shift = w.multiplier + st[kOutC];
+  return w;
+}
+
+int8_t Clamp(int32_t value, const Stage& st) {
+  if (value < st[kActMin]) value = st[kActMin];
+  if (value > st[kActMax]) value = st[kActMax];
+  return static_cast<int8_t>(value);
+}
+
+// The reference convolutions' epilogue: bias, rescale, output offset, clamp.
+int8_t Requantize(int32_t acc, const Weights& w, int32_t channel, const Stage& st) {
+  if (w.bias != nullptr) acc += w.bias[channel];
+  acc = MultiplyByQuantizedMultiplier(acc, w.multiplier[channel], w.shift[channel]);
+  return Clamp(acc + st[kOutputOffset], st);
+}
+
+// CONV_2D, filter [out_c, filter_h, filter_w, in_c]: reference ConvPerChannel.
+void ConvRow(const Stage& st, const Rows& in, const Weights& w, int32_t y, int8_t* out) {
+  const int32_t in_h = st[kInH], in_w = st[kInW], in_c = st[kInC];
+  const int32_t fh = st[kFilterH], fw = st[kFilterW];
+  const int32_t input_offset = st[kInputOffset];
+  const int32_t in_y0 = y * st[kStrideH] - st[kPadTop];
+  for (int32_t x = 0; x < st[kOutW]; ++x) {
+    const int32_t in_x0 = x * st[kStrideW] - st[kPadLeft];
+    for (int32_t oc = 0; oc < st[kOutC]; ++oc) {
+      const int8_t* filter = w.filter + oc * fh * fw * in_c;
+      int32_t acc = 0;
+      for (int32_t ky = 0; ky < fh; ++ky) {
+        const int32_t in_y = in_y0 + ky * st[kDilationH];
+        if (in_y < 0 || in_y >= in_h) continue;  // outside the tensor: skipped
+        const int8_t* row = in.Row(in_y);
+        for (int32_t kx = 0; kx < fw; ++kx) {
+          const int32_t in_x = in_x0 + kx * st[kDilationW];
+          if (in_x < 0 || in_x >= in_w) continue;
+          const int8_t* pixel = row + in_x * in_c;
+          const int8_t* taps = filter + (ky * fw + kx) * in_c;
+          for (int32_t ic = 0; ic < in_c; ++ic) {
+            acc += static_cast<int32_t>(taps[ic]) * (pixel[ic] + input_offset);
+          }
+        }
+      }
+      *out++ = Requantize(acc, w, oc, st);
+    }
+  }
+}
+
+// DEPTHWISE_CONV_2D, filter [1, filter_h, filter_w, out_c], output channel
+// ic * depth_multiplier + m: reference DepthwiseConvPerChannel.
+void DepthwiseRow(const Stage& st, const Rows& in, const Weights& w, int32_t y, int8_t* out) {
+  const int32_t in_h = st[kInH], in_w = st[kInW], in_c = st[kInC], out_c = st[kOutC];
+  const int32_t fh = st[kFilterH], fw = st[kFilterW], multiplier = st[kDepthMultiplier];
+  const int32_t input_offset = st[kInputOffset];
+  const int32_t in_y0 = y * st[kStrideH] - st[kPadTop];
+  for (int32_t x = 0; x < st[kOutW]; ++x) {
+    const int32_t in_x0 = x * st[kStrideW] - st[kPadLeft];
+    for (int32_t ic = 0; ic < in_c; ++ic) {
+      for (int32_t m = 0; m < multiplier; ++m) {
+        const int32_t oc = ic * multiplier + m;
+        int32_t acc = 0;
+        for (int32_t ky = 0; ky < fh; ++ky) {
+          const int32_t in_y = in_y0 + ky * st[kDilationH];
+          if (in_y < 0 || in_y >= in_h) continue;
+          const int8_t* row = in.Row(in_y);
+          for (int32_t kx = 0; kx < fw; ++kx) {
+            const int32_t in_x = in_x0 + kx * st[kDilationW];
+            if (in_x < 0 || in_x >= in_w) continue;
+            acc += static_cast<int32_t>(w.filter[(ky * fw + kx) * out_c + oc]) *
+                   (row[in_x * in_c + ic] + input_offset);
+          }
+        }
+        *out++ = Requantize(acc, w, oc, st);
+      }
+    }
+  }
+}
+
+// The reference average pool's division: rounded away from zero.
+int32_t RoundedAverage(int32_t sum, int32_t count) {
+  return sum > 0 ? (sum + count / 2) / count : (sum - count / 2) / count;
+}
+
+// AVERAGE_POOL_2D and MAX_POOL_2D on the raw int8 values: reference AveragePool and
+// MaxPool (the window clipped to the tensor; Prepare made sure it is never empty).
+void PoolRow(const Stage& st, const Rows& in, bool average, int32_t y, int8_t* out) {
+  const int32_t in_c = st[kInC];
+  const int32_t in_y0 = y * st[kStrideH] - st[kPadTop];
+  const int32_t fy0 = in_y0 < 0 ? -in_y0 : 0;
+  const int32_t fy1 = st[kFilterH] < st[kInH] - in_y0 ? st[kFilterH] : st[kInH] - in_y0;
+  for (int32_t x = 0; x < st[kOutW]; ++x) {
+    const int32_t in_x0 = x * st[kStrideW] - st[kPadLeft];
+    const int32_t fx0 = in_x0 < 0 ? -in_x0 : 0;
+    const int32_t fx1 = st[kFilterW] < st[kInW] - in_x0 ? st[kFilterW] : st[kInW] - in_x0;
+    for (int32_t c = 0; c < in_c; ++c) {
+      int32_t sum = 0;
+      int32_t count = 0;
+      int32_t max = -128;
+      for (int32_t fy = fy0; fy < fy1; ++fy) {
+        const int8_t* row = in.Row(in_y0 + fy);
+        for (int32_t fx = fx0; fx < fx1; ++fx) {
+          const int32_t value = row[(in_x0 + fx) * in_c + c];
+          sum += value;
+          if (value > max) max = value;
+          ++count;
+        }
+      }
+      *out++ = Clamp(average ? RoundedAverage(sum, count) : max, st);
+    }
+  }
+}
+
+// ADD of two rows: reference AddFunc, element by element.
+void AddRow(const Stage& st, const int8_t* a, const int8_t* b, int8_t* out) {
+  const int32_t n = st[kOutW] * st[kOutC];
+  const int32_t scale = 1 << st[kLeftShift];
+  for (int32_t i = 0; i < n; ++i) {
+    const int32_t a_shifted = (st[kInputOffset] + a[i]) * scale;
+    const int32_t b_shifted = (st[kInput2Offset] + b[i]) * scale;
+    const int32_t a_scaled = MultiplyByQuantizedMultiplierSmallerThanOneExp(
+        a_shifted, st[kInput1Multiplier], st[kInput1Shift]);
+    const int32_t b_scaled = MultiplyByQuantizedMultiplierSmallerThanOneExp(
+        b_shifted, st[kInput2Multiplier], st[kInput2Shift]);
+    const int32_t raw = MultiplyByQuantizedMultiplierSmallerThanOneExp(
+                            a_scaled + b_scaled, st[kOutputMultiplier], st[kOutputShift]) +
+                        st[kOutputOffset];
+    out[i] = Clamp(raw, st);
+  }
+}
+
+// PAD of rows and columns: the input's pixels moved, the rest the pad value.
+void PadRow(const Stage& st, const Rows& in, int32_t y, int8_t* out) {
+  const int32_t c = st[kOutC];
+  const int8_t pad = static_cast<int8_t>(st[kPadValue]);
+  const int32_t in_y = y - st[kPadTop];
+  if (in_y < 0 || in_y >= st[kInH]) {
+    std::memset(out, pad, static_cast<size_t>(st[kOutW]) * c);
+    return;
+  }
+  const int8_t* row = in.Row(in_y);
+  for (int32_t x = 0; x < st[kOutW]; ++x) {
+    const int32_t in_x = x - st[kPadLeft];
+    if (in_x < 0 || in_x >= st[kInW]) {
+      std::memset(out + x * c, pad, static_cast<size_t>(c));
+    } else {
+      std::memcpy(out + x * c, row + in_x * c, static_cast<size_t>(c));
+    }
+  }
+}
+
+// Row y of stage s (any kind but MEAN_ROWS), its source rows made and readable.
+TFLITE_NOINLINE void ComputeRow(const Run& run, int32_t s, int32_t y) {
+  Stage st;
+  Decode(run.blob, s, &st);
+  int8_t* out = OutputRow(run, s, st, y);
+  const Rows in = RowsOf(run, st[kSrc0], st[kInW] * st[kInC]);
+  switch (st[kKind]) {
+    case kConv:
+      ConvRow(st, in, WeightsOf(run, st), y, out);
+      break;
+    case kDepthwise:
+      DepthwiseRow(st, in, WeightsOf(run, st), y, out);
+      break;
+    case kAvgPool:
+    case kMaxPool:
+      PoolRow(st, in, st[kKind] == kAvgPool, y, out);
+      break;
+    case kAdd:
+      AddRow(st, in.Row(y), RowsOf(run, st[kSrc1], st[kInW] * st[kInC]).Row(y), out);
+      break;
+    case kPad:
+      PadRow(st, in, y, out);
+      break;
+    default:
+      break;  // Prepare admits no other kind
+  }
+}
+
+// MEAN_ROWS's int32[out_c] sums in the scratch buffer (acc_offset is 4-aligned,
+// and TFLM aligns the scratch buffer).
+int32_t* Sums(const Run& run, int32_t s) {
+  return reinterpret_cast<int32_t*>(run.scratch + Word(run.blob, s, kAccOffset));
+}
+
+TFLITE_NOINLINE void ClearSums(const Run& run, int32_t s) {
+  std::memset(Sums(run, s), 0, 4 * static_cast<size_t>(Word(run.blob, s, kOutC)));
+}
+
+TFLITE_NOINLINE void AddRowToSums(const Run& run, int32_t s, int32_t r) {
+  const int32_t in_w = Word(run.blob, s, kInW), in_c = Word(run.blob, s, kInC);
+  const int8_t* row = RowsOf(run, Word(run.blob, s, kSrc0), in_w * in_c).Row(r);
+  int32_t* sums = Sums(run, s);
+  for (int32_t x = 0; x < in_w; ++x) {
+    for (int32_t c = 0; c < in_c; ++c) sums[c] += row[x * in_c + c];
+  }
+}
+
+// The one output row: AVERAGE_POOL_2D's rounding over in_h * in_w positions.
+TFLITE_NOINLINE void WriteMean(const Run& run, int32_t s) {
+  Stage st;
+  Decode(run.blob, s, &st);
+  int8_t* out = OutputRow(run, s, st, 0);
+  const int32_t* sums = Sums(run, s);
+  const int32_t count = st[kInH] * st[kInW];
+  for (int32_t c = 0; c < st[kOutC]; ++c) out[c] = Clamp(RoundedAverage(sums[c], count), st);
+}
+
+// ---- The pull recursion: make and compute --------------------------------------
+
+void Compute(Run* run, int32_t s, int32_t y);
+
+// make(s, r): stage s's rows up to r computed (nothing for the input, s = -1).
+void Make(Run* run, int32_t s, int32_t r) {
+  if (s < 0) return;
+  while (run->ok && run->next[s] <= r) {
+    Compute(run, s, run->next[s]);
+    run->next[s] += 1;
+  }
+}
+
+// MEAN_ROWS: sums = 0; per input row r: make(src0, r), add row r; then the output.
+void ComputeMean(Run* run, int32_t s) {
+  const int32_t src = Word(run->blob, s, kSrc0);
+  const int32_t in_h = Word(run->blob, s, kInH);
+  ClearSums(*run, s);
+  for (int32_t r = 0; r < in_h; ++r) {
+    Make(run, src, r);
+    if (!run->ok || !Readable(run, s, src, r, r)) return;
+    AddRowToSums(*run, s, r);
+  }
+  WriteMean(*run, s);
+}
+
+// compute(s, y): make the last row of needs(s, y) (for ADD also src1's row y),
+// then compute output row y.
+void Compute(Run* run, int32_t s, int32_t y) {
+  const int32_t kind = Word(run->blob, s, kKind);
+  if (kind == kMeanRows) {
+    ComputeMean(run, s);
+    return;
+  }
+  const int32_t src0 = Word(run->blob, s, kSrc0);
+  const int32_t src1 = kind == kAdd ? Word(run->blob, s, kSrc1) : -1;
+  int32_t lo = 0, hi = -1;
+  const bool reads = NeededRows(run->blob, s, y, &lo, &hi);
+  if (reads) Make(run, src0, hi);
+  if (kind == kAdd) Make(run, src1, y);
+  if (!run->ok) return;
+  if (reads && !Readable(run, s, src0, lo, hi)) return;
+  if (kind == kAdd && !Readable(run, s, src1, y, y)) return;
+  ComputeRow(*run, s, y);
+}
+
+TfLiteStatus Eval(TfLiteContext* context, TfLiteNode* node) {
+  const OpData* data = static_cast<const OpData*>(node->user_data);
+  Chain chain;
+  if (!ParseOptions(node, /*verify=*/false, &chain)) return kTfLiteError;
+  Run run;
+  run.context = context;
+  run.node = node;
+  run.blob = chain.blob;
+  run.stages = chain.stages;
+  run.input = micro::GetTensorData<int8_t>(micro::GetEvalInput(context, node, 0));
+  run.output = micro::GetTensorData<int8_t>(micro::GetEvalOutput(context, node, 0));
+  run.scratch = data->scratch_index < 0 ? nullptr
+                                        : static_cast<int8_t*>(GetMicroContext(context)
+                                                                   ->GetScratchBuffer(
+                                                                       data->scratch_index));
+  run.ok = true;
+  for (int32_t s = 0; s < run.stages; ++s) run.next[s] = 0;
+  const int32_t last = run.stages - 1;
+  const int32_t out_h = Word(run.blob, last, kOutH);
+  for (int32_t y = 0; y < out_h && run.ok; ++y) Compute(&run, last, y);
+  return run.ok ? kTfLiteOk : kTfLiteError;
+}
+
+}  // namespace
+
+TFLMRegistration* Register_ARENAPLAN_CASCADE() {
+  static TFLMRegistration registration = micro::RegisterOp(Init, Prepare, Eval);
+  return &registration;
+}
+
+}  // namespace tflite

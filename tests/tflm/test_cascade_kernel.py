@@ -1,0 +1,583 @@
+"""The ARENAPLAN_CASCADE kernel (src/arenaplan/firmware, docs/cascade.md) in TFLM
+built from source: bit-identical to the operators it replaces, and refusing bad
+chains in Prepare.
+
+Two sources of cascaded models: chains written here by hand (the plain operators and
+the one custom operator, from the same constants and TFLM's Prepare arithmetic
+redone in Python), which test the kernel alone; and networks rewritten by the
+``cascade`` pass, which test the kernel and the pass together. Each case skips,
+naming the build command, when its TFLM variant is not built.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+from flatbuffers import flexbuffers
+from testkit import MODELS_DIR, SHARED_ABSENT
+
+from arenaplan.builder.ds_cnn import ds_cnn
+from arenaplan.builder.mobilenet import mobilenet_v1, mobilenet_v2
+from arenaplan.builder.writer import ModelBuilder
+from arenaplan.export.tflite_writer import write_model
+from arenaplan.ir.dtypes import DType
+from arenaplan.ir.model import Quantization
+from arenaplan.passes import make_pass, run_passes
+from arenaplan.reader import read_model_bytes
+from arenaplan.verify.compare import compare_models
+from arenaplan.verify.inputs import random_inputs
+from arenaplan.verify.native import NativeRunner, native_available
+from arenaplan.verify.runner import GENEROUS_ARENA
+
+CUSTOM = "ARENAPLAN_CASCADE"
+KINDS = {
+    "CONV_2D": 1,
+    "DEPTHWISE_CONV_2D": 2,
+    "AVERAGE_POOL_2D": 3,
+    "MAX_POOL_2D": 4,
+    "ADD": 5,
+    "PAD": 6,
+    "MEAN_ROWS": 7,
+}
+HEADER_WORDS, STAGE_WORDS = 4, 40
+ADD_LEFT_SHIFT = 20  # TFLM's add_common.cc for int8
+
+
+def _runner(variant: str) -> NativeRunner:
+    why = native_available(variant)
+    if why is not None:
+        pytest.skip(why)
+    return NativeRunner(variant)
+
+
+# --- TFLM's Prepare arithmetic (kernel_util.cc, quantization_util.cc) -----------------
+
+
+def _round_away(x: float) -> int:
+    """TfLiteRound (std::round): halves away from zero."""
+    return int(math.copysign(math.floor(abs(x) + 0.5), x))
+
+
+def _quantize_multiplier(m: float) -> tuple[int, int]:
+    """QuantizeMultiplier: m ~ multiplier * 2^(shift - 31)."""
+    if m == 0.0:
+        return 0, 0
+    q, shift = math.frexp(m)
+    fixed = _round_away(q * (1 << 31))
+    if fixed == 1 << 31:
+        fixed //= 2
+        shift += 1
+    if shift < -31:
+        return 0, 0
+    return fixed, shift
+
+
+def _f32(x: float) -> float:
+    """A scale as the file holds it (float32), as a Python float (exact)."""
+    return float(np.float32(x))
+
+
+def _act_range(activation: str, scale: float, zero_point: int) -> tuple[int, int]:
+    """CalculateActivationRangeQuantized for int8 (x / scale in float32)."""
+
+    def quantize(x: float) -> int:
+        return zero_point + _round_away(float(np.float32(x) / np.float32(scale)))
+
+    if activation == "RELU":
+        return max(-128, quantize(0.0)), 127
+    if activation == "RELU6":
+        return max(-128, quantize(0.0)), min(127, quantize(6.0))
+    return -128, 127
+
+
+def _padding(size: int, filter_size: int, stride: int, dilation: int, same: bool):
+    """TFLM's output size and leading padding (ComputePaddingHeightWidth)."""
+    effective = (filter_size - 1) * dilation + 1
+    out = (size + stride - 1) // stride if same else (size - effective + stride) // stride
+    total = max((out - 1) * stride + effective - size, 0)
+    return out, total // 2
+
+
+# --- Chains written by hand ------------------------------------------------------------
+
+
+@dataclass
+class _Stage:
+    kind: str
+    src0: int
+    src1: int = -1
+    shape: tuple[int, int, int] = (0, 0, 0)  # out_h, out_w, out_c
+    words: dict[int, int] = field(default_factory=dict)
+    consts: list[tuple[np.ndarray, DType]] = field(default_factory=list)  # filter, bias, quant
+    builtin: tuple[str, list, dict] | None = None  # the plain operator: opcode, inputs, options
+    quant: tuple[float, int] = (0.0, 0)  # the output's scale and zero point
+
+
+class HandChain:
+    """A chain of int8 operators, written both as plain TFLM operators and as one
+    ARENAPLAN_CASCADE operator with the same constants."""
+
+    def __init__(self, shape: tuple[int, int, int], scale: float = 0.04, zp: int = -3, seed=0):
+        self.input_shape = shape
+        self.input_quant = (scale, zp)
+        self.rng = np.random.default_rng(seed)
+        self.stages: list[_Stage] = []
+
+    # Shapes and quantisation of a source (-1: the chain's input).
+    def _shape(self, src: int) -> tuple[int, int, int]:
+        return self.input_shape if src < 0 else self.stages[src].shape
+
+    def _quant(self, src: int) -> tuple[float, int]:
+        return self.input_quant if src < 0 else self.stages[src].quant
+
+    def _base(self, kind: str, src0: int, out: tuple[int, int, int], quant, src1=-1) -> _Stage:
+        in_h, in_w, in_c = self._shape(src0)
+        words = dict.fromkeys(range(STAGE_WORDS), 0)
+        words.update({0: KINDS[kind], 1: src0, 2: src1, 3: in_h, 4: in_w, 5: in_c})
+        words.update({6: out[0], 7: out[1], 8: out[2], 9: 1, 10: 1, 11: 1, 12: 1, 13: 1, 14: 1})
+        words.update({17: 1, 18: -1, 19: -1, 20: -1, 27: -1})
+        words[21] = -self._quant(src0)[1]
+        words[22] = quant[1]
+        words[23], words[24] = -128, 127
+        return _Stage(kind, src0, src1, out, words, quant=quant)
+
+    def conv(
+        self,
+        src,
+        out_c,
+        k,
+        stride=1,
+        same=True,
+        dilation=1,
+        depthwise=False,
+        multiplier=1,
+        activation="NONE",
+        scale=0.07,
+        zp=5,
+        bias=True,
+    ) -> int:
+        in_h, in_w, in_c = self._shape(src)
+        kh, kw = k if isinstance(k, tuple) else (k, k)
+        out_h, pad_top = _padding(in_h, kh, stride, dilation, same)
+        out_w, pad_left = _padding(in_w, kw, stride, dilation, same)
+        if depthwise:
+            out_c = in_c * multiplier
+        kind = "DEPTHWISE_CONV_2D" if depthwise else "CONV_2D"
+        st = self._base(kind, src, (out_h, out_w, out_c), (scale, zp))
+        st.words.update({9: kh, 10: kw, 11: stride, 12: stride, 13: dilation, 14: dilation})
+        st.words.update({15: pad_top, 16: pad_left, 17: multiplier if depthwise else 1})
+        st.words[23], st.words[24] = _act_range(activation, _f32(scale), zp)
+        fshape = (1, kh, kw, out_c) if depthwise else (out_c, kh, kw, in_c)
+        filt = self.rng.integers(-127, 128, fshape).astype(np.int8)
+        fscales = [_f32(s) for s in self.rng.uniform(0.002, 0.02, out_c)]
+        b = self.rng.integers(-3000, 3000, out_c).astype(np.int32) if bias else None
+        in_scale = _f32(self._quant(src)[0])
+        pairs = [_quantize_multiplier(in_scale * s / _f32(scale)) for s in fscales]
+        quant = np.array([m for m, _ in pairs] + [s for _, s in pairs], np.int32)
+        st.consts = [(filt, DType.INT8), (b, DType.INT32), (quant, DType.INT32)]
+        axis = 3 if depthwise else 0
+        st.filter_quant = Quantization(tuple(fscales), (0,) * out_c, axis)
+        st.bias_quant = Quantization(tuple(in_scale * s for s in fscales), (0,) * out_c)
+        options = {
+            "padding": "SAME" if same else "VALID",
+            "stride_h": stride,
+            "stride_w": stride,
+            "dilation_h_factor": dilation,
+            "dilation_w_factor": dilation,
+            "fused_activation_function": activation,
+        }
+        if depthwise:
+            options["depth_multiplier"] = multiplier
+        st.builtin = (kind, [src], options)
+        return self._push(st)
+
+    def pool(self, src, k, stride, same=True, average=True, activation="NONE") -> int:
+        in_h, in_w, in_c = self._shape(src)
+        out_h, pad_top = _padding(in_h, k, stride, 1, same)
+        out_w, pad_left = _padding(in_w, k, stride, 1, same)
+        kind = "AVERAGE_POOL_2D" if average else "MAX_POOL_2D"
+        quant = self._quant(src)
+        st = self._base(kind, src, (out_h, out_w, in_c), quant)
+        st.words.update({9: k, 10: k, 11: stride, 12: stride, 15: pad_top, 16: pad_left})
+        st.words[23], st.words[24] = _act_range(activation, _f32(quant[0]), quant[1])
+        options = {
+            "padding": "SAME" if same else "VALID",
+            "stride_h": stride,
+            "stride_w": stride,
+            "filter_height": k,
+            "filter_width": k,
+            "fused_activation_function": activation,
+        }
+        st.builtin = (kind, [src], options)
+        return self._push(st)
+
+    def mean(self, src) -> int:
+        """MEAN_ROWS: the plain operator is AVERAGE_POOL_2D over the whole input."""
+        in_h, in_w, in_c = self._shape(src)
+        st = self._base("MEAN_ROWS", src, (1, 1, in_c), self._quant(src))
+        st.words.update({9: in_h, 10: in_w})
+        options = {
+            "padding": "VALID",
+            "stride_h": 1,
+            "stride_w": 1,
+            "filter_height": in_h,
+            "filter_width": in_w,
+        }
+        st.builtin = ("AVERAGE_POOL_2D", [src], options)
+        return self._push(st)
+
+    def add(self, a, b, scale=0.09, zp=-7, activation="NONE") -> int:
+        st = self._base("ADD", a, self._shape(a), (scale, zp), src1=b)
+        s1, s2, so = (_f32(self._quant(a)[0]), _f32(self._quant(b)[0]), _f32(scale))
+        twice = 2 * max(s1, s2)
+        m1, m2 = _quantize_multiplier(s1 / twice), _quantize_multiplier(s2 / twice)
+        mo = _quantize_multiplier(twice / ((1 << ADD_LEFT_SHIFT) * so))
+        st.words.update({28: -self._quant(b)[1], 29: ADD_LEFT_SHIFT, 30: m1[0], 31: m1[1]})
+        st.words.update({32: m2[0], 33: m2[1], 34: mo[0], 35: mo[1]})
+        st.words[23], st.words[24] = _act_range(activation, so, zp)
+        st.builtin = ("ADD", [a, b], {"fused_activation_function": activation})
+        return self._push(st)
+
+    def pad(self, src, top, bottom, left, right) -> int:
+        in_h, in_w, in_c = self._shape(src)
+        quant = self._quant(src)
+        st = self._base("PAD", src, (in_h + top + bottom, in_w + left + right, in_c), quant)
+        st.words.update({15: top, 16: left, 36: quant[1]})
+        st.paddings = np.array([[0, 0], [top, bottom], [left, right], [0, 0]], np.int32)
+        st.builtin = ("PAD", [src], {})
+        return self._push(st)
+
+    def _push(self, st: _Stage) -> int:
+        self.stages.append(st)
+        return len(self.stages) - 1
+
+    # --- The two models -----------------------------------------------------------
+
+    def _act(self, b: ModelBuilder, name: str, shape, quant) -> int:
+        q = Quantization((quant[0],), (quant[1],))
+        return b.add_tensor(name, (1, *shape), DType.INT8, quantization=q)
+
+    def original(self) -> bytes:
+        b = ModelBuilder("hand chain")
+        x = self._act(b, "input", self.input_shape, self.input_quant)
+        made: list[int] = []
+        for i, st in enumerate(self.stages):
+            opcode, srcs, options = st.builtin
+            ins = [x if s < 0 else made[s] for s in srcs]
+            if st.kind in ("CONV_2D", "DEPTHWISE_CONV_2D"):
+                (filt, _), (bias, _), _ = st.consts
+                ins.append(
+                    b.add_tensor(
+                        f"w{i}", filt.shape, DType.INT8, data=filt, quantization=st.filter_quant
+                    )
+                )
+                ins.append(
+                    -1
+                    if bias is None
+                    else b.add_tensor(
+                        f"b{i}", bias.shape, DType.INT32, data=bias, quantization=st.bias_quant
+                    )
+                )
+            if st.kind == "PAD":
+                ins.append(b.add_tensor(f"p{i}", (4, 2), DType.INT32, data=st.paddings))
+            name = "output" if i == len(self.stages) - 1 else f"a{i}"
+            made.append(self._act(b, name, st.shape, st.quant))
+            b.add_operator(opcode, ins, [made[-1]], options)
+        b.set_io([x], [made[-1]])
+        return b.finish()
+
+    def blob(self, full_rings: bool = False, words: dict | None = None) -> bytes:
+        """The chain blob: rings sized by the row order (or whole tensors)."""
+        rings = _ring_rows(self.stages) if not full_rings else [s.shape[0] for s in self.stages]
+        rings[-1] = 0
+        records, offset = [], 0
+        for s, st in enumerate(self.stages):
+            w = dict(st.words)
+            w[25] = rings[s]
+            w[26] = offset if rings[s] else 0
+            offset += _align4(rings[s] * st.shape[1] * st.shape[2])
+            records.append(w)
+        for s, st in enumerate(self.stages):
+            if st.kind == "MEAN_ROWS":
+                records[s][27] = offset
+                offset += 4 * st.shape[2]
+        header = [1, len(self.stages), offset, STAGE_WORDS]
+        for (s, f), v in (words or {}).items():
+            if s == "header":
+                header[f] = v
+            else:
+                records[s][f] = v
+        flat = header + [r[f] for r in records for f in range(STAGE_WORDS)]
+        return np.array(flat, "<i4").tobytes()
+
+    def cascaded(
+        self, full_rings: bool = False, words: dict | None = None, options: bytes | None = None
+    ) -> bytes:
+        """The one-operator model; ``words``: {(stage or "header", word): value} to
+        break; ``options``: custom options to use instead of the right ones."""
+        b = ModelBuilder("hand chain, cascaded")
+        x = self._act(b, "input", self.input_shape, self.input_quant)
+        inputs = [x]
+        extra: dict[tuple[int, int], int] = {}
+        for s, st in enumerate(self.stages):
+            for field_index, (data, dtype) in zip((18, 19, 20), st.consts, strict=False):
+                if data is None:
+                    continue
+                inputs.append(b.add_tensor(f"c{s}_{field_index}", data.shape, dtype, data=data))
+                extra[(s, field_index)] = len(inputs) - 1
+        for (s, f), index in extra.items():
+            self.stages[s].words[f] = index
+        blob = self.blob(full_rings, words)
+        custom = (
+            options if options is not None else flexbuffers.Dumps({"version": 1, "chain": blob})
+        )
+        y = self._act(b, "output", self.stages[-1].shape, self.stages[-1].quant)
+        b.add_operator(f"custom:{CUSTOM}", inputs, [y], custom_options=custom)
+        b.set_io([x], [y])
+        return b.finish()
+
+
+def _align4(n: int) -> int:
+    return (n + 3) // 4 * 4
+
+
+def _needs(st: _Stage, y: int) -> tuple[int, int]:
+    """docs/cascade.md's needs(s, y): first and last row of src0 (hi < lo: none)."""
+    w = st.words
+    in_h = w[3]
+    if st.kind == "ADD":
+        return y, y
+    if st.kind == "PAD":
+        r = y - w[15]
+        return (r, r) if 0 <= r < in_h else (0, -1)
+    rows = [y * w[11] - w[15] + k * w[13] for k in range(w[9])]
+    inside = [r for r in rows if 0 <= r < in_h]
+    return (inside[0], inside[-1]) if inside else (0, -1)
+
+
+def _ring_rows(stages: list[_Stage]) -> list[int]:
+    """The row order of docs/cascade.md on row numbers: the largest next[s] - r at a
+    read of row r of stage s."""
+    nxt, ring = [0] * len(stages), [0] * len(stages)
+
+    def read(s: int, lo: int, hi: int) -> None:
+        if s >= 0 and hi >= lo:
+            ring[s] = max(ring[s], nxt[s] - lo)
+
+    def make(s: int, r: int) -> None:
+        while s >= 0 and nxt[s] <= r:
+            compute(s, nxt[s])
+            nxt[s] += 1
+
+    def compute(s: int, y: int) -> None:
+        st = stages[s]
+        if st.kind == "MEAN_ROWS":
+            for r in range(st.words[3]):
+                make(st.src0, r)
+                read(st.src0, r, r)
+            return
+        lo, hi = _needs(st, y)
+        if hi >= lo:
+            make(st.src0, hi)
+        if st.kind == "ADD":
+            make(st.src1, y)
+            read(st.src1, y, y)
+        read(st.src0, lo, hi)
+
+    last = len(stages) - 1
+    for y in range(stages[last].shape[0]):
+        compute(last, y)
+    return ring
+
+
+# The hand chains: every kind, strides, dilation, depth multiplier, odd sizes,
+# residual ADDs (a source read by two stages), PAD, pools with padding, MEAN_ROWS.
+def _chain_block() -> HandChain:
+    c = HandChain((11, 9, 5))
+    a = c.conv(-1, 8, 3, stride=2, activation="RELU6")
+    b = c.conv(a, 0, 3, depthwise=True, activation="RELU")
+    p = c.conv(b, 8, 1, scale=0.05, zp=-2)
+    s = c.add(a, p)
+    d = c.conv(s, 0, 3, depthwise=True, multiplier=2, dilation=2)
+    m = c.pool(d, 3, 2, average=False)
+    q = c.pad(m, 1, 2, 0, 1)
+    v = c.pool(q, 2, 1, same=True)
+    c.mean(v)
+    return c
+
+
+def _chain_strided_tall() -> HandChain:
+    c = HandChain((17, 6, 3), scale=0.02, zp=10, seed=1)
+    a = c.conv(-1, 6, (5, 3), stride=1, same=False, bias=False)
+    b = c.pool(a, 3, 3, same=True, average=True, activation="RELU")
+    e = c.conv(b, 4, (3, 1), stride=2, dilation=1)
+    f = c.add(e, e, scale=0.03, zp=0)
+    c.conv(f, 0, 3, depthwise=True, stride=2)
+    return c
+
+
+def _chain_input_add() -> HandChain:
+    """ADD of the chain's input and a stage: both sources whole and ringed."""
+    c = HandChain((6, 7, 4), seed=2)
+    a = c.conv(-1, 4, 3, scale=0.04, zp=-3)
+    c.add(-1, a)
+    return c
+
+
+def _chain_single() -> HandChain:
+    """One stage: no ring, no scratch."""
+    c = HandChain((5, 5, 3), seed=3)
+    c.conv(-1, 0, 3, depthwise=True)
+    return c
+
+
+def _chain_mean_middle() -> HandChain:
+    """MEAN_ROWS before the last stage (its ring holds its one row)."""
+    c = HandChain((7, 5, 6), seed=4)
+    a = c.conv(-1, 6, 3, stride=2)
+    m = c.mean(a)
+    c.conv(m, 5, 1)
+    return c
+
+
+HAND_CHAINS = {
+    "block": _chain_block,
+    "strided_tall": _chain_strided_tall,
+    "input_add": _chain_input_add,
+    "single": _chain_single,
+    "mean_middle": _chain_mean_middle,
+}
+
+
+def _outputs(runner: NativeRunner, model: bytes, inputs) -> list[bytes]:
+    result = runner.run(model, GENEROUS_ARENA, inputs, 1)
+    assert result.ok, result.error
+    return [trial[0].tobytes() for trial in result.outputs]
+
+
+@pytest.mark.parametrize("full_rings", [False, True], ids=["rings", "whole"])
+@pytest.mark.parametrize("name", list(HAND_CHAINS))
+@pytest.mark.parametrize("variant", ["host-reference", "arm32-reference"])
+def test_hand_chain_is_bit_identical(variant: str, name: str, full_rings: bool) -> None:
+    runner = _runner(variant)
+    chain = HAND_CHAINS[name]()
+    original = chain.original()
+    cascaded = chain.cascaded(full_rings=full_rings)
+    inputs = random_inputs(read_model_bytes(original), 3, seed=7)
+    assert _outputs(runner, cascaded, inputs) == _outputs(runner, original, inputs)
+
+
+# Broken chains: Prepare refuses each with one line (the runner reports "allocate").
+BROKEN = {
+    "version": {("header", 0): 2},
+    "record_words": {("header", 3): 41},
+    "no_stages": {("header", 1): 0},
+    "kind": {(1, 0): 9},
+    "later_source": {(1, 1): 2},
+    "ring_of_a_middle_stage": {(1, 25): 0},
+    "ring_of_the_last_stage": {(8, 25): 1},
+    "ring_outside_scratch": {(2, 26): 1 << 20},
+    "unaligned_ring": {(2, 26): 2},
+    "acc_outside_scratch": {(8, 27): 1 << 20},
+    "input_shape": {(0, 3): 12},
+    "source_shape": {(2, 5): 7},
+    "out_channels": {(2, 8): 9},
+    "filter_index": {(0, 18): 99},
+    "bias_is_the_filter": {(0, 19): 1},
+    "quant_is_the_bias": {(0, 20): 2},
+    "clamp": {(0, 23): 5, (0, 24): 4},
+    "reserved": {(3, 39): 1},
+    "add_second_source": {(3, 2): 5},
+    "pool_window_in_padding": {(5, 15): 3},
+    "pad_shape": {(6, 6): 2},
+    "mean_output": {(8, 6): 2},
+}
+
+
+@pytest.mark.parametrize("case", list(BROKEN))
+def test_prepare_refuses_a_broken_chain(case: str) -> None:
+    runner = _runner("host-reference")
+    model = _chain_block().cascaded(words=BROKEN[case])
+    result = runner.run_native(model, GENEROUS_ARENA, [], 1)
+    assert result.report.get("status") == "allocate", result.report
+    assert "ARENAPLAN_CASCADE" in result.result.log
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        b"",
+        flexbuffers.Dumps({"version": 2, "chain": b"\0" * 16}),
+        flexbuffers.Dumps({"version": 1}),
+        flexbuffers.Dumps({"version": 1, "chain": b"\1\0\0\0"}),
+        flexbuffers.Dumps([1, 2]),
+    ],
+    ids=["none", "version", "no_chain", "short_chain", "not_a_map"],
+)
+def test_prepare_refuses_bad_options(options: bytes) -> None:
+    runner = _runner("host-reference")
+    model = _chain_block().cascaded(options=options)
+    result = runner.run_native(model, GENEROUS_ARENA, [], 1)
+    assert result.report.get("status") == "allocate", result.report
+    assert "ARENAPLAN_CASCADE" in result.result.log
+
+
+def test_a_ring_too_small_fails_in_eval() -> None:
+    """A ring one row short: the kernel notices the overwritten row and fails."""
+    runner = _runner("host-reference")
+    chain = _chain_block()
+    rings = _ring_rows(chain.stages)
+    model = chain.cascaded(words={(0, 25): rings[0] - 1})
+    inputs = random_inputs(read_model_bytes(model), 1, seed=0)
+    result = runner.run(model, GENEROUS_ARENA, inputs, 1)
+    assert not result.ok
+    assert "ring" in result.log
+
+
+# --- Networks rewritten by the cascade pass -------------------------------------------
+
+BUILT = {
+    "mobilenet_v1": lambda: mobilenet_v1(0.25, 96, 1, 2),
+    "mobilenet_v2": lambda: mobilenet_v2(0.35, 64),
+    "ds_cnn_M": lambda: ds_cnn("M"),
+}
+REAL = [
+    "mlcommons-tiny__vww_96_int8",
+    "arm-ml-examples__ds_cnn_s_quantized",
+    "mlcommons-tiny__kws_ref_model",
+    "mlcommons-tiny__pretrainedResnet_quant",
+    "mlcommons-tiny__str_ww_ref_model",
+    "arm-ml-examples__cnn_s_quantized",
+    "tflite-micro__test_conv_model",
+]
+
+
+def _model(name: str) -> bytes:
+    if name in BUILT:
+        return BUILT[name]()
+    path = MODELS_DIR / f"{name}.tflite"
+    if not path.is_file():
+        pytest.skip(SHARED_ABSENT)
+    return path.read_bytes()
+
+
+def _cascaded(data: bytes) -> bytes:
+    model, _ = run_passes(read_model_bytes(data), [make_pass("cascade", {})])
+    ops = [op.opcode for op in model.subgraphs[0].operators]
+    assert CUSTOM in ops, "the pass made no cascade"
+    return write_model(model)
+
+
+@pytest.mark.parametrize(
+    ("variant", "name"),
+    [(v, n) for v in ("host-reference", "arm32-reference") for n in [*BUILT, *REAL]],
+)
+def test_cascade_pass_model_is_bit_identical(variant: str, name: str) -> None:
+    runner = _runner(variant)
+    data = _model(name)
+    report = compare_models(data, _cascaded(data), 2, 0, runner=runner, figures=False)
+    assert report.refused is None and report.failed is None, report.refused or report.failed
+    assert report.identical, report.mismatch
