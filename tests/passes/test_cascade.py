@@ -11,7 +11,7 @@ from flatbuffers import flexbuffers
 from arenaplan.builder.ds_cnn import ds_cnn
 from arenaplan.builder.mobilenet import mobilenet_v1, mobilenet_v2
 from arenaplan.export.tflite_writer import write_model
-from arenaplan.ir.cascade_format import HEADER_WORDS, MEAN_ROWS, OPCODE, RECORD_WORDS
+from arenaplan.ir.cascade_format import HEADER_WORDS, MAX_STAGES, MEAN_ROWS, OPCODE, RECORD_WORDS
 from arenaplan.ir.verifier import verify_ir
 from arenaplan.passes import make_pass, run_passes
 from arenaplan.passes.cascade import Cascade, longest_chains
@@ -149,3 +149,11 @@ def test_longest_chain_stops_at_what_has_no_stage() -> None:
         stage_of(sg, sg.operators[10], model.buffers)
     with pytest.raises(Uncascadable, match="activations enter"):
         chain_of(sg, [1, 3], model.buffers)  # two separate operators: two inputs
+
+
+def test_no_chain_is_longer_than_the_kernel_runs() -> None:
+    model = read_model_bytes(mobilenet_v2(1.0, 96))  # 63 operators to the pool
+    sg = model.subgraphs[0]
+    assert all(len(c) <= MAX_STAGES for c in longest_chains(sg, model.buffers))
+    with pytest.raises(Uncascadable, match="kernel runs 1 to 64"):
+        chain_of(sg, list(range(MAX_STAGES + 1)), model.buffers)

@@ -21,6 +21,7 @@ OPCODE = "ARENAPLAN_CASCADE"
 VERSION = 1
 HEADER_WORDS = 4
 RECORD_WORDS = 40
+MAX_STAGES = 64  # the kernel keeps one row counter per stage on its stack
 MEAN_ROWS = "MEAN_ROWS"  # an average pool over the whole input, summed row by row
 KINDS = {
     "CONV_2D": 1,

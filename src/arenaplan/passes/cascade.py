@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from arenaplan.errors import UsageError
-from arenaplan.ir.cascade_format import OPCODE
+from arenaplan.ir.cascade_format import MAX_STAGES, OPCODE
 from arenaplan.ir.model import Model, Subgraph
 from arenaplan.passes.band_search import head_peak
 from arenaplan.passes.base import Origin, PassResult, compose, identity
@@ -55,7 +55,8 @@ def _try_chain(sg: Subgraph, ops: Sequence[int], buffers: Sequence[bytes]) -> Ch
 
 
 def longest_chains(sg: Subgraph, buffers: Sequence[bytes]) -> list[list[int]]:
-    """From each operator on, in order, the longest run that is a cascade."""
+    """From each operator on, in order, the longest run (of at most ``MAX_STAGES``)
+    that is a cascade."""
     ok = _stageable(sg, buffers)
     chains, a, n = [], 0, len(sg.operators)
     while a < n:
@@ -63,7 +64,7 @@ def longest_chains(sg: Subgraph, buffers: Sequence[bytes]) -> list[list[int]]:
             a += 1
             continue
         b = a
-        while b + 1 < n and ok[b + 1]:
+        while b + 1 < min(n, a + MAX_STAGES) and ok[b + 1]:
             b += 1
         end = next((e for e in range(b, a - 1, -1) if _valid(sg, a, e, buffers)), a - 1)
         if end < a:

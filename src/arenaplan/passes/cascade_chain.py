@@ -22,6 +22,7 @@ from arenaplan.ir.cascade_format import (
     IN_H,
     KIND,
     KIND_NAMES,
+    MAX_STAGES,
     MEAN_ROWS,
     OPCODE,
     OUT_C,
@@ -91,6 +92,8 @@ def _check_leaves(sg: Subgraph, ops: Sequence[int], stages: Sequence[Stage]) -> 
 
 def chain_of(sg: Subgraph, ops: Sequence[int], buffers: Sequence[bytes]) -> Chain:
     """The cascade of operators ``ops`` of ``sg`` (in order), or ``Uncascadable``."""
+    if not 1 <= len(ops) <= MAX_STAGES:
+        raise Uncascadable(f"a chain of {len(ops)} operators (the kernel runs 1 to {MAX_STAGES})")
     stages = [stage_of(sg, sg.operators[i], buffers) for i in ops]
     chain_input, sources = _sources(stages)
     _check_leaves(sg, ops, stages)
