@@ -1,24 +1,27 @@
-"""Cascade baseline: the built models of known shapes and two real ones, planned as
-they are and after the passes, for TFLM on arm32.
+"""Cascades: the built models of known shapes and two real ones, planned as they are,
+after bands and after the cascade pass, measured in TFLM built from source.
 
-    python benchmarks/cascade.py [--models DIR]
+    python benchmarks/cascade.py [--models DIR] [--no-instructions] [--only NAME]
 
-Models: MobileNetV1 0.25 with a 96x96x1 input and 2 classes (person_detect's shape),
+Needs TFLM built from source (``python scripts/build_tflm.py --variants
+host-reference,arm32-reference``) and valgrind for the instruction counts. Models:
+MobileNetV1 0.25 with a 96x96x1 input and 2 classes (person_detect's shape),
 MobileNetV2 1.0 224, DS-CNN M and L (``arenaplan.builder``), and ../shared/models'
-vww_96_int8 and ds_cnn_s_quantized (skipped, with a line on stderr, where absent). Every
-figure is in bytes and comes from ``run_plan``'s result with the arm32 profile and the
-reference kernels:
+vww_96_int8 and ds_cnn_s_quantized (skipped, with a line on stderr, where absent).
+Bytes, arm32 profile, TFLM's reference kernels:
 
-    ops            operators of the model as given
-    naive bound    live bytes at the peak in the model's own order, scratch included,
-                   sizes rounded to 16 (``Plan.lower_bound``)
-    head           arenaplan's plan of TFLM's non-persistent arena
-    tail           TFLM's persistent bytes predicted (``figures.tail``)
-    arena          the smallest single arena TFLM works in: head, tail and TFLM's
-                   planning room (``figures.array("arena")``)
-    passes: ...    the same three after ``--passes reorder,inplace,bands`` (objective:
-                   the arena; at most 10% extra MACs; not proven here)
-    s              seconds to plan both
+    naive bound    live bytes at the peak in the model's own order, scratch included
+    head, tail     arenaplan's plan of TFLM's head; TFLM's persistent tail predicted
+    whole          the smallest single arena TFLM works in (head, tail, planning room)
+    bands whole    the same after --passes reorder,inplace,bands (not proven here)
+    cascade ...    after --passes cascade,reorder,inplace: head, tail, whole as planned
+    measured       TFLM arm32-reference (qemu) running the cascaded model with its
+                   plan: head and tail as TFLM's recording allocator reports them (its
+                   runner adds the PyPI runtime's allocator objects to the tail)
+    instructions   callgrind's count of one invoke on TFLM host-reference: original ->
+                   cascaded (change)
+    proven         outputs bit-identical to the original's in host-reference (3 random
+                   inputs) and arm32-reference (1), and both measured heads = the plan
 """
 
 from __future__ import annotations
@@ -36,14 +39,24 @@ from arenaplan.builder.ds_cnn import ds_cnn
 from arenaplan.builder.mobilenet import mobilenet_v1, mobilenet_v2
 from arenaplan.pipeline import PlanRequest, PlanResult, Source, run_plan
 from arenaplan.reader import read_model_bytes
+from arenaplan.verify.compare import compare_models
+from arenaplan.verify.instructions import instructions_available, invoke_instructions
+from arenaplan.verify.native import NativeRunner, native_available
 
 DEFAULT_MODELS = Path(__file__).resolve().parents[2] / "shared" / "models"
-PASSES = ("reorder", "inplace", "bands")
+BANDS = ("reorder", "inplace", "bands")
+CASCADE = ("cascade", "reorder", "inplace")
 PROFILE = "arm32"
 SHARED = ("mlcommons-tiny__vww_96_int8", "arm-ml-examples__ds_cnn_s_quantized")
-COLUMNS = ("model", "ops", "naive bound", "head", "tail", "arena",
-           "passes: head", "passes: tail", "passes: arena", "s")  # fmt: skip
-
+COLUMNS = ("model", "naive bound", "head", "tail", "whole", "bands whole",
+           "cascade head", "tail", "whole", "measured head", "tail",
+           "instructions", "proven", "s")  # fmt: skip
+# the issue's targets: (model, figure, at most)
+TARGETS = (
+    ("mobilenet_v1_0.25_96x1 (person_detect)", "whole", 32_768),
+    ("mobilenet_v2_1.0_224", "head", 325_000),
+    ("ds_cnn_M", "head", 20_500),
+)
 
 BUILT: tuple[tuple[str, Callable[[], bytes]], ...] = (
     ("mobilenet_v1_0.25_96x1 (person_detect)", lambda: mobilenet_v1(0.25, 96, 1, 2)),
@@ -55,9 +68,13 @@ BUILT: tuple[tuple[str, Callable[[], bytes]], ...] = (
 
 def _sources(args: argparse.Namespace) -> Iterator[Source]:
     for name, build in BUILT:
+        if args.only and args.only not in name:
+            continue
         data = build()
         yield Source(data, read_model_bytes(data), name)
     for stem in SHARED:
+        if args.only and args.only not in stem:
+            continue
         path = args.models / f"{stem}.tflite"
         if not path.exists():
             print(f"{path} is absent: skipped", file=sys.stderr)
@@ -66,41 +83,89 @@ def _sources(args: argparse.Namespace) -> Iterator[Source]:
         yield Source(data, read_model_bytes(data), stem.split("__")[-1])
 
 
-def _figures(done: PlanResult) -> list[str]:
-    """Head, tail and whole arena of one result."""
-    figures = done.figures
-    assert figures is not None  # run_plan always makes them
-    arena = figures.array("arena")
+def _whole(done: PlanResult) -> int:
+    assert done.figures is not None  # run_plan always makes them
+    arena = done.figures.array("arena")
     assert arena is not None  # no target: one arena
-    whole = f"{'>=' if arena.at_least else ''}{arena.bytes:,}"
-    return [f"{figures.head:,}", f"{figures.tail:,}", whole]
+    return arena.bytes
 
 
-def _row(source: Source) -> list[str]:
+def _measure(source: Source, after: PlanResult) -> tuple[list[str], bool]:
+    """arm32 measured head and tail of the cascaded model, and whether it is proven."""
+    host = after.proof is not None and after.proof.proven
+    with NativeRunner("arm32-reference") as runner:
+        report = compare_models(source.data, after.planned, 1, 0, runner=runner, figures=False)
+    m = report.planned
+    if m is None:
+        return ["failed", ""], False
+    arm32 = report.identical and m.head == after.plan.arena
+    return [f"{m.head:,}", f"{m.tail:,}"], host and arm32
+
+
+def _instructions(source: Source, after: PlanResult, count: bool) -> str:
+    if not count:
+        return "-"
+    before = invoke_instructions(source.data)
+    cascaded = invoke_instructions(after.planned)
+    return f"{before:,} -> {cascaded:,} ({100 * (cascaded / before - 1):+.1f}%)"
+
+
+def _row(source: Source, count: bool) -> tuple[list[str], dict[str, int]]:
     start = time.perf_counter()
-    before = run_plan(PlanRequest(source, profile=PROFILE, prove=False))
-    after = run_plan(PlanRequest(source, profile=PROFILE, passes=PASSES, prove=False))
-    seconds = time.perf_counter() - start
-    return [
+    request = PlanRequest(source, profile=PROFILE, prove=False)
+    before = run_plan(request)
+    bands = run_plan(PlanRequest(source, profile=PROFILE, passes=BANDS, prove=False))
+    after = run_plan(PlanRequest(source, profile=PROFILE, passes=CASCADE))
+    assert after.figures is not None
+    measured, proven = _measure(source, after)
+    row = [
         source.name,
-        str(source.model.operator_count),
         f"{before.plan.lower_bound:,}",
-        *_figures(before),
-        *_figures(after),
-        f"{seconds:.1f}",
+        f"{before.plan.arena:,}",
+        f"{before.figures.tail:,}",  # type: ignore[union-attr]
+        f"{_whole(before):,}",
+        f"{_whole(bands):,}",
+        f"{after.plan.arena:,}",
+        f"{after.figures.tail:,}",
+        f"{_whole(after):,}",
+        *measured,
+        _instructions(source, after, count),
+        "yes" if proven else "NO",
+        f"{time.perf_counter() - start:.0f}",
     ]
+    return row, {"head": after.plan.arena, "whole": _whole(after)}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", type=Path, default=DEFAULT_MODELS)
+    parser.add_argument("--no-instructions", action="store_true", help="skip callgrind")
+    parser.add_argument("--only", help="the models whose name contains this")
     args = parser.parse_args()
-    table = Table(title=f"{PROFILE}, --passes {','.join(PASSES)} (bytes)")
+    for variant in ("host-reference", "arm32-reference"):
+        why = native_available(variant)
+        if why is not None:
+            print(f"benchmarks/cascade.py: {why}", file=sys.stderr)
+            return 2
+    count = not args.no_instructions
+    if count and instructions_available() is not None:
+        print(f"benchmarks/cascade.py: {instructions_available()}", file=sys.stderr)
+        return 2
+    table = Table(title=f"{PROFILE}, reference kernels; cascade = --passes {','.join(CASCADE)}")
     for col in COLUMNS:
         table.add_column(col, justify="left" if col == "model" else "right")
+    reached = {}
     for source in _sources(args):
-        table.add_row(*_row(source))
-    Console(width=200).print(table)
+        row, figures = _row(source, count)
+        table.add_row(*row)
+        reached[source.name] = figures
+    console = Console(width=240)
+    console.print(table)
+    for name, figure, limit in TARGETS:
+        if name in reached:
+            value = reached[name][figure]
+            verdict = "met" if value <= limit else "NOT met"
+            console.print(f"target {name} {figure} <= {limit:,} B: {value:,} B, {verdict}")
     return 0
 
 

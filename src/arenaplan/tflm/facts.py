@@ -308,6 +308,8 @@ class Kernel:
     refuses: tuple[Check, ...] = ()
     inplace: InPlaceRule | None = None
     view: str | None = None
+    # its Prepare holds one temporary TfLiteTensor at a time (else all of them)
+    one_temporary: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -401,15 +401,24 @@ def _temporaries(view: OpView, p: BuildProfile, passes: int) -> int:
     quantised one its TfLiteAffineQuantization and zero-point array), each
     tensor ``passes`` times (some kernels, e.g. CONV_2D, make them twice)."""
     used = 0
+    one = _one_temporary(view.op)
     for idx in [*view.op.inputs, *view.op.outputs] * passes:
         if not 0 <= idx < len(view.sg.tensors):
             continue
-        used = _up(used, p.pointer) + p.tflite_tensor
+        start = 0 if one else used
+        end = _up(start, p.pointer) + p.tflite_tensor
         q = view.sg.tensors[idx].quantization
         if q is not None and q.zero_points:
-            used = _up(used, p.pointer) + p.affine_quantization
-            used = _up(used, 4) + 4 + 4 * len(q.scales)
+            end = _up(end, p.pointer) + p.affine_quantization
+            end = _up(end, 4) + 4 + 4 * len(q.scales)
+        used = max(used, end) if one else end
     return used
+
+
+def _one_temporary(op: Operator) -> bool:
+    """The kernel's Prepare frees each temporary before it makes the next."""
+    kernel = (families.CUSTOM if op.is_custom else families.BUILTIN).get(op.opcode)
+    return kernel is not None and kernel.one_temporary
 
 
 def _prepare_peak(

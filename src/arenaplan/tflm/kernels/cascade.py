@@ -7,6 +7,8 @@ AllocatePersistentBuffer and RequestScratchBufferInArena it calls).
 - tail: Init's OpData, one int32 (the scratch buffer's index); no options struct,
   nothing in Prepare: the chain is read from the custom options in place and the
   quantisation data from constant tensors;
+- Prepare's temporaries: one at a time (each input or output it checks is
+  allocated, checked and freed before the next);
 - scratch: one request of the bytes the chain's header names (none for 0);
 - refuses: what the kernel's Prepare checks is what the pass writes;
 - in place: none.
@@ -29,4 +31,4 @@ def _scratch(ctx: ScratchView) -> list[int]:
     return [scratch] if scratch > 0 else []
 
 
-CUSTOM = {OPCODE: Kernel(OpRule(init_extra=_opdata), scratch=_scratch)}
+CUSTOM = {OPCODE: Kernel(OpRule(init_extra=_opdata), scratch=_scratch, one_temporary=True)}
