@@ -242,13 +242,12 @@ def _print(console: Console, request: PlanRequest, done: PlanResult) -> None:
     rewritten = done.rewrite is not None and done.rewrite.changed
     spread = tiers is not None
     print_summary(console, model, plan, name, spread, done.refusals, rewritten)
-    before = (done.source.model, done.before) if done.before else None
     if done.weights is not None:
         print_rewrite(console, records, None)
         assert done.figures is not None  # the pipeline makes them for every plan
         print_weights(console, done.weights, done.proof, done.figures, done.origin)
     else:
-        print_rewrite(console, records, done.proof, before, (model, plan), done.profile)
+        print_rewrite(console, records, done.proof, done.effect)
     if request.target is not None:
         from arenaplan.export.memories_summary import print_memories
 

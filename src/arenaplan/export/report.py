@@ -30,6 +30,7 @@ from arenaplan.weights.plan import WeightsPlan
 
 if TYPE_CHECKING:
     from arenaplan.cost.roofline import TensorKey
+    from arenaplan.export.rewrite_effect import RewriteEffect
 
 Region = tuple[str, int, int, int]  # (memory, base in the laid-out head, bytes used, capacity)
 # (subgraph, operator) of the model planned -> the operator of the model as given it
@@ -108,6 +109,26 @@ def _figures(
     rows.append((f"TFLM tail, profile {figures.profile} ({how})", figures.tail))
     table = _table(["", "bytes"], [[k, f"{v:,}"] for k, v in rows], text=(0,))
     return table + (_spread(plan, regions, refusal) if regions else "")
+
+
+def _effect(effect: RewriteEffect | None, rewritten: str) -> str:
+    """Head, tail, whole arena and estimated time before and after a proven rewrite."""
+    if effect is None:
+        return ""
+    rows = []
+    for label, side in (("the model as given", effect.before), (rewritten, effect.after)):
+        seconds = side.latency_seconds
+        latency = f"{1e3 * seconds:.3f}" if seconds is not None else "-"
+        rows.append([label, f"{side.head:,}", f"{side.tail:,}", f"{side.whole:,}", latency])
+    head = ["model", "head (B)", "tail (B)", "whole arena (B)", "estimated latency (ms)"]
+    note = f"profile {effect.profile}"
+    if effect.latency_model:
+        note += f"; latency: {effect.latency_model}, activations in the fastest memory"
+    return (
+        "<h2>Against the model as given</h2>"
+        + _table(head, rows, text=(0,))
+        + f"<p>{html.escape(note)}</p>"
+    )
 
 
 def _firmware(figures: Figures) -> str:
@@ -339,6 +360,7 @@ def html_report(
     figures: Figures,
     origin: OriginMap | None = None,
     rewritten: str = "a rewrite",
+    effect: RewriteEffect | None = None,
 ) -> str:
     """The page. ``where``/``regions``: a placement over several memories, when there
     is one (``regions``: (memory, base in the laid-out head, bytes used, capacity)).
@@ -352,7 +374,8 @@ def html_report(
     ``figures``: the plan's figures (``export.figures``), as every surface shows them.
     ``origin``: where each operator came from in the model as given, when a rewrite
     or weight copies changed the operators (None: they are the model's own);
-    ``rewritten``: what changed them, in words ("passes reorder, bands").
+    ``rewritten``: what changed them, in words ("passes reorder, bands"); ``effect``:
+    what a proven rewrite changed against the model as given.
     """
     title = f"arena plan: {name}"
     picture = (
@@ -373,6 +396,7 @@ def html_report(
         _figures(plan, refusal, figures, regions),
         _claim(plan, refusal, bool(regions)),
         _firmware(figures),
+        _effect(effect, rewritten),
         "<h2>Time x address</h2>",
         svg,
     ]

@@ -18,9 +18,10 @@ from rich.table import Table
 
 from arenaplan.ir.model import Model
 from arenaplan.placement.plan import Plan
-from arenaplan.tflm.tail import min_arena_estimate, predict_tail, tail_estimate
+from arenaplan.tflm.tail import tail_estimate
 
 if TYPE_CHECKING:  # types only: the summary prints what the passes and the proof say
+    from arenaplan.export.rewrite_effect import RewriteEffect
     from arenaplan.passes.pipeline import PassRecord
     from arenaplan.verify.prove import Proof
 
@@ -186,12 +187,10 @@ def print_rewrite(
     console: Console,
     records: Sequence[PassRecord],
     proof: Proof | None,
-    before: tuple[Model, Plan] | None = None,
-    after: tuple[Model, Plan] | None = None,
-    profile: str = "arm32",
+    effect: RewriteEffect | None = None,
 ) -> None:
     """One line per pass that ran, the proof of the rewritten model, and what the
-    rewrite changed against the model as given (``before``) for ``profile``."""
+    rewrite changed against the model as given (``effect``)."""
     for r in records:
         console.print(f"pass {r.name}: {escape(r.note)}")
     if proof is None:
@@ -204,17 +203,17 @@ def print_rewrite(
         f"proven in {proof.runtime}: outputs bit-identical to the original model's on "
         f"{proof.trials} random inputs; measured head {proof.head:,} B = the plan"
     )
-    if before is not None and after is not None:
-        (m0, p0), (m1, p1) = before, after
-        a0, a1 = (_smallest(m, p, profile) for m, p in ((m0, p0), (m1, p1)))
+    if effect is None:
+        return
+    b, a = effect.before, effect.after
+    console.print(
+        f"against the model as given: head {b.head:,} -> {a.head:,} B, "
+        f"tail {b.tail:,} -> {a.tail:,} B, whole arena {b.whole:,} -> {a.whole:,} B "
+        f"(profile {effect.profile})"
+    )
+    if b.latency_seconds is not None and a.latency_seconds is not None:
+        change = 100 * (a.latency_seconds / b.latency_seconds - 1) if b.latency_seconds else 0.0
         console.print(
-            f"against the model as given: head {p0.arena:,} -> {p1.arena:,} B, "
-            f"tail {predict_tail(m0, profile, kernels=p0.kernels):,} -> "
-            f"{predict_tail(m1, profile, kernels=p1.kernels):,} B, "
-            f"whole arena {a0:,} -> {a1:,} B (profile {profile})"
+            f"estimated latency {1e3 * b.latency_seconds:.3f} -> {1e3 * a.latency_seconds:.3f} "
+            f"ms ({change:+.1f}%; {effect.latency_model}, activations in the fastest memory)"
         )
-
-
-def _smallest(model: Model, plan: Plan, profile: str) -> int:
-    n_planned = len(plan.tensors) + len(plan.scratch)
-    return min_arena_estimate(model, plan.arena, n_planned, profile, plan.kernels).bytes

@@ -77,6 +77,7 @@ def render(request: PlanRequest, done: PlanResult) -> PlanResult:
             figures=done.figures,
             origin=origin,
             rewritten=rewritten,
+            effect=done.effect,
         )
         files["report"] = report.encode()
     return replace(done, blob=blob, files=files)
@@ -193,4 +194,5 @@ def _extra_json(done: PlanResult, blob: WeightsBlob | None) -> dict[str, object]
         baseline = figures.baseline[1] if figures.baseline else None
         weights = weights_json(done.weights, proof, blob, (figures.latency, baseline))
         return {"passes": passes, "proof": None, "weights": weights} | moved
-    return {"passes": passes, "proof": proof} | moved
+    effect = {"rewrite_effect": done.effect.as_dict()} if done.effect is not None else {}
+    return {"passes": passes, "proof": proof} | effect | moved

@@ -27,6 +27,7 @@ from arenaplan.tflm.kernel_sets import REFERENCE
 from arenaplan.tflm.refusals import tflm_refusals
 
 if TYPE_CHECKING:
+    from arenaplan.export.rewrite_effect import RewriteEffect
     from arenaplan.passes.base import Origin
     from arenaplan.verify.prove import Proof
     from arenaplan.weights.plan import Score, WeightsPlan
@@ -51,11 +52,21 @@ def run_plan(request: PlanRequest, notify: Notify = _ignore) -> PlanResult:
         head_only = objective_of(request) == "head"
         records = done.rewrite.records if done.rewrite else ()
         check_fit(request.fit, done.model, done.plan, profile, head_only, records)
-    done = replace(done, figures=_figures(request, done))
+    done = replace(done, figures=_figures(request, done), effect=_effect(request, done))
     if request.outputs is None:
         return done
     done = replace(done, refusals=tflm_refusals(done.model))
     return render(request, done)
+
+
+def _effect(request: PlanRequest, done: PlanResult) -> RewriteEffect | None:
+    """What a proven rewrite changed (None: no rewrite replaced the model as given)."""
+    if done.before is None:
+        return None
+    from arenaplan.export.rewrite_effect import rewrite_effect
+
+    before = (request.source.model, done.before)
+    return rewrite_effect(before, (done.model, done.plan), done.profile, request.target)
 
 
 def _figures(request: PlanRequest, done: PlanResult) -> Figures:

@@ -21,6 +21,7 @@ from arenaplan.targets import Memory, Target
 
 if TYPE_CHECKING:  # what only some requests use is imported by those that do
     from arenaplan.export.figures import Figures
+    from arenaplan.export.rewrite_effect import RewriteEffect
     from arenaplan.passes.base import Origin
     from arenaplan.pipeline.rewrite import Rewrite
     from arenaplan.placement.tiers import TierPlacement
@@ -112,7 +113,9 @@ class PlanResult:
     ``prove``); ``rewrite``: None when no pass ran or the rewrite was not proven;
     ``before``: the plan of the model as given, when a proven rewrite replaced it;
     ``weights``: the weights plan with ``weights``; ``figures``: what every surface
-    shows (the arrays to set, each memory's bytes, head, tail, latency); ``origin``:
+    shows (the arrays to set, each memory's bytes, head, tail, latency); ``effect``:
+    head, tail, whole arena and estimated time before and after a proven rewrite;
+    ``origin``:
     for each operator of ``model`` (model order), the operator of the model as given
     that it came from (None: inserted, a band's slice, padding or join, or a weight
     copy), or None when ``model`` runs the operators of the model as given in their
@@ -133,5 +136,6 @@ class PlanResult:
     blob: WeightsBlob | None = None
     refusals: tuple[str, ...] = ()
     figures: Figures | None = None
+    effect: RewriteEffect | None = None  # a proven rewrite against the model as given
     origin: Origin | None = None
     files: dict[str, bytes] = field(default_factory=dict)
