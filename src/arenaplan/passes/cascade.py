@@ -163,30 +163,55 @@ class Cascade:
         return {"stopped": "operator", "blocker": blocker(model)}
 
     def _choose(self, model: Model, subgraph: int, ops: list[int]) -> list[Chain]:
-        """The chains ``ops`` is cut into (none if cascading it does not pay)."""
+        """The chains ``ops`` is cut into (none if cascading it does not pay): the
+        whole run, or the cut ``cuts`` finds, whichever scores lower."""
         sg = model.subgraphs[subgraph]
         whole = _try_chain(sg, ops, model.buffers)
         if whole is None:
             return []
-        parts = [whole]
-        best = self.score(apply(model, parts)[0])
-        improved = self.split
-        while improved:
-            improved = False
-            for k, part in enumerate(parts):
-                for cut in range(1, len(part.ops)):
-                    left = _try_chain(sg, part.ops[:cut], model.buffers)
-                    right = _try_chain(sg, part.ops[cut:], model.buffers)
-                    if left is None or right is None:
-                        continue
-                    trial = [*parts[:k], left, right, *parts[k + 1 :]]
-                    s = self.score(apply(model, trial)[0])
-                    if s < best:
-                        best, parts, improved = s, trial, True
-                        break
-                if improved:
-                    break
+        candidates = [[whole]]
+        if self.split:
+            candidates.append(cuts(sg, ops, model.buffers))
+        scored = [(self.score(apply(model, c)[0]), len(c), c) for c in candidates if c]
+        best, _, parts = min(scored, key=lambda x: (x[0], x[1]))
         return parts if best < self.score(model) else []
+
+
+def _align16(n: int) -> int:
+    return (n + 15) & ~15
+
+
+def cuts(sg: Subgraph, ops: Sequence[int], buffers: Sequence[bytes]) -> list[Chain]:
+    """The run ``ops`` cut into cascades so that the largest of them (its input and
+    output tensors whole, plus its rings) is as small as can be, then into as few as
+    can be: a bottleneck shortest path over the cut points (each a place where
+    one tensor alone crosses). Bytes rounded to 16 as TFLM's planner does."""
+    n = len(ops)
+    best: list[tuple[int, int, int] | None] = [None] * (n + 1)  # (peak, parts, from)
+    best[0] = (0, 0, -1)
+    chains: dict[tuple[int, int], Chain] = {}
+    for j in range(1, n + 1):
+        for i in range(max(0, j - MAX_STAGES), j):
+            if best[i] is None or not _valid(sg, ops[i], ops[j - 1], buffers):
+                continue
+            c = _try_chain(sg, ops[i:j], buffers)
+            if c is None:
+                continue
+            t = sg.tensors
+            cost = _align16(t[c.input].nbytes) + _align16(t[c.output].nbytes) + _align16(c.scratch)
+            peak, parts, _ = best[i]  # type: ignore[misc]
+            trial = (max(peak, cost), parts + 1, i)
+            if best[j] is None or trial[:2] < best[j][:2]:  # type: ignore[index]
+                best[j] = trial
+                chains[(i, j)] = c
+    if best[n] is None:
+        return []
+    out, j = [], n
+    while j > 0:
+        i = best[j][2]  # type: ignore[index]
+        out.append(chains[(i, j)])
+        j = i
+    return out[::-1]
 
 
 def blocker(model: Model) -> str:
