@@ -4,6 +4,7 @@ tests/tflm/test_cascade_kernel.py and tests/tflm/test_cascade_plan.py.)"""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -72,3 +73,41 @@ def test_kernel_source_folder_must_exist(dscnn: Path, tmp_path: Path, capsys) ->
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "does not exist" in err
     assert not out.exists()
+
+
+def _cascaded_file(dscnn: Path, tmp_path: Path, **edits: int) -> Path:
+    """The cascaded DS-CNN with header words changed (``word_N=value``)."""
+    from flatbuffers import flexbuffers
+
+    from arenaplan.ir.cascade_format import OPCODE
+
+    model = read_model_bytes(dscnn.read_bytes())
+    cascaded, _ = run_passes(model, [make_pass("cascade", {})])
+    sg = cascaded.subgraphs[0]
+    op = next(o for o in sg.operators if o.opcode == OPCODE)
+    blob = bytearray(flexbuffers.Loads(op.custom_options)["chain"])
+    for key, value in edits.items():
+        k = int(key.split("_")[1])
+        blob[4 * k : 4 * k + 4] = value.to_bytes(4, "little", signed=True)
+    options = bytes(flexbuffers.Dumps({"version": 1, "chain": bytes(blob)}))
+    ops = tuple(replace(o, custom_options=options) if o is op else o for o in sg.operators)
+    bad = replace(cascaded, subgraphs=(replace(sg, operators=ops),))
+    path = tmp_path / "bad.tflite"
+    path.write_bytes(write_model(bad))
+    return path
+
+
+@pytest.mark.parametrize("edit", [{"word_0": 7}, {"word_1": 0}, {"word_3": 41}, {"word_2": -5}])
+def test_a_corrupt_chain_is_one_line(dscnn: Path, tmp_path: Path, capsys, edit) -> None:
+    bad = _cascaded_file(dscnn, tmp_path, **edit)
+    assert main(["plan", str(bad), "-o", str(tmp_path / "out.tflite")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "corrupt model" in err and "ARENAPLAN_CASCADE" in err
+    assert not (tmp_path / "out.tflite").exists()
+
+
+def test_the_pass_writes_the_same_bytes_every_time(dscnn: Path) -> None:
+    model = read_model_bytes(dscnn.read_bytes())
+    once = write_model(run_passes(model, [make_pass("cascade", {})])[0])
+    again = write_model(run_passes(model, [make_pass("cascade", {})])[0])
+    assert once == again
