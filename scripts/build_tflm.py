@@ -73,10 +73,10 @@ RUNNER_MK = """\
 # Written by arenaplan's scripts/build_tflm.py: the runner, with the library's flags.
 CXXFLAGS += $(ARENAPLAN_CFLAGS)
 CCFLAGS += $(ARENAPLAN_CFLAGS)
+RUNNER_CXX = $(CXX) $(CXXFLAGS) $(CORE_OPTIMIZATION_LEVEL)
 $(RUNNER_OUT).o: $(RUNNER_SRC)
 \t$(MKDIR_P) $(dir $@)
-\t$(CXX) $(CXXFLAGS) $(CORE_OPTIMIZATION_LEVEL) $(RUNNER_DEFINES) $(RUNNER_INCLUDES) \\
-\t\t$(INCLUDES) -c $< -o $@
+\t$(RUNNER_CXX) $(RUNNER_DEFINES) $(RUNNER_INCLUDES) $(INCLUDES) -c $< -o $@
 $(RUNNER_OUT)_startup.o: $(RUNNER_STARTUP)
 \t$(MKDIR_P) $(dir $@)
 \t$(CC) $(CCFLAGS) $(CORE_OPTIMIZATION_LEVEL) -c $< -o $@
@@ -296,11 +296,13 @@ def _sources(variant: Variant) -> list[Path]:
 
 
 def _sources_hash(variant: Variant) -> str:
-    """SHA-256 of the runner's sources, one after the other: a runner built before
-    any of them changed is recompiled and relinked."""
+    """SHA-256 of the runner's sources, one after the other, and of the make rules
+    that build it (``RUNNER_MK``): a runner built before any of them changed is
+    recompiled and relinked."""
     digest = hashlib.sha256()
     for path in _sources(variant):
         digest.update(path.read_bytes())
+    digest.update(RUNNER_MK.encode())
     return digest.hexdigest()
 
 
