@@ -27,7 +27,7 @@ from arenaplan.ir.cascade_format import MAX_STAGES, OPCODE
 from arenaplan.ir.model import Model, Subgraph
 from arenaplan.passes.band_search import head_peak
 from arenaplan.passes.base import Origin, PassResult, compose, identity
-from arenaplan.passes.cascade_chain import Chain, add_cascade, chain_of
+from arenaplan.passes.cascade_chain import STEP_PIXELS, Chain, add_cascade, chain_of
 from arenaplan.passes.cascade_stage import Uncascadable, stage_of
 from arenaplan.passes.edit import SubgraphEdit
 from arenaplan.tflm.kernel_sets import REFERENCE
@@ -47,9 +47,15 @@ def _stageable(sg: Subgraph, buffers: Sequence[bytes]) -> list[bool]:
     return out
 
 
-def _try_chain(sg: Subgraph, ops: Sequence[int], buffers: Sequence[bytes]) -> Chain | None:
+def _try_chain(
+    sg: Subgraph,
+    ops: Sequence[int],
+    buffers: Sequence[bytes],
+    kernels: str = REFERENCE,
+    step_pixels: int = STEP_PIXELS,
+) -> Chain | None:
     try:
-        return chain_of(sg, ops, buffers)
+        return chain_of(sg, ops, buffers, kernels, step_pixels)
     except Uncascadable:
         return None
 
@@ -99,7 +105,9 @@ def _valid(sg: Subgraph, a: int, e: int, buffers: Sequence[bytes]) -> bool:
 class Cascade:
     """Options: ``objective`` ("arena": head + tail, "head": the head alone),
     ``profile`` (TFLM's struct sizes for the tail), ``kernels`` (whose scratch the
-    head counts), ``split`` (cut chains where that lowers the score)."""
+    head counts; with CMSIS-NN kernels, CONV_2D stages compute ``step_pixels``
+    output pixels or more per CMSIS-NN call: fewer calls, larger rings; 0: a row
+    per call), ``split`` (cut chains where that lowers the score)."""
 
     name: ClassVar[str] = "cascade"
     summary: ClassVar[str] = (
@@ -112,12 +120,15 @@ class Cascade:
     kernels: str = REFERENCE
     split: bool = True
     fit: int | None = None
+    step_pixels: int = STEP_PIXELS
 
     def __post_init__(self) -> None:
         if self.objective not in OBJECTIVES:
             raise UsageError(f"cascade: objective must be one of {', '.join(OBJECTIVES)}")
         if self.profile not in PROFILES:
             raise UsageError(f"cascade: no tail profile {self.profile}")
+        if not isinstance(self.step_pixels, int) or self.step_pixels < 0:
+            raise UsageError("cascade: step_pixels must be an integer >= 0")
 
     def score(self, model: Model) -> int:
         return head_peak(model, self.kernels, PROFILES[self.profile].pointer) + self.tail(model)
@@ -162,10 +173,13 @@ class Cascade:
             return {"stopped": "tail", "tail": tail}
         return {"stopped": "operator", "blocker": blocker(model)}
 
+    def _chain(self, sg: Subgraph, ops: Sequence[int], buffers: Sequence[bytes]) -> Chain | None:
+        return _try_chain(sg, ops, buffers, self.kernels, self.step_pixels)
+
     def _choose(self, model: Model, subgraph: int, ops: list[int]) -> list[Chain]:
         """The chains ``ops`` is cut into (none if cascading it does not pay)."""
         sg = model.subgraphs[subgraph]
-        whole = _try_chain(sg, ops, model.buffers)
+        whole = self._chain(sg, ops, model.buffers)
         if whole is None:
             return []
         parts = [whole]
@@ -175,8 +189,8 @@ class Cascade:
             improved = False
             for k, part in enumerate(parts):
                 for cut in range(1, len(part.ops)):
-                    left = _try_chain(sg, part.ops[:cut], model.buffers)
-                    right = _try_chain(sg, part.ops[cut:], model.buffers)
+                    left = self._chain(sg, part.ops[:cut], model.buffers)
+                    right = self._chain(sg, part.ops[cut:], model.buffers)
                     if left is None or right is None:
                         continue
                     trial = [*parts[:k], left, right, *parts[k + 1 :]]
