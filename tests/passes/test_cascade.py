@@ -5,6 +5,8 @@ source (tests/tflm/test_cascade_kernel.py); here, what the pass writes."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from flatbuffers import flexbuffers
 
@@ -15,7 +17,7 @@ from arenaplan.ir.cascade_format import HEADER_WORDS, MAX_STAGES, MEAN_ROWS, OPC
 from arenaplan.ir.verifier import verify_ir
 from arenaplan.passes import make_pass, run_passes
 from arenaplan.passes.cascade import Cascade, longest_chains
-from arenaplan.passes.cascade_chain import chain_of
+from arenaplan.passes.cascade_chain import block_rows, chain_of
 from arenaplan.passes.cascade_rows import ADD, INPUT, RowGeometry, ring_rows
 from arenaplan.passes.cascade_stage import Uncascadable, stage_of
 from arenaplan.reader import read_model_bytes
@@ -38,9 +40,11 @@ class _Rings:
 
     def make(self, s: int, r: int) -> None:
         while s != INPUT and self.next[s] <= r:
-            self.compute(s, self.next[s])
-            self.slots[s][self.next[s] % len(self.slots[s])] = self.next[s]
-            self.next[s] += 1
+            y, n = self.next[s], self.g[s].step(self.next[s])
+            self.compute(s, y)
+            for k in range(y, y + n):
+                self.slots[s][k % len(self.slots[s])] = k
+            self.next[s] += n
 
     def read(self, s: int, r: int) -> None:
         if s != INPUT and self.slots[s][r % len(self.slots[s])] != r:
@@ -53,19 +57,23 @@ class _Rings:
                 self.make(g.src0, r)
                 self.read(g.src0, r)
             return
-        lo, hi = g.needs(y)
+        n = g.step(y)
+        lo, hi = g.needs_step(y)
         self.make(g.src0, hi)
         if g.kind == ADD:
-            self.make(g.src1, y)
-            self.read(g.src1, y)
+            self.make(g.src1, y + n - 1)
+            for r in range(y, y + n):
+                self.read(g.src1, r)
         for r in range(lo, hi + 1):
             self.read(g.src0, r)
 
 
 def _holds(stages: list[RowGeometry], rings: list[int]) -> bool:
     walk = _Rings(stages, rings)
-    for y in range(stages[-1].out_h):
+    y = 0
+    while y < stages[-1].out_h:
         walk.compute(len(stages) - 1, y)
+        y += stages[-1].step(y)
     return walk.ok
 
 
@@ -101,6 +109,55 @@ def test_rings_of_known_chains() -> None:
     residual = ring_rows(CHAINS["residual"])
     assert residual[0] == 2  # the block input waits one row for the ADD
     assert residual[4] == 1  # the mean reads one row at a time
+
+
+def _stepped(stages: list[RowGeometry], block: int) -> list[RowGeometry]:
+    return [dataclasses.replace(g, block=block if g.kind != MEAN_ROWS else 1) for g in stages]
+
+
+@pytest.mark.parametrize("block", [2, 3, 4])
+@pytest.mark.parametrize("name", sorted(CHAINS))
+def test_rings_of_steps_hold_whole_steps(name: str, block: int) -> None:
+    """Stages computing several rows per step: rings that hold every row read, in
+    whole steps (a multiple of block_rows: a step's rows in consecutive slots)."""
+    stages = _stepped(CHAINS[name], block)
+    rings = ring_rows(stages)
+    assert rings[-1] == 0
+    assert all(r > 0 and r % max(g.block, 1) == 0 for r, g in zip(rings[:-1], stages, strict=False))
+    assert _holds(stages, rings)
+
+
+def test_block_rows_fill_cmsis_nn_pixel_groups() -> None:
+    assert block_rows("CONV_2D", 5, 25, "reference") == 0  # one row per step
+    assert block_rows("DEPTHWISE_CONV_2D", 5, 25, "cmsis_nn") == 0
+    assert block_rows("CONV_2D", 5, 25, "cmsis_nn") == 4  # 20 pixels: >= 16, even
+    assert block_rows("CONV_2D", 3, 25, "cmsis_nn+mve") == 8  # 24 pixels: groups of 4
+    assert block_rows("CONV_2D", 48, 48, "cmsis_nn+dsp") == 0  # one row is enough
+    assert block_rows("CONV_2D", 6, 3, "cmsis_nn+mve") == 3  # all its rows
+    assert block_rows("CONV_2D", 5, 25, "cmsis_nn", step_pixels=0) == 0
+
+
+def test_cmsis_nn_steps_in_the_pass_output() -> None:
+    """With CMSIS-NN kernels the pass writes block_rows for CONV_2D stages, and the
+    model predicts the kernel's work buffer as a second request."""
+    from arenaplan.ir.cascade_format import BLOCK_ROWS, KINDS, decode
+    from arenaplan.tflm.scratch import scratch_requests
+    from arenaplan.tflm.sizes import tensor_bytes
+
+    model = read_model_bytes(mobilenet_v1(0.25, 96, 1, 2))
+    out, _ = run_passes(model, [make_pass("cascade", {"kernels": "cmsis_nn"})])
+    cascades = [op for op in out.subgraphs[0].operators if op.opcode == OPCODE]
+    records = [r for op in cascades for r in decode(op).records]
+    assert any(r[BLOCK_ROWS] > 1 for r in records if r[0] == KINDS["CONV_2D"])
+    assert all(r[BLOCK_ROWS] == 0 for r in records if r[0] != KINDS["CONV_2D"])
+    requests = scratch_requests(out, tensor_bytes(out), 8, "cmsis_nn")
+    per_op = [sum(1 for q in requests if q.op == op.index) for op in cascades]
+    assert 2 in per_op  # the chain's scratch and the work buffer
+    plain, _ = run_passes(model, [make_pass("cascade", {})])
+    plain_records = [
+        r for op in plain.subgraphs[0].operators if op.opcode == OPCODE for r in decode(op).records
+    ]
+    assert all(r[BLOCK_ROWS] == 0 for r in plain_records)
 
 
 BUILT = {

@@ -22,14 +22,20 @@ from testkit import MODELS_DIR, SHARED_ABSENT
 from arenaplan.builder.ds_cnn import ds_cnn
 from arenaplan.builder.mobilenet import mobilenet_v1, mobilenet_v2
 from arenaplan.builder.writer import ModelBuilder
+from arenaplan.export.offline_plan import with_offline_plan
 from arenaplan.export.tflite_writer import write_model
 from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Quantization
 from arenaplan.passes import make_pass, run_passes
+from arenaplan.placement import PlanOptions, plan_model
 from arenaplan.reader import read_model_bytes
+from arenaplan.tflm.scratch import scratch_requests
+from arenaplan.tflm.sizes import tensor_bytes
+from arenaplan.tflm.tail import NATIVE_PROFILES
 from arenaplan.verify.compare import compare_models
 from arenaplan.verify.inputs import random_inputs
 from arenaplan.verify.native import NativeRunner, native_available
+from arenaplan.verify.prove import prove
 from arenaplan.verify.runner import GENEROUS_ARENA
 
 CUSTOM = "ARENAPLAN_CASCADE"
@@ -289,13 +295,19 @@ class HandChain:
         b.set_io([x], [made[-1]])
         return b.finish()
 
-    def blob(self, full_rings: bool = False, words: dict | None = None) -> bytes:
-        """The chain blob: rings sized by the row order (or whole tensors)."""
-        rings = _ring_rows(self.stages) if not full_rings else [s.shape[0] for s in self.stages]
+    def blob(self, full_rings: bool = False, words: dict | None = None, steps: int = 0) -> bytes:
+        """The chain blob: rings sized by the row order (or whole tensors); ``steps``:
+        the block_rows of every stage but MEAN_ROWS (at most its rows)."""
+        blocks = [0 if st.kind == "MEAN_ROWS" else min(steps, st.shape[0]) for st in self.stages]
+        rings = (
+            _ring_rows(self.stages, blocks) if not full_rings else [s.shape[0] for s in self.stages]
+        )
+        rings = [-(-r // max(b, 1)) * max(b, 1) for r, b in zip(rings, blocks, strict=True)]
         rings[-1] = 0
         records, offset = [], 0
         for s, st in enumerate(self.stages):
             w = dict(st.words)
+            w[37] = blocks[s]
             w[25] = rings[s]
             w[26] = offset if rings[s] else 0
             offset += _align4(rings[s] * st.shape[1] * st.shape[2])
@@ -314,7 +326,11 @@ class HandChain:
         return np.array(flat, "<i4").tobytes()
 
     def cascaded(
-        self, full_rings: bool = False, words: dict | None = None, options: bytes | None = None
+        self,
+        full_rings: bool = False,
+        words: dict | None = None,
+        options: bytes | None = None,
+        steps: int = 0,
     ) -> bytes:
         """The one-operator model; ``words``: {(stage or "header", word): value} to
         break; ``options``: custom options to use instead of the right ones."""
@@ -330,7 +346,7 @@ class HandChain:
                 extra[(s, field_index)] = len(inputs) - 1
         for (s, f), index in extra.items():
             self.stages[s].words[f] = index
-        blob = self.blob(full_rings, words)
+        blob = self.blob(full_rings, words, steps)
         custom = (
             options if options is not None else flexbuffers.Dumps({"version": 1, "chain": blob})
         )
@@ -358,10 +374,14 @@ def _needs(st: _Stage, y: int) -> tuple[int, int]:
     return (inside[0], inside[-1]) if inside else (0, -1)
 
 
-def _ring_rows(stages: list[_Stage]) -> list[int]:
+def _ring_rows(stages: list[_Stage], blocks: list[int] | None = None) -> list[int]:
     """The row order of docs/cascade.md on row numbers: the largest next[s] - r at a
-    read of row r of stage s."""
+    read of row r of stage s; ``blocks``: each stage's block_rows (0: one)."""
     nxt, ring = [0] * len(stages), [0] * len(stages)
+    steps = [max(b, 1) for b in blocks] if blocks else [1] * len(stages)
+
+    def step(s: int, y: int) -> int:
+        return min(steps[s], stages[s].shape[0] - y)
 
     def read(s: int, lo: int, hi: int) -> None:
         if s >= 0 and hi >= lo:
@@ -369,8 +389,9 @@ def _ring_rows(stages: list[_Stage]) -> list[int]:
 
     def make(s: int, r: int) -> None:
         while s >= 0 and nxt[s] <= r:
-            compute(s, nxt[s])
-            nxt[s] += 1
+            y = nxt[s]
+            compute(s, y)
+            nxt[s] += step(s, y)
 
     def compute(s: int, y: int) -> None:
         st = stages[s]
@@ -379,17 +400,22 @@ def _ring_rows(stages: list[_Stage]) -> list[int]:
                 make(st.src0, r)
                 read(st.src0, r, r)
             return
-        lo, hi = _needs(st, y)
-        if hi >= lo:
-            make(st.src0, hi)
+        n = step(s, y)
+        spans = [_needs(st, k) for k in range(y, y + n)]
+        spans = [(lo, hi) for lo, hi in spans if hi >= lo]
+        if spans:
+            make(st.src0, spans[-1][1])
         if st.kind == "ADD":
-            make(st.src1, y)
-            read(st.src1, y, y)
-        read(st.src0, lo, hi)
+            make(st.src1, y + n - 1)
+            read(st.src1, y, y + n - 1)
+        if spans:
+            read(st.src0, spans[0][0], spans[-1][1])
 
     last = len(stages) - 1
-    for y in range(stages[last].shape[0]):
+    y = 0
+    while y < stages[last].shape[0]:
         compute(last, y)
+        y += step(last, y)
     return ring
 
 
@@ -458,14 +484,27 @@ def _outputs(runner: NativeRunner, model: bytes, inputs) -> list[bytes]:
     return [trial[0].tobytes() for trial in result.outputs]
 
 
-@pytest.mark.parametrize("full_rings", [False, True], ids=["rings", "whole"])
+# Every build: the CMSIS-NN ones run convolutions by CMSIS-NN on windows of rows.
+VARIANTS = ["host-reference", "arm32-reference", "host-cmsis_nn", "arm32-cmsis_nn", "m55-cmsis_nn"]
+# each CMSIS-NN build's kernel set (tflm.kernel_sets)
+CMSIS_KERNELS = {
+    "host-cmsis_nn": "cmsis_nn",
+    "arm32-cmsis_nn": "cmsis_nn+dsp",
+    "m55-cmsis_nn": "cmsis_nn+mve",
+}
+# rings sized by the row order, one row per step; whole tensors; steps of 3 rows
+LAYOUTS = {"rings": (False, 0), "whole": (True, 0), "steps3": (False, 3)}
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
 @pytest.mark.parametrize("name", list(HAND_CHAINS))
-@pytest.mark.parametrize("variant", ["host-reference", "arm32-reference"])
-def test_hand_chain_is_bit_identical(variant: str, name: str, full_rings: bool) -> None:
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_hand_chain_is_bit_identical(variant: str, name: str, layout: str) -> None:
     runner = _runner(variant)
     chain = HAND_CHAINS[name]()
     original = chain.original()
-    cascaded = chain.cascaded(full_rings=full_rings)
+    full_rings, steps = LAYOUTS[layout]
+    cascaded = chain.cascaded(full_rings=full_rings, steps=steps)
     inputs = random_inputs(read_model_bytes(original), 3, seed=7)
     assert _outputs(runner, cascaded, inputs) == _outputs(runner, original, inputs)
 
@@ -564,20 +603,42 @@ def _model(name: str) -> bytes:
     return path.read_bytes()
 
 
-def _cascaded(data: bytes) -> bytes:
-    model, _ = run_passes(read_model_bytes(data), [make_pass("cascade", {})])
+def _cascaded(data: bytes, kernels: str = "reference") -> bytes:
+    model, _ = run_passes(read_model_bytes(data), [make_pass("cascade", {"kernels": kernels})])
     ops = [op.opcode for op in model.subgraphs[0].operators]
     assert CUSTOM in ops, "the pass made no cascade"
     return write_model(model)
 
 
-@pytest.mark.parametrize(
-    ("variant", "name"),
-    [(v, n) for v in ("host-reference", "arm32-reference") for n in [*BUILT, *REAL]],
-)
+@pytest.mark.parametrize(("variant", "name"), [(v, n) for v in VARIANTS for n in [*BUILT, *REAL]])
 def test_cascade_pass_model_is_bit_identical(variant: str, name: str) -> None:
+    """The pass's output for the build's kernels (CMSIS-NN builds: steps of several
+    rows for CONV_2D) gives the original model's outputs in that build."""
     runner = _runner(variant)
     data = _model(name)
-    report = compare_models(data, _cascaded(data), 2, 0, runner=runner, figures=False)
+    cascaded = _cascaded(data, CMSIS_KERNELS.get(variant, "reference"))
+    report = compare_models(data, cascaded, 2, 0, runner=runner, figures=False)
     assert report.refused is None and report.failed is None, report.refused or report.failed
     assert report.identical, report.mismatch
+
+
+@pytest.mark.parametrize("name", list(BUILT))
+@pytest.mark.parametrize("variant", list(CMSIS_KERNELS))
+def test_cascade_plan_is_proven_in_the_cmsis_nn_build(variant: str, name: str) -> None:
+    """The plan of the pass's output for a CMSIS-NN kernel set, proven in its build:
+    the original's outputs, and TFLM's measured head the plan's (the kernel's second
+    request, its work buffer, predicted: tflm.cmsis_nn.cascade)."""
+    _runner(variant)
+    kernels = CMSIS_KERNELS[variant]
+    data = _model(name)
+    cascaded = _cascaded(data, kernels)
+    pointer = NATIVE_PROFILES["host" if variant.startswith("host") else "arm32"].pointer
+    model = read_model_bytes(cascaded)
+    requests = scratch_requests(model, tensor_bytes(model), pointer, kernels)
+    ops = {op.index for op in model.subgraphs[0].operators if op.opcode == CUSTOM}
+    assert [r for r in requests if r.op in ops], "no request of the cascade predicted"
+    plan = plan_model(model, PlanOptions(kernels=kernels, pointer_size=pointer))
+    planned = with_offline_plan(cascaded, plan.offline_offsets)
+    proof = prove(data, planned, plan.arena, kernels, own=True)
+    assert proof.proven, proof.reason
+    assert variant in proof.runtime

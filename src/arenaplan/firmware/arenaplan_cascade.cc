@@ -3,18 +3,24 @@
 // (custom options, chain blob, ring layout, row order) is arenaplan's
 // docs/cascade.md; this file follows it word for word.
 //
-// Memory. Persistent: one OpData, 4 bytes (the scratch buffer's handle) whatever
+// Memory. Persistent: one OpData, 4 bytes (the scratch buffers' handles) whatever
 // the chain: the chain is read in place from the custom options (in Prepare and in
-// each Eval) and the quantisation data from constant tensors. Arena: the one
-// scratch buffer of the blob's header (the rings, the MEAN_ROWS sums). Eval's
-// stack: next[] (4 bytes per stage, at most kMaxStages) and one small frame per
-// level of the pull recursion Make -> Compute -> Make (depth <= 2 x stages); a
-// stage record is decoded (160 bytes) only in the row functions, which are leaves.
+// each Eval) and the quantisation data from constant tensors. Arena: the scratch
+// buffer of the blob's header (the rings, the MEAN_ROWS sums), and in CMSIS-NN
+// builds the work buffer. Eval's stack: next[] (4 bytes per stage, at most
+// kMaxStages) and one small frame per level of the pull recursion
+// Make -> Compute -> Make (depth <= 2 x stages); a
+// stage record is decoded (160 bytes) only in the row functions, which are leaves
+// (in CMSIS-NN builds they call CMSIS-NN, whose frames come on top).
 //
 // Arithmetic. That of TFLM's reference int8 kernels (reference_integer_ops::
 // ConvPerChannel, DepthwiseConvPerChannel, AveragePool, MaxPool, AddFunc;
 // reference_ops::Pad), with TFLM's own MultiplyByQuantizedMultiplier*, so each
-// stage's output is bit-identical to the operator it replaced.
+// stage's output is bit-identical to the operator it replaced. In a CMSIS-NN
+// build (CMSIS_NN defined), CONV_2D and DEPTHWISE_CONV_2D run by CMSIS-NN's int8
+// wrappers on windows of rows, as TFLM's CMSIS-NN kernels run the whole operators
+// (section "CMSIS-NN builds" below); a second scratch buffer, the work buffer,
+// holds copies of windows and CMSIS-NN's own buffer.
 
 #include "arenaplan_cascade.h"
 
@@ -29,6 +35,10 @@
 #include "tensorflow/lite/micro/kernels/kernel_util.h"
 #include "tensorflow/lite/micro/micro_context.h"
 #include "tensorflow/lite/micro/micro_log.h"
+
+#if defined(CMSIS_NN)  // TFLM's Makefile defines it with OPTIMIZED_KERNEL_DIR=cmsis_nn
+#include "Include/arm_nnfunctions.h"
+#endif
 
 namespace tflite {
 namespace {
@@ -92,7 +102,7 @@ enum Field {
   kOutputMultiplier,
   kOutputShift,
   kPadValue,         // PAD: the int8 value of the rows and columns added
-  kReserved0,
+  kBlockRows,        // rows computed per step (0 or 1: one; MEAN_ROWS: 0 or 1)
   kReserved1,
   kReserved2,
 };
@@ -123,12 +133,14 @@ void Decode(const uint8_t* blob, int32_t stage, Stage* out) {
   for (int f = 0; f < kStageWords; ++f) out->words[f] = Word(blob, stage, static_cast<Field>(f));
 }
 
-// The kernel's persistent record: 4 bytes whatever the chain (arenaplan's model of
-// TFLM's persistent arena, tflm/kernels/cascade.py, counts exactly this).
+// The kernel's persistent record: 4 bytes whatever the chain and the build
+// (arenaplan's model of TFLM's persistent arena, tflm/kernels/cascade.py, counts
+// exactly this). TFLM's scratch handles count requests, far below 2^15.
 struct OpData {
-  int32_t scratch_index;  // TFLM's handle of the scratch buffer, -1 when none
+  int16_t scratch_index;  // TFLM's handle of the scratch buffer, -1 when none
+  int16_t work_index;     // CMSIS-NN builds: the work buffer's handle, -1 when none
 };
-static_assert(sizeof(OpData) == 4, "OpData is one int32");
+static_assert(sizeof(OpData) == 4, "OpData is two int16");
 
 // The chain as the custom options hold it (read in place, never copied).
 struct Chain {
@@ -367,8 +379,15 @@ bool CheckStage(MicroContext* micro_context, TfLiteNode* node, const Chain& chai
       st[kOutC] < 1) {
     return FailStage(s, "a dimension is < 1");
   }
-  if (st[kReserved0] != 0 || st[kReserved1] != 0 || st[kReserved2] != 0) {
+  if (st[kReserved1] != 0 || st[kReserved2] != 0) {
     return FailStage(s, "reserved words are not 0");
+  }
+  if (st[kBlockRows] < 0 || st[kBlockRows] > st[kOutH] ||
+      (st[kKind] == kMeanRows && st[kBlockRows] > 1)) {
+    return FailStage(s, "block_rows is not in 0..out_h (MEAN_ROWS: 0 or 1)");
+  }
+  if (s < chain.stages - 1 && st[kBlockRows] > 1 && st[kRingRows] % st[kBlockRows] != 0) {
+    return FailStage(s, "ring_rows is not a multiple of block_rows");
   }
   if (st[kActMin] > st[kActMax] || !InInt8(st[kActMin]) || !InInt8(st[kActMax]) ||
       !InInt8(-st[kInputOffset]) || !InInt8(st[kOutputOffset])) {
@@ -403,6 +422,181 @@ bool CheckChain(MicroContext* micro_context, TfLiteNode* node, const Chain& chai
   return true;
 }
 
+// ---------------------------------------------------------------------------
+// Row geometry, shared by Prepare (CMSIS-NN builds) and Eval.
+
+// needs(s, y) for src0 (not MEAN_ROWS): the first and last row, false when none.
+// Convolutions and pools: y*stride_h - pad_top + k*dilation_h, k in [0, filter_h),
+// those inside [0, in_h); ADD: y; PAD: y - pad_top if inside.
+bool NeededRows(const uint8_t* blob, int32_t s, int32_t y, int32_t* lo, int32_t* hi) {
+  const int32_t kind = Word(blob, s, kKind);
+  const int32_t in_h = Word(blob, s, kInH);
+  if (kind == kAdd) {
+    *lo = *hi = y;
+    return true;
+  }
+  if (kind == kPad) {
+    const int32_t r = y - Word(blob, s, kPadTop);
+    *lo = *hi = r;
+    return r >= 0 && r < in_h;
+  }
+  const int32_t first = y * Word(blob, s, kStrideH) - Word(blob, s, kPadTop);
+  const int32_t step = Word(blob, s, kDilationH);
+  if (first > in_h - 1) return false;
+  const int32_t k_lo = first >= 0 ? 0 : (-first + step - 1) / step;
+  int32_t k_hi = (in_h - 1 - first) / step;
+  if (k_hi > Word(blob, s, kFilterH) - 1) k_hi = Word(blob, s, kFilterH) - 1;
+  if (k_lo > k_hi) return false;
+  *lo = first + k_lo * step;
+  *hi = first + k_hi * step;
+  return true;
+}
+
+// Rows a step of stage s computes: block_rows, 0 meaning 1.
+int32_t BlockRows(const uint8_t* blob, int32_t s) {
+  const int32_t block = Word(blob, s, kBlockRows);
+  return block > 1 ? block : 1;
+}
+
+// The rows of src0 output rows y .. y+n-1 read together: from the first row's
+// first to the last row's last (needs is monotone in y); false when none.
+bool NeededBlock(const uint8_t* blob, int32_t s, int32_t y, int32_t n, int32_t* lo,
+                 int32_t* hi) {
+  bool any = false;
+  for (int32_t k = 0; k < n; ++k) {
+    int32_t row_lo = 0, row_hi = -1;
+    if (!NeededRows(blob, s, y + k, &row_lo, &row_hi)) continue;
+    if (!any) *lo = row_lo;
+    *hi = row_hi;
+    any = true;
+  }
+  return any;
+}
+
+#if defined(CMSIS_NN)
+// ---------------------------------------------------------------------------
+// CMSIS-NN builds: CONV_2D and DEPTHWISE_CONV_2D rows by CMSIS-NN's int8 wrappers,
+// the functions TFLM's cmsis_nn kernels call for the operators the chain replaced.
+//
+// A step of a convolution, output rows y .. y+n-1 (n: block_rows, fewer at the
+// end), reads rows lo..hi of its source (NeededBlock). They are described to
+// CMSIS-NN as an input of hi-lo+1 rows whose padding above is the rows of the
+// window before lo, and an output of n rows: the rows outside the window are then
+// CMSIS-NN's padding, as the rows outside the tensor are in the whole operator, and
+// each output element is the same integer sum, requantized by the same function.
+// The n output rows are contiguous (the output tensor, or ring slots: ring_rows is
+// a multiple of block_rows and steps start at multiples of it). A window that
+// wraps around its source's ring is copied to the start of the work buffer first;
+// CMSIS-NN's own buffer follows it (16-aligned).
+// The work buffer is a second scratch request, of
+//   window + buffer (window rounded up to 16 when buffer > 0), where
+//   window: over convolutions reading a ring of fewer rows than their in_h: the
+//           largest min((block_rows-1)*stride_h + (filter_h-1)*dilation_h + 1, in_h)
+//           * in_w * in_c, where that is above 1 row,
+//   buffer: the largest *_wrapper_s8_get_buffer_size over every step's window.
+// A step that reads no source row (wholly in the padding) takes the reference path.
+
+struct ConvWindow {
+  int32_t lo;        // first source row read
+  int32_t rows;      // hi - lo + 1
+  int32_t pad_top;   // rows of padding before lo: lo - (y * stride_h - pad_top)
+  int32_t out_rows;  // n
+};
+
+bool WindowOf(const uint8_t* blob, int32_t s, int32_t y, int32_t n, ConvWindow* window) {
+  int32_t lo = 0, hi = -1;
+  if (!NeededBlock(blob, s, y, n, &lo, &hi)) return false;
+  window->lo = lo;
+  window->rows = hi - lo + 1;
+  window->pad_top = lo - (y * Word(blob, s, kStrideH) - Word(blob, s, kPadTop));
+  window->out_rows = n;
+  return true;
+}
+
+// CMSIS-NN's description of a step of stage s (a convolution). Filter dims as
+// TFLM's kernels give them.
+struct CmsisCall {
+  cmsis_nn_conv_params conv;
+  cmsis_nn_dw_conv_params dw;
+  cmsis_nn_dims input;
+  cmsis_nn_dims filter;
+  cmsis_nn_dims bias;
+  cmsis_nn_dims output;
+};
+
+void Describe(const uint8_t* blob, int32_t s, const ConvWindow& window, CmsisCall* call) {
+  const int32_t out_c = Word(blob, s, kOutC);
+  call->input = {1, window.rows, Word(blob, s, kInW), Word(blob, s, kInC)};
+  call->output = {1, window.out_rows, Word(blob, s, kOutW), out_c};
+  call->bias = {1, 1, 1, out_c};
+  const bool conv = Word(blob, s, kKind) == kConv;
+  call->filter = {1, Word(blob, s, kFilterH), Word(blob, s, kFilterW),
+                  conv ? Word(blob, s, kInC) : out_c};
+  const cmsis_nn_tile stride = {Word(blob, s, kStrideW), Word(blob, s, kStrideH)};
+  const cmsis_nn_tile padding = {Word(blob, s, kPadLeft), window.pad_top};
+  const cmsis_nn_tile dilation = {Word(blob, s, kDilationW), Word(blob, s, kDilationH)};
+  const cmsis_nn_activation activation = {Word(blob, s, kActMin), Word(blob, s, kActMax)};
+  const int32_t input_offset = Word(blob, s, kInputOffset);
+  const int32_t output_offset = Word(blob, s, kOutputOffset);
+  call->conv = {input_offset, output_offset, stride, padding, dilation, activation};
+  call->dw = {input_offset, output_offset, Word(blob, s, kDepthMultiplier),
+              stride, padding, dilation, activation};
+}
+
+// Rows of the largest window stage s copies (0: its windows never wrap: it reads
+// the input tensor, a ring of at least in_h rows, or one row per step).
+int32_t WindowCopyRows(const uint8_t* blob, int32_t s) {
+  const int32_t kind = Word(blob, s, kKind);
+  if (kind != kConv && kind != kDepthwise) return 0;
+  const int32_t src = Word(blob, s, kSrc0);
+  const int32_t in_h = Word(blob, s, kInH);
+  if (src < 0 || Word(blob, src, kRingRows) >= in_h) return 0;
+  int32_t rows = (BlockRows(blob, s) - 1) * Word(blob, s, kStrideH) +
+                 (Word(blob, s, kFilterH) - 1) * Word(blob, s, kDilationH) + 1;
+  if (rows > in_h) rows = in_h;
+  return rows > 1 ? rows : 0;
+}
+
+int64_t WindowBytes(const uint8_t* blob, int32_t stages) {
+  int64_t bytes = 0;
+  for (int32_t s = 0; s < stages; ++s) {
+    const int64_t b =
+        int64_t{WindowCopyRows(blob, s)} * Word(blob, s, kInW) * Word(blob, s, kInC);
+    if (b > bytes) bytes = b;
+  }
+  return bytes;
+}
+
+int64_t Align16(int64_t n) { return (n + 15) & ~int64_t{15}; }
+
+// The largest buffer CMSIS-NN asks for any step of any convolution.
+int64_t CmsisBufferBytes(const uint8_t* blob, int32_t stages) {
+  int64_t bytes = 0;
+  for (int32_t s = 0; s < stages; ++s) {
+    const int32_t kind = Word(blob, s, kKind);
+    if (kind != kConv && kind != kDepthwise) continue;
+    const int32_t out_h = Word(blob, s, kOutH), block = BlockRows(blob, s);
+    for (int32_t y = 0; y < out_h; y += block) {
+      ConvWindow window;
+      if (!WindowOf(blob, s, y, out_h - y < block ? out_h - y : block, &window)) continue;
+      CmsisCall call;
+      Describe(blob, s, window, &call);
+      const int32_t b =
+          kind == kConv ? arm_convolve_wrapper_s8_get_buffer_size(&call.conv, &call.input,
+                                                                   &call.filter, &call.output)
+                        : arm_depthwise_conv_wrapper_s8_get_buffer_size(
+                              &call.dw, &call.input, &call.filter, &call.output);
+      if (b > bytes) bytes = b;
+    }
+  }
+  return bytes;
+}
+
+int64_t WorkBytes(int64_t window, int64_t buffer) {
+  return buffer > 0 ? Align16(window) + buffer : window;
+}
+#endif  // CMSIS_NN
+
 void* Init(TfLiteContext* context, const char* buffer, size_t length) {
   (void)buffer;  // the options are parsed in Prepare (node->custom_initial_data)
   (void)length;
@@ -410,7 +604,23 @@ void* Init(TfLiteContext* context, const char* buffer, size_t length) {
   if (raw == nullptr) return nullptr;
   OpData* data = static_cast<OpData*>(raw);
   data->scratch_index = -1;
+  data->work_index = -1;
   return data;
+}
+
+// One scratch request of `bytes` (none for 0); its handle into `*handle`.
+bool RequestScratch(MicroContext* micro_context, int64_t bytes, int16_t* handle) {
+  *handle = -1;
+  if (bytes <= 0) return true;
+  if (bytes > INT32_MAX) return Fail("a scratch buffer above 2 GiB");
+  int index = -1;
+  if (micro_context->RequestScratchBufferInArena(static_cast<size_t>(bytes), &index) !=
+      kTfLiteOk) {
+    return false;
+  }
+  if (index < 0 || index > INT16_MAX) return Fail("a scratch handle above 32767");
+  *handle = static_cast<int16_t>(index);
+  return true;
 }
 
 TfLiteStatus Prepare(TfLiteContext* context, TfLiteNode* node) {
@@ -424,13 +634,15 @@ TfLiteStatus Prepare(TfLiteContext* context, TfLiteNode* node) {
   if (!ParseOptions(node, /*verify=*/true, &chain) || !CheckChain(micro_context, node, chain)) {
     return kTfLiteError;
   }
-  data->scratch_index = -1;
-  if (chain.scratch_bytes > 0) {
-    int index = -1;
-    TF_LITE_ENSURE_STATUS(micro_context->RequestScratchBufferInArena(
-        static_cast<size_t>(chain.scratch_bytes), &index));
-    data->scratch_index = index;
+  if (!RequestScratch(micro_context, chain.scratch_bytes, &data->scratch_index)) {
+    return kTfLiteError;
   }
+  data->work_index = -1;
+#if defined(CMSIS_NN)
+  const int64_t work = WorkBytes(WindowBytes(chain.blob, chain.stages),
+                                 CmsisBufferBytes(chain.blob, chain.stages));
+  if (!RequestScratch(micro_context, work, &data->work_index)) return kTfLiteError;
+#endif
   return kTfLiteOk;
 }
 
@@ -446,6 +658,8 @@ struct Run {
   const int8_t* input;  // the operator's input 0, whole
   int8_t* output;       // the operator's output 0, written by the last stage
   int8_t* scratch;      // the rings and sums; nullptr without scratch
+  int8_t* window;       // CMSIS-NN builds: where wrapped windows are copied
+  void* cmsis_buffer;   // CMSIS-NN builds: CMSIS-NN's buffer; nullptr when none
   bool ok;              // false once a read found its row gone from a ring
   int32_t next[kMaxStages];  // rows of each stage computed so far
 };
@@ -487,33 +701,6 @@ bool Readable(Run* run, int32_t s, int32_t src, int32_t lo, int32_t hi) {
               static_cast<int>(next - ring_rows), static_cast<int>(next - 1));
   run->ok = false;
   return false;
-}
-
-// needs(s, y) for src0 (not MEAN_ROWS): the first and last row, false when none.
-// Convolutions and pools: y*stride_h - pad_top + k*dilation_h, k in [0, filter_h),
-// those inside [0, in_h); ADD: y; PAD: y - pad_top if inside.
-bool NeededRows(const uint8_t* blob, int32_t s, int32_t y, int32_t* lo, int32_t* hi) {
-  const int32_t kind = Word(blob, s, kKind);
-  const int32_t in_h = Word(blob, s, kInH);
-  if (kind == kAdd) {
-    *lo = *hi = y;
-    return true;
-  }
-  if (kind == kPad) {
-    const int32_t r = y - Word(blob, s, kPadTop);
-    *lo = *hi = r;
-    return r >= 0 && r < in_h;
-  }
-  const int32_t first = y * Word(blob, s, kStrideH) - Word(blob, s, kPadTop);
-  const int32_t step = Word(blob, s, kDilationH);
-  if (first > in_h - 1) return false;
-  const int32_t k_lo = first >= 0 ? 0 : (-first + step - 1) / step;
-  int32_t k_hi = (in_h - 1 - first) / step;
-  if (k_hi > Word(blob, s, kFilterH) - 1) k_hi = Word(blob, s, kFilterH) - 1;
-  if (k_lo > k_hi) return false;
-  *lo = first + k_lo * step;
-  *hi = first + k_hi * step;
-  return true;
 }
 
 // ---- Row functions (leaves of the recursion) --------------------------------
@@ -683,12 +870,47 @@ void PadRow(const Stage& st, const Rows& in, int32_t y, int8_t* out) {
   }
 }
 
-// Row y of stage s (any kind but MEAN_ROWS), its source rows made and readable.
-TFLITE_NOINLINE void ComputeRow(const Run& run, int32_t s, int32_t y) {
-  Stage st;
-  Decode(run.blob, s, &st);
+#if defined(CMSIS_NN)
+// Rows window.lo .. of the source, contiguous: in place (the input tensor, or a
+// ring where they do not wrap), else copied to run.window.
+const int8_t* WindowRows(const Run& run, const Rows& in, const ConvWindow& window) {
+  const size_t row_bytes = static_cast<size_t>(in.row_bytes);
+  if (in.ring_rows == 0) return in.base + window.lo * row_bytes;
+  const int32_t slot = window.lo % in.ring_rows;
+  if (slot + window.rows <= in.ring_rows) return in.base + slot * row_bytes;
+  const int32_t first = in.ring_rows - slot;  // rows before the ring's end
+  std::memcpy(run.window, in.base + slot * row_bytes, first * row_bytes);
+  std::memcpy(run.window + first * row_bytes, in.base, (window.rows - first) * row_bytes);
+  return run.window;
+}
+
+// Output rows y .. of a convolution by CMSIS-NN; false (said) if CMSIS-NN refuses.
+bool CmsisConvRows(const Run& run, int32_t s, const Stage& st, const Rows& in, int32_t y,
+                   const ConvWindow& window, int8_t* out) {
+  CmsisCall call;
+  Describe(run.blob, s, window, &call);
+  const Weights w = WeightsOf(run, st);
+  cmsis_nn_per_channel_quant_params quant = {const_cast<int32_t*>(w.multiplier),
+                                             const_cast<int32_t*>(w.shift)};
+  cmsis_nn_context ctx = {run.cmsis_buffer, 0};  // size: unread, as in TFLM's kernels
+  const int8_t* rows = WindowRows(run, in, window);
+  const arm_cmsis_nn_status status =
+      st[kKind] == kConv
+          ? arm_convolve_wrapper_s8(&ctx, &call.conv, &quant, &call.input, rows, &call.filter,
+                                    w.filter, &call.bias, w.bias, &call.output, out)
+          : arm_depthwise_conv_wrapper_s8(&ctx, &call.dw, &quant, &call.input, rows,
+                                          &call.filter, w.filter, &call.bias, w.bias,
+                                          &call.output, out);
+  if (status == ARM_CMSIS_NN_SUCCESS) return true;
+  MicroPrintf("ARENAPLAN_CASCADE: stage %d row %d: CMSIS-NN refused the window (status %d)",
+              static_cast<int>(s), static_cast<int>(y), static_cast<int>(status));
+  return false;
+}
+#endif  // CMSIS_NN
+
+// Row y of stage s by the reference arithmetic.
+void ComputeRow(const Run& run, int32_t s, const Stage& st, const Rows& in, int32_t y) {
   int8_t* out = OutputRow(run, s, st, y);
-  const Rows in = RowsOf(run, st[kSrc0], st[kInW] * st[kInC]);
   switch (st[kKind]) {
     case kConv:
       ConvRow(st, in, WeightsOf(run, st), y, out);
@@ -709,6 +931,22 @@ TFLITE_NOINLINE void ComputeRow(const Run& run, int32_t s, int32_t y) {
     default:
       break;  // Prepare admits no other kind
   }
+}
+
+// Rows y .. y+n-1 of stage s (any kind but MEAN_ROWS), their source rows made and
+// readable; false (said) when CMSIS-NN refuses a step.
+TFLITE_NOINLINE bool ComputeRows(const Run& run, int32_t s, int32_t y, int32_t n) {
+  Stage st;
+  Decode(run.blob, s, &st);
+  const Rows in = RowsOf(run, st[kSrc0], st[kInW] * st[kInC]);
+#if defined(CMSIS_NN)
+  ConvWindow window;
+  if ((st[kKind] == kConv || st[kKind] == kDepthwise) && WindowOf(run.blob, s, y, n, &window)) {
+    return CmsisConvRows(run, s, st, in, y, window, OutputRow(run, s, st, y));
+  }
+#endif
+  for (int32_t k = 0; k < n; ++k) ComputeRow(run, s, st, in, y + k);
+  return true;
 }
 
 // MEAN_ROWS's int32[out_c] sums in the scratch buffer (acc_offset is 4-aligned,
@@ -744,12 +982,21 @@ TFLITE_NOINLINE void WriteMean(const Run& run, int32_t s) {
 
 void Compute(Run* run, int32_t s, int32_t y);
 
-// make(s, r): stage s's rows up to r computed (nothing for the input, s = -1).
+// Rows of the step of stage s that starts at row y: block_rows, fewer at the end.
+int32_t StepRows(const uint8_t* blob, int32_t s, int32_t y) {
+  const int32_t left = Word(blob, s, kOutH) - y;
+  const int32_t block = BlockRows(blob, s);
+  return left < block ? left : block;
+}
+
+// make(s, r): stage s's rows up to r computed, a step at a time (nothing for the
+// input, s = -1).
 void Make(Run* run, int32_t s, int32_t r) {
   if (s < 0) return;
   while (run->ok && run->next[s] <= r) {
-    Compute(run, s, run->next[s]);
-    run->next[s] += 1;
+    const int32_t y = run->next[s];
+    Compute(run, s, y);
+    run->next[s] += StepRows(run->blob, s, y);
   }
 }
 
@@ -766,8 +1013,8 @@ void ComputeMean(Run* run, int32_t s) {
   WriteMean(*run, s);
 }
 
-// compute(s, y): make the last row of needs(s, y) (for ADD also src1's row y),
-// then compute output row y.
+// compute(s, y): the step of rows y .. y+n-1: make the last row their needs reach
+// (for ADD also src1's row y+n-1), then compute them.
 void Compute(Run* run, int32_t s, int32_t y) {
   const int32_t kind = Word(run->blob, s, kKind);
   if (kind == kMeanRows) {
@@ -776,14 +1023,15 @@ void Compute(Run* run, int32_t s, int32_t y) {
   }
   const int32_t src0 = Word(run->blob, s, kSrc0);
   const int32_t src1 = kind == kAdd ? Word(run->blob, s, kSrc1) : -1;
+  const int32_t n = StepRows(run->blob, s, y);
   int32_t lo = 0, hi = -1;
-  const bool reads = NeededRows(run->blob, s, y, &lo, &hi);
+  const bool reads = NeededBlock(run->blob, s, y, n, &lo, &hi);
   if (reads) Make(run, src0, hi);
-  if (kind == kAdd) Make(run, src1, y);
+  if (kind == kAdd) Make(run, src1, y + n - 1);
   if (!run->ok) return;
   if (reads && !Readable(run, s, src0, lo, hi)) return;
-  if (kind == kAdd && !Readable(run, s, src1, y, y)) return;
-  ComputeRow(*run, s, y);
+  if (kind == kAdd && !Readable(run, s, src1, y, y + n - 1)) return;
+  if (!ComputeRows(*run, s, y, n)) run->ok = false;
 }
 
 TfLiteStatus Eval(TfLiteContext* context, TfLiteNode* node) {
@@ -801,11 +1049,25 @@ TfLiteStatus Eval(TfLiteContext* context, TfLiteNode* node) {
                                         : static_cast<int8_t*>(GetMicroContext(context)
                                                                    ->GetScratchBuffer(
                                                                        data->scratch_index));
+  run.window = nullptr;
+  run.cmsis_buffer = nullptr;
+#if defined(CMSIS_NN)
+  if (data->work_index >= 0) {
+    int8_t* work =
+        static_cast<int8_t*>(GetMicroContext(context)->GetScratchBuffer(data->work_index));
+    const int64_t window = WindowBytes(run.blob, run.stages);
+    run.window = work;
+    // CMSIS-NN's buffer follows the window's rows, when it asked for one (WorkBytes)
+    if (CmsisBufferBytes(run.blob, run.stages) > 0) run.cmsis_buffer = work + Align16(window);
+  }
+#endif
   run.ok = true;
   for (int32_t s = 0; s < run.stages; ++s) run.next[s] = 0;
   const int32_t last = run.stages - 1;
   const int32_t out_h = Word(run.blob, last, kOutH);
-  for (int32_t y = 0; y < out_h && run.ok; ++y) Compute(&run, last, y);
+  for (int32_t y = 0; y < out_h && run.ok; y += StepRows(run.blob, last, y)) {
+    Compute(&run, last, y);
+  }
   return run.ok ? kTfLiteOk : kTfLiteError;
 }
 

@@ -44,6 +44,7 @@ IN_OFFSET, OUT_OFFSET, ACT_MIN, ACT_MAX = 21, 22, 23, 24
 RING_ROWS, RING_OFFSET, ACC_OFFSET = 25, 26, 27
 ADD_WORDS = 28  # input2_offset, left_shift, then three (multiplier, shift) pairs
 PAD_VALUE = 36
+BLOCK_ROWS = 37  # rows a stage computes per step (0 or 1: one)
 INPUT_SRC = -1  # a source word naming the operator's input 0 (kept whole)
 # header words
 H_VERSION, H_STAGES, H_SCRATCH, H_RECORD = 0, 1, 2, 3

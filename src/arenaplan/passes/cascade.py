@@ -18,7 +18,7 @@ every cascade, named in ``blocker``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -27,7 +27,7 @@ from arenaplan.ir.cascade_format import MAX_STAGES, OPCODE
 from arenaplan.ir.model import Model, Subgraph
 from arenaplan.passes.band_search import head_peak
 from arenaplan.passes.base import Origin, PassResult, compose, identity
-from arenaplan.passes.cascade_chain import Chain, add_cascade, chain_of
+from arenaplan.passes.cascade_chain import STEP_PIXELS, Chain, add_cascade, chain_of
 from arenaplan.passes.cascade_stage import Uncascadable, stage_of
 from arenaplan.passes.edit import SubgraphEdit
 from arenaplan.tflm.kernel_sets import REFERENCE
@@ -47,9 +47,15 @@ def _stageable(sg: Subgraph, buffers: Sequence[bytes]) -> list[bool]:
     return out
 
 
-def _try_chain(sg: Subgraph, ops: Sequence[int], buffers: Sequence[bytes]) -> Chain | None:
+def _try_chain(
+    sg: Subgraph,
+    ops: Sequence[int],
+    buffers: Sequence[bytes],
+    kernels: str = REFERENCE,
+    step_pixels: int = STEP_PIXELS,
+) -> Chain | None:
     try:
-        return chain_of(sg, ops, buffers)
+        return chain_of(sg, ops, buffers, kernels, step_pixels)
     except Uncascadable:
         return None
 
@@ -99,7 +105,9 @@ def _valid(sg: Subgraph, a: int, e: int, buffers: Sequence[bytes]) -> bool:
 class Cascade:
     """Options: ``objective`` ("arena": head + tail, "head": the head alone),
     ``profile`` (TFLM's struct sizes for the tail), ``kernels`` (whose scratch the
-    head counts), ``split`` (cut chains where that lowers the score)."""
+    head counts; with CMSIS-NN kernels, CONV_2D stages compute ``step_pixels``
+    output pixels or more per CMSIS-NN call: fewer calls, larger rings; 0: a row
+    per call), ``split`` (cut chains where that lowers the score)."""
 
     name: ClassVar[str] = "cascade"
     summary: ClassVar[str] = (
@@ -112,12 +120,15 @@ class Cascade:
     kernels: str = REFERENCE
     split: bool = True
     fit: int | None = None
+    step_pixels: int = STEP_PIXELS
 
     def __post_init__(self) -> None:
         if self.objective not in OBJECTIVES:
             raise UsageError(f"cascade: objective must be one of {', '.join(OBJECTIVES)}")
         if self.profile not in PROFILES:
             raise UsageError(f"cascade: no tail profile {self.profile}")
+        if not isinstance(self.step_pixels, int) or self.step_pixels < 0:
+            raise UsageError("cascade: step_pixels must be an integer >= 0")
 
     def score(self, model: Model) -> int:
         return head_peak(model, self.kernels, PROFILES[self.profile].pointer) + self.tail(model)
@@ -162,16 +173,19 @@ class Cascade:
             return {"stopped": "tail", "tail": tail}
         return {"stopped": "operator", "blocker": blocker(model)}
 
+    def _chain(self, sg: Subgraph, ops: Sequence[int], buffers: Sequence[bytes]) -> Chain | None:
+        return _try_chain(sg, ops, buffers, self.kernels, self.step_pixels)
+
     def _choose(self, model: Model, subgraph: int, ops: list[int]) -> list[Chain]:
         """The chains ``ops`` is cut into (none if cascading it does not pay): the
         whole run, or the cut ``cuts`` finds, whichever scores lower."""
         sg = model.subgraphs[subgraph]
-        whole = _try_chain(sg, ops, model.buffers)
+        whole = self._chain(sg, ops, model.buffers)
         if whole is None:
             return []
         candidates = [[whole]]
         if self.split:
-            candidates.append(cuts(sg, ops, model.buffers))
+            candidates.append(cuts(sg, ops, model.buffers, self._chain))
         scored = [(self.score(apply(model, c)[0]), len(c), c) for c in candidates if c]
         best, _, parts = min(scored, key=lambda x: (x[0], x[1]))
         return parts if best < self.score(model) else []
@@ -181,7 +195,12 @@ def _align16(n: int) -> int:
     return (n + 15) & ~15
 
 
-def cuts(sg: Subgraph, ops: Sequence[int], buffers: Sequence[bytes]) -> list[Chain]:
+def cuts(
+    sg: Subgraph,
+    ops: Sequence[int],
+    buffers: Sequence[bytes],
+    make: Callable[[Subgraph, Sequence[int], Sequence[bytes]], Chain | None],
+) -> list[Chain]:
     """The run ``ops`` cut into cascades so that the largest of them (its input and
     output tensors whole, plus its rings) is as small as can be, then into as few as
     can be: a bottleneck shortest path over the cut points (each a place where
@@ -194,7 +213,7 @@ def cuts(sg: Subgraph, ops: Sequence[int], buffers: Sequence[bytes]) -> list[Cha
         for i in range(max(0, j - MAX_STAGES), j):
             if best[i] is None or not _valid(sg, ops[i], ops[j - 1], buffers):
                 continue
-            c = _try_chain(sg, ops[i:j], buffers)
+            c = make(sg, ops[i:j], buffers)
             if c is None:
                 continue
             t = sg.tensors

@@ -3,19 +3,28 @@
 ``chain_of`` checks that a run of operators can be one cascade (one activation
 enters, only the last operator's output leaves, every operator is a stage), sizes
 the rings by simulating the kernel's row order (``cascade_rows``) and lays out the
-scratch buffer. ``add_cascade`` appends the operator to a ``SubgraphEdit``: its
+scratch buffer. For CMSIS-NN kernels (``kernels``), each CONV_2D stage computes
+several rows per step (``block_rows``), one CMSIS-NN call each: at least
+``step_pixels`` output pixels (the pass's option), a whole number of the pixel
+groups CMSIS-NN's matrix products take at a time (2, 4 with MVE). One row at a
+time, a narrow row pays per call what a pixel costs (the products sum each filter
+first) and a row of odd width leaves a slow single pixel. Steps cost ring rows: the
+rings of a stage and of its source hold whole steps.
+``add_cascade`` appends the operator to a ``SubgraphEdit``: its
 inputs are the chain's input, then each stage's filter, bias and quantisation data
 (new constant int32 tensors), in stage order.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from arenaplan.ir.cascade_format import (
     ACC_OFFSET,
     BIAS_IN,
+    BLOCK_ROWS,
     DIL_H,
     FILTER_H,
     FILTER_IN,
@@ -41,6 +50,12 @@ from arenaplan.ir.model import Operator, Subgraph
 from arenaplan.passes.cascade_rows import INPUT, RowGeometry, ring_rows
 from arenaplan.passes.cascade_stage import Stage, Uncascadable, stage_of
 from arenaplan.passes.edit import SubgraphEdit
+from arenaplan.tflm.kernel_sets import REFERENCE, cmsis_features
+
+# pixels CMSIS-NN's int8 matrix products (arm_nn_mat_mult_nt_t_s8, arm_convolve_s8's
+# im2col) take at a time: 2 in plain C and with DSP, 4 with MVE
+_PIXEL_GROUP = {"c": 2, "dsp": 2, "mve": 4}
+STEP_PIXELS = 16  # default: output pixels of a CONV_2D step at least (CMSIS-NN kernels)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,8 +80,36 @@ def _align4(n: int) -> int:
 def _geometry(w: Sequence[int]) -> RowGeometry:
     kind = KIND_NAMES[w[KIND]]
     return RowGeometry(
-        kind, w[SRC0], w[SRC1], w[IN_H], w[OUT_H], w[FILTER_H], w[STRIDE_H], w[DIL_H], w[PAD_TOP]
+        kind,
+        w[SRC0],
+        w[SRC1],
+        w[IN_H],
+        w[OUT_H],
+        w[FILTER_H],
+        w[STRIDE_H],
+        w[DIL_H],
+        w[PAD_TOP],
+        max(w[BLOCK_ROWS], 1),
     )
+
+
+def block_rows(
+    kind: str, out_w: int, out_h: int, kernels: str, step_pixels: int = STEP_PIXELS
+) -> int:
+    """Rows per step of a stage (the record's ``block_rows``; 0: one): for CMSIS-NN
+    kernels, a CONV_2D's fewest rows of at least ``step_pixels`` pixels that fill
+    CMSIS-NN's pixel groups (all its rows when there are fewer; ``step_pixels`` 0:
+    one row)."""
+    features = cmsis_features(kernels)
+    if features is None or kind != "CONV_2D":
+        return 0
+    if step_pixels <= 0:
+        return 0
+    multiple = _PIXEL_GROUP[features] // math.gcd(out_w, _PIXEL_GROUP[features])
+    rows = -(-step_pixels // out_w)
+    rows = -(-rows // multiple) * multiple
+    rows = min(rows, out_h)
+    return rows if rows > 1 else 0
 
 
 def _sources(stages: Sequence[Stage]) -> tuple[int, list[list[int]]]:
@@ -90,8 +133,15 @@ def _check_leaves(sg: Subgraph, ops: Sequence[int], stages: Sequence[Stage]) -> 
                 raise Uncascadable("an intermediate tensor is read outside the chain")
 
 
-def chain_of(sg: Subgraph, ops: Sequence[int], buffers: Sequence[bytes]) -> Chain:
-    """The cascade of operators ``ops`` of ``sg`` (in order), or ``Uncascadable``."""
+def chain_of(
+    sg: Subgraph,
+    ops: Sequence[int],
+    buffers: Sequence[bytes],
+    kernels: str = REFERENCE,
+    step_pixels: int = STEP_PIXELS,
+) -> Chain:
+    """The cascade of operators ``ops`` of ``sg`` (in order), or ``Uncascadable``;
+    its steps chosen for ``kernels`` (``tflm.kernel_sets``) and ``step_pixels``."""
     if not 1 <= len(ops) <= MAX_STAGES:
         raise Uncascadable(f"a chain of {len(ops)} operators (the kernel runs 1 to {MAX_STAGES})")
     stages = [stage_of(sg, sg.operators[i], buffers) for i in ops]
@@ -101,6 +151,7 @@ def chain_of(sg: Subgraph, ops: Sequence[int], buffers: Sequence[bytes]) -> Chai
     for w, src in zip(records, sources, strict=True):
         w[SRC0] = src[0]
         w[SRC1] = src[1] if len(src) > 1 else INPUT
+        w[BLOCK_ROWS] = block_rows(KIND_NAMES[w[KIND]], w[OUT_W], w[OUT_H], kernels, step_pixels)
     rings = ring_rows([_geometry(w) for w in records])
     at = 0
     for w, rows in zip(records, rings, strict=True):

@@ -33,6 +33,17 @@ class RowGeometry:
     stride_h: int = 1
     dilation_h: int = 1
     pad_top: int = 0
+    block: int = 1  # rows computed per step (block_rows; the last step may have fewer)
+
+    def step(self, y: int) -> int:
+        """Rows of the step that starts at row y."""
+        return min(max(self.block, 1), self.out_h - y)
+
+    def needs_step(self, y: int) -> tuple[int, int]:
+        """Rows [lo, hi] of src0 the step at row y reads together (hi < lo: none)."""
+        spans = [self.needs(k) for k in range(y, y + self.step(y))]
+        inside = [(lo, hi) for lo, hi in spans if lo <= hi]
+        return (inside[0][0], inside[-1][1]) if inside else (0, -1)
 
     def needs(self, y: int) -> tuple[int, int]:
         """Rows [lo, hi] of src0 that output row y reads (hi < lo: none)."""
@@ -57,8 +68,9 @@ class _Simulation:
         if s == INPUT:
             return
         while self.next[s] <= r:
-            self.compute(s, self.next[s])
-            self.next[s] += 1
+            y = self.next[s]
+            self.compute(s, y)
+            self.next[s] += self.stages[s].step(y)
 
     def read(self, s: int, r: int) -> None:
         if s != INPUT:
@@ -72,29 +84,38 @@ class _Simulation:
                 self.make(g.src0, r)
                 self.read(g.src0, r)
             return
-        lo, hi = g.needs(y)
+        n = g.step(y)
+        lo, hi = g.needs_step(y)
         self.make(g.src0, hi)
         if g.kind == ADD:
-            self.make(g.src1, y)
+            self.make(g.src1, y + n - 1)
         for r in range(lo, hi + 1):
             self.read(g.src0, r)
         if g.kind == ADD:
-            self.read(g.src1, y)
+            for r in range(y, y + n):
+                self.read(g.src1, r)
 
 
 def ring_rows(stages: list[RowGeometry]) -> list[int]:
     """Rows each stage's ring must hold; 0 for the last stage (it writes the
-    operator's output). Every stage but the last must be read by a later one."""
+    operator's output). Every stage but the last must be read by a later one. A
+    stage computing several rows per step gets a multiple of them (the kernel writes
+    a step's rows to consecutive slots)."""
     sim = _Simulation(stages)
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 4 * len(stages) + 100))
     try:
         last = len(stages) - 1
-        for y in range(stages[last].out_h):
+        y = 0
+        while y < stages[last].out_h:
             sim.compute(last, y)
+            y += stages[last].step(y)
     finally:
         sys.setrecursionlimit(limit)
     rings = [*sim.ring[:last], 0]
+    for s in range(last):
+        block = max(stages[s].block, 1)
+        rings[s] = -(-rings[s] // block) * block
     unread = [s for s in range(last) if rings[s] == 0]
     if unread:
         raise ValueError(f"stage {unread[0]} of the cascade is never read")

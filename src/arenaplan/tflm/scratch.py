@@ -65,8 +65,11 @@ def _apply(rule: ScratchRule, ctx: ScratchView) -> list[int]:
 
 def _rule_for(op: Operator, features: str | None) -> ScratchRule | None:
     """The rule of ``op``'s kernel: CMSIS-NN's when the build runs one for it."""
-    if features is not None and not op.is_custom:
-        cmsis = cmsis_nn.scratch_rule(features, op.opcode)
+    if features is not None:
+        if op.is_custom:
+            cmsis = cmsis_nn.custom_scratch_rule(features, op.opcode)
+        else:
+            cmsis = cmsis_nn.scratch_rule(features, op.opcode)
         if cmsis is not None:
             return lambda ctx: cmsis(ctx.view())
     return RULES.get(op.opcode)

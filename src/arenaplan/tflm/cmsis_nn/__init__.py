@@ -12,9 +12,13 @@ and TRANSPOSE, and the reference kernels for everything else
 the answer of when it is above 0 (TRANSPOSE_CONV int8 requests both of its buffers
 always); ``common`` what the kernels compute alike before they ask.
 
-API: ``scratch_rule`` and ``tail_rule`` (read by ``tflm.scratch`` and ``tflm.tail``),
-``is_cmsis_kernel``, ``refusals`` and ``model_refusals``, ``INPLACE_READ`` (read by
-``tflm.aliases``), and the buffer-size functions.
+arenaplan's own ARENAPLAN_CASCADE kernel calls CMSIS-NN too in these builds; what
+it asks for then is in ``cascade`` (``custom_scratch_rule``).
+
+API: ``scratch_rule``, ``custom_scratch_rule`` and ``tail_rule`` (read by
+``tflm.scratch`` and ``tflm.tail``), ``is_cmsis_kernel``, ``refusals`` and
+``model_refusals``, ``INPLACE_READ`` (read by ``tflm.aliases``), and the
+buffer-size functions.
 
 **Tail**: the kernels' own OpData structs (``structs``, names ``cmsis_nn:*``), and
 what their Prepare allocates. TFLM's Makefile builds with
@@ -43,10 +47,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from types import ModuleType
 
-from arenaplan.ir.model import Model
+from arenaplan.ir.cascade_format import OPCODE as CASCADE
+from arenaplan.ir.model import Model, Operator
 from arenaplan.tflm.cmsis_nn import (
     add,
     batch_matmul,
+    cascade,
     conv,
     depthwise_conv,
     fully_connected,
@@ -87,6 +93,7 @@ __all__ = [
     "convolve_s8_buffer",
     "convolve_wrapper_s8_buffer",
     "convolve_wrapper_s16_buffer",
+    "custom_scratch_rule",
     "depthwise_wrapper_s4_buffer",
     "depthwise_wrapper_s8_buffer",
     "fully_connected_s8_buffer",
@@ -154,6 +161,17 @@ def scratch_rule(features: str, opcode: str) -> Callable[[OpView], list[int]] | 
     kernel = KERNELS.get(opcode)
     rule = kernel.scratch if kernel is not None else None
     return None if rule is None else lambda v: rule(features, v)
+
+
+# custom code -> its kernel's scratch requests in a CMSIS-NN build (arenaplan's own)
+CUSTOM_SCRATCH: dict[str, Callable[[str, Operator], list[int]]] = {CASCADE: cascade.scratch}
+
+
+def custom_scratch_rule(features: str, opcode: str) -> Callable[[OpView], list[int]] | None:
+    """The scratch rule of custom ``opcode``'s kernel in a CMSIS-NN build, when it
+    differs from the reference build's (None: as there)."""
+    rule = CUSTOM_SCRATCH.get(opcode)
+    return None if rule is None else lambda v: rule(features, v.op)
 
 
 def tail_rule(features: str, opcode: str) -> OpRule | None:

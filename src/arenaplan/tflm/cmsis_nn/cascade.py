@@ -1,0 +1,136 @@
+"""ARENAPLAN_CASCADE in a CMSIS-NN build: arenaplan's own kernel
+(src/arenaplan/firmware/arenaplan_cascade.cc, docs/cascade.md) runs its CONV_2D and
+DEPTHWISE_CONV_2D steps by CMSIS-NN's int8 wrappers, as TFLM's
+tensorflow/lite/micro/kernels/cmsis_nn/conv.cc and
+tensorflow/lite/micro/kernels/cmsis_nn/depthwise_conv.cc call them, on windows of
+rows. Not a kernel of ``kernels/cmsis_nn/`` (no ``KERNELS`` here): what the kernel
+asks for besides the reference facts (``tflm.kernels.cascade``).
+
+- scratch (Prepare): the chain's scratch (as the reference kernel), then a work
+  buffer when above 0: ``window + buffer``, the window rounded up to 16 when
+  ``buffer`` is above 0, where
+  - ``window``: over convolutions reading a ring of fewer rows than their
+    ``in_h``, the largest ``min((block_rows-1)*stride_h + (filter_h-1)*dilation_h
+    + 1, in_h) * in_w * in_c`` above one row (a window that wraps around the ring
+    is copied there);
+  - ``buffer``: the largest ``arm_convolve_wrapper_s8_get_buffer_size`` /
+    ``arm_depthwise_conv_wrapper_s8_get_buffer_size`` over every step's window
+    (``buffer_sizes``): an input of the window's rows, padding above it the rows
+    before its first, an output of the step's rows;
+- tail, refusals, in place: as the reference facts (OpData stays 4 bytes).
+"""
+
+from __future__ import annotations
+
+from arenaplan.ir.cascade_format import (
+    BLOCK_ROWS,
+    DIL_H,
+    DIL_W,
+    FILTER_H,
+    FILTER_W,
+    IN_C,
+    IN_H,
+    IN_W,
+    KIND,
+    KINDS,
+    OUT_C,
+    OUT_H,
+    OUT_W,
+    PAD_LEFT,
+    PAD_TOP,
+    RING_ROWS,
+    SRC0,
+    STRIDE_H,
+    STRIDE_W,
+    ChainBlob,
+    decode,
+)
+from arenaplan.ir.model import Operator
+from arenaplan.tflm.cmsis_nn.buffer_sizes import (
+    DW_ONE_IN_CH_THRESHOLD,
+    Dims,
+    Window,
+    convolve_wrapper_s8_buffer,
+    depthwise_wrapper_s8_buffer,
+)
+
+CONV, DEPTHWISE = KINDS["CONV_2D"], KINDS["DEPTHWISE_CONV_2D"]
+
+
+def _needs(r: tuple[int, ...], y: int) -> tuple[int, int] | None:
+    """The first and last rows of its source output row y of a convolution reads."""
+    first = y * r[STRIDE_H] - r[PAD_TOP]
+    inside = [
+        first + k * r[DIL_H] for k in range(r[FILTER_H]) if 0 <= first + k * r[DIL_H] < r[IN_H]
+    ]
+    return (inside[0], inside[-1]) if inside else None
+
+
+def _steps(r: tuple[int, ...]):
+    """Each step's first row, rows, and the source rows it reads (None: none)."""
+    block = max(r[BLOCK_ROWS], 1)
+    for y in range(0, r[OUT_H], block):
+        n = min(block, r[OUT_H] - y)
+        spans = [s for s in (_needs(r, k) for k in range(y, y + n)) if s is not None]
+        yield y, n, ((spans[0][0], spans[-1][1]) if spans else None)
+
+
+def _buffer(features: str, r: tuple[int, ...]) -> int:
+    """The largest buffer CMSIS-NN asks for a step of convolution record ``r``."""
+    largest = 0
+    for y, n, span in _steps(r):
+        if span is None:
+            continue  # wholly in the padding: the reference path
+        lo, hi = span
+        p = Window(
+            r[STRIDE_H],
+            r[STRIDE_W],
+            lo - (y * r[STRIDE_H] - r[PAD_TOP]),
+            r[PAD_LEFT],
+            r[DIL_H],
+            r[DIL_W],
+        )
+        x = Dims(1, hi - lo + 1, r[IN_W], r[IN_C])
+        out = Dims(1, n, r[OUT_W], r[OUT_C])
+        if r[KIND] == CONV:
+            size = convolve_wrapper_s8_buffer(
+                features, p, x, Dims(1, r[FILTER_H], r[FILTER_W], r[IN_C]), out
+            )
+        elif features == "mve" and x.c == 1 and out.c > DW_ONE_IN_CH_THRESHOLD:
+            # arm_deptwise_conv_s8_one_in_ch_get_buffer_size_mve: a convolution's
+            # size for these params (the stride is set here), plus the filter
+            as_conv = Dims(out.c, r[FILTER_H], r[FILTER_W], 1)
+            size = convolve_wrapper_s8_buffer("mve", p, x, as_conv, out)
+            size += out.c * r[FILTER_H] * r[FILTER_W]
+        else:
+            f = Dims(1, r[FILTER_H], r[FILTER_W], r[OUT_C])
+            size = depthwise_wrapper_s8_buffer(features, p, x, f, out)
+        largest = max(largest, size)
+    return largest
+
+
+def _window(chain: ChainBlob, r: tuple[int, ...]) -> int:
+    """Bytes of the largest window of record ``r`` that may wrap around its ring."""
+    src = r[SRC0]
+    if r[KIND] not in (CONV, DEPTHWISE) or src < 0 or chain.records[src][RING_ROWS] >= r[IN_H]:
+        return 0
+    block = max(r[BLOCK_ROWS], 1)
+    rows = (block - 1) * r[STRIDE_H] + (r[FILTER_H] - 1) * r[DIL_H] + 1
+    rows = min(rows, r[IN_H])
+    return rows * r[IN_W] * r[IN_C] if rows > 1 else 0
+
+
+def work_bytes(features: str, op: Operator) -> int:
+    """The work buffer the kernel requests in a CMSIS-NN build of ``features``."""
+    chain = decode(op)
+    convs = [r for r in chain.records if r[KIND] in (CONV, DEPTHWISE)]
+    window = max((_window(chain, r) for r in convs), default=0)
+    buffer = max((_buffer(features, r) for r in convs), default=0)
+    return (window + 15) // 16 * 16 + buffer if buffer > 0 else window
+
+
+def scratch(features: str, op: Operator) -> list[int]:
+    """Every request of the kernel's Prepare, in order: the chain's scratch, then the
+    work buffer (each when above 0)."""
+    sizes = [decode(op).scratch, work_bytes(features, op)]
+    return [n for n in sizes if n > 0]
