@@ -203,6 +203,7 @@ def request_from_args(args: argparse.Namespace) -> PlanRequest:
         fit=args.fit,
         clobber_inputs=args.clobber_inputs,
         objective=args.objective,
+        step_pixels=args.step_pixels,
         weights=args.weights,
         arena_memory=args.arena_memory,
         persistent_memory=args.persistent_memory,

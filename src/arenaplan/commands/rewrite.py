@@ -13,7 +13,7 @@ import argparse
 from arenaplan.passes import PASS_CLASSES
 from arenaplan.passes.bands import OBJECTIVES
 from arenaplan.pipeline.rewrite import FIT_PASSES
-from arenaplan.units import SIZE_HELP, percent_arg, size_arg
+from arenaplan.units import SIZE_HELP, count_arg, percent_arg, size_arg
 
 
 def pass_list(text: str) -> tuple[str, ...]:
@@ -59,6 +59,16 @@ def add_pass_options(p: argparse.ArgumentParser) -> None:
         help="what bands minimise and --fit bounds: the head alone, or the arena (head + "
         "TFLM's persistent tail for the profile) (default: head with --persistent-memory, "
         "else arena)",
+    )
+    p.add_argument(
+        "--step-pixels",
+        type=count_arg(0),
+        default=None,
+        metavar="N",
+        help="cascade with CMSIS-NN kernels: output pixels of a convolution per CMSIS-NN "
+        "call (whole rows; 0: one row). Fewer keep fewer rows in the arena and run more "
+        "instructions (default 16: within a few %% of the original's; --fit lowers it to 0 "
+        "when it must)",
     )
     p.add_argument(
         "--clobber-inputs",

@@ -19,7 +19,7 @@ every cascade, named in ``blocker``).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from arenaplan.errors import UsageError
@@ -161,6 +161,10 @@ class Cascade:
                  "score_after": after}  # fmt: skip
         if self.fit is not None:
             stats |= self._stopped(current, after)
+            if after > self.fit and self.kernels != REFERENCE and self.step_pixels > 0:
+                return replace(self, step_pixels=0).run(model)  # memory before speed
+        if self.kernels != REFERENCE:
+            stats["step_pixels"] = self.step_pixels
         return PassResult(current, True, note, stats, origin)
 
     def _stopped(self, model: Model, after: int) -> dict[str, int | float | str]:

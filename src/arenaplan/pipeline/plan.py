@@ -174,6 +174,8 @@ def _rewrite(request: PlanRequest, profile: str, kernels: str) -> Rewrite:
         "objective": objective,
         "kernels": kernels,
     }
+    if request.step_pixels is not None:
+        options["step_pixels"] = request.step_pixels
     return run_rewrite(request.source.model, pass_names(request), options)
 
 
