@@ -91,3 +91,23 @@ def test_fit_names_the_limit_the_cascades_met(tmp_path: Path, capsys) -> None:
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--fit 2,048 B" in err
     assert "the cascades" in err
+
+
+def test_fit_with_cmsis_nn_trades_speed_for_memory_when_it_must(tmp_path: Path, capsys) -> None:
+    """DS-CNN M with CMSIS-NN: steps of 16 pixels (the default) do not reach 25,000 B,
+    steps of one row do; ``--step-pixels 0`` asks for them directly."""
+    _need("host-cmsis_nn")
+    model = tmp_path / "ds_cnn_m.tflite"
+    model.write_bytes(ds_cnn("M"))
+    js = tmp_path / "plan.json"
+    args = ["plan", str(model), "--kernels", "cmsis_nn", "--json", str(js), "-q"]
+    assert main([*args, "--fit", "25000"]) == 0, capsys.readouterr().err
+    fitted = json.loads(js.read_text())
+    assert fitted["passes"][0]["stats"]["step_pixels"] == 0 and fitted["proof"]["proven"]
+    assert main([*args, "--passes", "cascade", "--step-pixels", "0"]) == 0
+    asked = json.loads(js.read_text())
+    assert asked["arena"]["size"] == fitted["arena"]["size"]
+    assert main([*args, "--passes", "cascade"]) == 0
+    default = json.loads(js.read_text())
+    assert default["passes"][0]["stats"]["step_pixels"] == 16
+    assert default["rewrite_effect"]["after"]["whole"] > 25_000
