@@ -38,9 +38,10 @@ def _stage(c: KernelCounts, w: tuple[int, ...], last: bool) -> None:
             c.load(c.i(w[f.FILTER_IN]), taps * per_tap)
             c.load(c.i(w[f.BIAS_IN]) if w[f.BIAS_IN] >= 0 else None, outputs)
             c.load(c.i(w[f.QUANT_IN]), 2 * outputs, 4)
-    elif kind == "ADD":
+    elif kind in f.ELEMENTWISE:  # each input element read once (both inputs': two)
         c.load(src, outputs)
-        c.load(_where(c, w[f.SRC1]), outputs)
+        if kind in f.TWO_INPUTS:
+            c.load(_where(c, w[f.SRC1]), outputs)
     elif kind == "PAD":
         c.load(src, ih * iw * ic)
     else:  # MEAN_ROWS: each input element added to its channel's sum

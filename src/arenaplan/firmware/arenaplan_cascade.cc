@@ -14,8 +14,9 @@
 // (in CMSIS-NN builds they call CMSIS-NN, whose frames come on top).
 //
 // Arithmetic. That of TFLM's reference int8 kernels (reference_integer_ops::
-// ConvPerChannel, DepthwiseConvPerChannel, AveragePool, MaxPool, AddFunc;
-// reference_ops::Pad), with TFLM's own MultiplyByQuantizedMultiplier*, so each
+// ConvPerChannel, DepthwiseConvPerChannel, AveragePool, MaxPool, AddFunc, Mul;
+// reference_ops::Pad, SubElementwise, QuantizeLeakyRelu; ReluQuantized,
+// Relu6Quantized), with TFLM's own MultiplyByQuantizedMultiplier*, so each
 // stage's output is bit-identical to the operator it replaced. In a CMSIS-NN
 // build (CMSIS_NN defined), CONV_2D and DEPTHWISE_CONV_2D run by CMSIS-NN's int8
 // wrappers on windows of rows, as TFLM's CMSIS-NN kernels run the whole operators
@@ -61,13 +62,26 @@ enum Kind : int32_t {
   kAdd = 5,
   kPad = 6,
   kMeanRows = 7,
+  kRelu = 8,
+  kRelu6 = 9,
+  kLeakyRelu = 10,
+  kMul = 11,
+  kSub = 12,
 };
+
+// Kinds whose second source is src1 (row y of both sources makes output row y).
+inline bool TwoInputs(int32_t kind) { return kind == kAdd || kind == kMul || kind == kSub; }
+
+// Kinds whose output row y reads row y of src0 (and of src1) only.
+inline bool Elementwise(int32_t kind) {
+  return TwoInputs(kind) || kind == kRelu || kind == kRelu6 || kind == kLeakyRelu;
+}
 
 // The words of a stage record (docs/cascade.md, "stage record").
 enum Field {
   kKind = 0,
   kSrc0,             // -1: the operator's input 0; k >= 0: stage k's output
-  kSrc1,             // ADD's second input, same coding; -1 for other kinds
+  kSrc1,             // ADD's, MUL's, SUB's second input, same coding; -1 for other kinds
   kInH,              // shape of src0 (and src1): rows, columns, channels
   kInW,
   kInC,
@@ -93,13 +107,13 @@ enum Field {
   kRingRows,         // slots of the output ring; 0 for the last stage
   kRingOffset,       // bytes from the scratch start, a multiple of 4
   kAccOffset,        // MEAN_ROWS: bytes of its int32[out_c] sums; -1 otherwise
-  kInput2Offset,     // ADD: minus src1's zero point
-  kLeftShift,        // ADD
-  kInput1Multiplier,
+  kInput2Offset,     // ADD, SUB, MUL: minus src1's zero point
+  kLeftShift,        // ADD, SUB
+  kInput1Multiplier,  // ADD, SUB
   kInput1Shift,
-  kInput2Multiplier,
+  kInput2Multiplier,  // ADD, SUB; LEAKY_RELU: the alpha branch's
   kInput2Shift,
-  kOutputMultiplier,
+  kOutputMultiplier,  // ADD, SUB, MUL, RELU; LEAKY_RELU: the identity branch's
   kOutputShift,
   kPadValue,         // PAD: the int8 value of the rows and columns added
   kBlockRows,        // rows computed per step (0 or 1: one; MEAN_ROWS: 0 or 1)
@@ -265,6 +279,21 @@ bool CheckWeights(MicroContext* micro_context, TfLiteNode* node, int32_t s, cons
 
 bool InInt8(int32_t v) { return v >= -128 && v <= 127; }
 
+// An element-wise stage: output shape = input shape.
+bool SameShape(const Stage& st) {
+  return st[kOutH] == st[kInH] && st[kOutW] == st[kInW] && st[kOutC] == st[kInC];
+}
+
+// MultiplyByQuantizedMultiplier's range: multiplier >= 0, shift in [-31, 30].
+bool Scaling(int32_t multiplier, int32_t shift) {
+  return multiplier >= 0 && shift >= -31 && shift <= 30;
+}
+
+// MultiplyByQuantizedMultiplierSmallerThanOneExp's: multiplier >= 0, shift in [-31, 0].
+bool SmallerThanOne(int32_t multiplier, int32_t shift) {
+  return multiplier >= 0 && shift >= -31 && shift <= 0;
+}
+
 // The source `src` of stage `s` is the input tensor or an earlier stage, of the
 // shape the record says it reads.
 bool CheckSource(const Chain& chain, const TfLiteTensor* input, int32_t s, const Stage& st,
@@ -326,6 +355,39 @@ bool CheckKind(MicroContext* micro_context, TfLiteNode* node, int32_t s, const S
       }
       if (st[kLeftShift] < 0 || st[kLeftShift] > 30 || !InInt8(-st[kInput2Offset])) {
         return FailStage(s, "ADD's left_shift or input2_offset is out of range");
+      }
+      return true;
+    case kSub:
+      if (!SameShape(st)) return FailStage(s, "SUB's output shape is not its inputs'");
+      if (st[kLeftShift] < 0 || st[kLeftShift] > 30 || !InInt8(-st[kInput2Offset]) ||
+          !SmallerThanOne(st[kInput1Multiplier], st[kInput1Shift]) ||
+          !SmallerThanOne(st[kInput2Multiplier], st[kInput2Shift]) ||
+          !SmallerThanOne(st[kOutputMultiplier], st[kOutputShift])) {
+        return FailStage(s, "SUB's left_shift, input2_offset, multipliers or shifts are "
+                            "out of range");
+      }
+      return true;
+    case kMul:
+      if (!SameShape(st)) return FailStage(s, "MUL's output shape is not its inputs'");
+      if (!InInt8(-st[kInput2Offset]) || !Scaling(st[kOutputMultiplier], st[kOutputShift])) {
+        return FailStage(s, "MUL's input2_offset, multiplier or shift is out of range");
+      }
+      return true;
+    case kRelu:
+      if (!SameShape(st)) return FailStage(s, "RELU's output shape is not its input's");
+      if (!Scaling(st[kOutputMultiplier], st[kOutputShift])) {
+        return FailStage(s, "RELU's multiplier or shift is out of range");
+      }
+      return true;
+    case kRelu6:
+      if (!SameShape(st)) return FailStage(s, "RELU6's output shape is not its input's");
+      return true;
+    case kLeakyRelu:
+      if (!SameShape(st)) return FailStage(s, "LEAKY_RELU's output shape is not its input's");
+      if (!Scaling(st[kOutputMultiplier], st[kOutputShift]) ||
+          st[kInput2Multiplier] == INT32_MIN || st[kInput2Shift] < -31 ||
+          st[kInput2Shift] > 30) {
+        return FailStage(s, "LEAKY_RELU's multipliers or shifts are out of range");
       }
       return true;
     case kPad:
@@ -394,10 +456,10 @@ bool CheckStage(MicroContext* micro_context, TfLiteNode* node, const Chain& chai
     return FailStage(s, "the clamp or the offsets are outside int8");
   }
   if (!CheckSource(chain, input, s, st, st[kSrc0])) return false;
-  if (st[kKind] == kAdd) {
+  if (TwoInputs(st[kKind])) {
     if (!CheckSource(chain, input, s, st, st[kSrc1])) return false;
   } else if (st[kSrc1] != -1) {
-    return FailStage(s, "src1 is not -1 for a kind other than ADD");
+    return FailStage(s, "src1 is not -1 for a kind other than ADD, MUL, SUB");
   }
   return CheckKind(micro_context, node, s, st) && CheckBuffers(chain, s, st);
 }
@@ -427,11 +489,11 @@ bool CheckChain(MicroContext* micro_context, TfLiteNode* node, const Chain& chai
 
 // needs(s, y) for src0 (not MEAN_ROWS): the first and last row, false when none.
 // Convolutions and pools: y*stride_h - pad_top + k*dilation_h, k in [0, filter_h),
-// those inside [0, in_h); ADD: y; PAD: y - pad_top if inside.
+// those inside [0, in_h); element-wise kinds: y; PAD: y - pad_top if inside.
 bool NeededRows(const uint8_t* blob, int32_t s, int32_t y, int32_t* lo, int32_t* hi) {
   const int32_t kind = Word(blob, s, kKind);
   const int32_t in_h = Word(blob, s, kInH);
-  if (kind == kAdd) {
+  if (Elementwise(kind)) {
     *lo = *hi = y;
     return true;
   }
@@ -850,6 +912,62 @@ void AddRow(const Stage& st, const int8_t* a, const int8_t* b, int8_t* out) {
   }
 }
 
+// SUB of two rows: reference SubElementwise (ADD's arithmetic, the scaled second
+// input subtracted).
+void SubRow(const Stage& st, const int8_t* a, const int8_t* b, int8_t* out) {
+  const int32_t n = st[kOutW] * st[kOutC];
+  const int32_t scale = 1 << st[kLeftShift];
+  for (int32_t i = 0; i < n; ++i) {
+    const int32_t a_scaled = MultiplyByQuantizedMultiplierSmallerThanOneExp(
+        (st[kInputOffset] + a[i]) * scale, st[kInput1Multiplier], st[kInput1Shift]);
+    const int32_t b_scaled = MultiplyByQuantizedMultiplierSmallerThanOneExp(
+        (st[kInput2Offset] + b[i]) * scale, st[kInput2Multiplier], st[kInput2Shift]);
+    const int32_t raw = MultiplyByQuantizedMultiplierSmallerThanOneExp(
+                            a_scaled - b_scaled, st[kOutputMultiplier], st[kOutputShift]) +
+                        st[kOutputOffset];
+    out[i] = Clamp(raw, st);
+  }
+}
+
+// MUL of two rows: reference_integer_ops::MulElementwise.
+void MulRow(const Stage& st, const int8_t* a, const int8_t* b, int8_t* out) {
+  const int32_t n = st[kOutW] * st[kOutC];
+  for (int32_t i = 0; i < n; ++i) {
+    const int32_t product = (st[kInputOffset] + a[i]) * (st[kInput2Offset] + b[i]);
+    const int32_t raw =
+        st[kOutputOffset] +
+        MultiplyByQuantizedMultiplier(product, st[kOutputMultiplier], st[kOutputShift]);
+    out[i] = Clamp(raw, st);
+  }
+}
+
+// RELU (ReluQuantized: requantised to the output's scale, then clamped), RELU6
+// (Relu6Quantized: the raw values clamped) and LEAKY_RELU (QuantizeLeakyRelu: the
+// identity or the alpha branch by the sign of input - zero point) of a row.
+void ActivationRow(const Stage& st, const int8_t* in, int8_t* out) {
+  const int32_t n = st[kOutW] * st[kOutC];
+  const int32_t kind = st[kKind];
+  // LEAKY_RELU's alpha multiplier may be negative (alpha < 0): its magnitude is
+  // applied and the sign after, as the reference does
+  const bool negative_alpha = st[kInput2Multiplier] < 0;
+  const int32_t alpha = negative_alpha ? -st[kInput2Multiplier] : st[kInput2Multiplier];
+  for (int32_t i = 0; i < n; ++i) {
+    if (kind == kRelu6) {
+      out[i] = Clamp(in[i], st);
+      continue;
+    }
+    const int32_t value = in[i] + st[kInputOffset];
+    int32_t raw = st[kOutputOffset];
+    if (kind == kRelu || value >= 0) {
+      raw += MultiplyByQuantizedMultiplier(value, st[kOutputMultiplier], st[kOutputShift]);
+    } else {
+      const int32_t scaled = MultiplyByQuantizedMultiplier(value, alpha, st[kInput2Shift]);
+      raw += negative_alpha ? -scaled : scaled;
+    }
+    out[i] = Clamp(raw, st);
+  }
+}
+
 // PAD of rows and columns: the input's pixels moved, the rest the pad value.
 void PadRow(const Stage& st, const Rows& in, int32_t y, int8_t* out) {
   const int32_t c = st[kOutC];
@@ -924,6 +1042,17 @@ void ComputeRow(const Run& run, int32_t s, const Stage& st, const Rows& in, int3
       break;
     case kAdd:
       AddRow(st, in.Row(y), RowsOf(run, st[kSrc1], st[kInW] * st[kInC]).Row(y), out);
+      break;
+    case kSub:
+      SubRow(st, in.Row(y), RowsOf(run, st[kSrc1], st[kInW] * st[kInC]).Row(y), out);
+      break;
+    case kMul:
+      MulRow(st, in.Row(y), RowsOf(run, st[kSrc1], st[kInW] * st[kInC]).Row(y), out);
+      break;
+    case kRelu:
+    case kRelu6:
+    case kLeakyRelu:
+      ActivationRow(st, in.Row(y), out);
       break;
     case kPad:
       PadRow(st, in, y, out);
@@ -1014,7 +1143,7 @@ void ComputeMean(Run* run, int32_t s) {
 }
 
 // compute(s, y): the step of rows y .. y+n-1: make the last row their needs reach
-// (for ADD also src1's row y+n-1), then compute them.
+// (for ADD, MUL, SUB also src1's row y+n-1), then compute them.
 void Compute(Run* run, int32_t s, int32_t y) {
   const int32_t kind = Word(run->blob, s, kKind);
   if (kind == kMeanRows) {
@@ -1022,15 +1151,16 @@ void Compute(Run* run, int32_t s, int32_t y) {
     return;
   }
   const int32_t src0 = Word(run->blob, s, kSrc0);
-  const int32_t src1 = kind == kAdd ? Word(run->blob, s, kSrc1) : -1;
+  const bool two = TwoInputs(kind);
+  const int32_t src1 = two ? Word(run->blob, s, kSrc1) : -1;
   const int32_t n = StepRows(run->blob, s, y);
   int32_t lo = 0, hi = -1;
   const bool reads = NeededBlock(run->blob, s, y, n, &lo, &hi);
   if (reads) Make(run, src0, hi);
-  if (kind == kAdd) Make(run, src1, y + n - 1);
+  if (two) Make(run, src1, y + n - 1);
   if (!run->ok) return;
   if (reads && !Readable(run, s, src0, lo, hi)) return;
-  if (kind == kAdd && !Readable(run, s, src1, y, y + n - 1)) return;
+  if (two && !Readable(run, s, src1, y, y + n - 1)) return;
   if (!ComputeRows(*run, s, y, n)) run->ok = false;
 }
 

@@ -31,8 +31,16 @@ KINDS = {
     "ADD": 5,
     "PAD": 6,
     MEAN_ROWS: 7,
+    "RELU": 8,
+    "RELU6": 9,
+    "LEAKY_RELU": 10,
+    "MUL": 11,
+    "SUB": 12,
 }
 KIND_NAMES = {code: name for name, code in KINDS.items()}
+# kinds whose output row y reads row y of their sources alone (of both for two inputs)
+ELEMENTWISE = ("ADD", "RELU", "RELU6", "LEAKY_RELU", "MUL", "SUB")
+TWO_INPUTS = ("ADD", "MUL", "SUB")
 
 # record words
 KIND, SRC0, SRC1 = 0, 1, 2
@@ -43,6 +51,9 @@ FILTER_IN, BIAS_IN, QUANT_IN = 18, 19, 20
 IN_OFFSET, OUT_OFFSET, ACT_MIN, ACT_MAX = 21, 22, 23, 24
 RING_ROWS, RING_OFFSET, ACC_OFFSET = 25, 26, 27
 ADD_WORDS = 28  # input2_offset, left_shift, then three (multiplier, shift) pairs
+IN2_OFFSET = 28  # ADD, SUB, MUL: minus src1's zero point
+ALPHA_MULT, ALPHA_SHIFT = 32, 33  # LEAKY_RELU: the alpha branch's multiplier and shift
+OUT_MULT, OUT_SHIFT = 34, 35  # ADD, SUB; RELU, LEAKY_RELU (identity branch), MUL: output's
 PAD_VALUE = 36
 BLOCK_ROWS = 37  # rows a stage computes per step (0 or 1: one)
 INPUT_SRC = -1  # a source word naming the operator's input 0 (kept whole)

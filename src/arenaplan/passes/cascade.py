@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from arenaplan.errors import UsageError
-from arenaplan.ir.cascade_format import MAX_STAGES, OPCODE
+from arenaplan.ir.cascade_format import MAX_STAGES, OPCODE, TWO_INPUTS
 from arenaplan.ir.model import Model, Subgraph
 from arenaplan.passes.band_search import head_peak
 from arenaplan.passes.base import Origin, PassResult, compose, identity
@@ -87,7 +87,7 @@ def _valid(sg: Subgraph, a: int, e: int, buffers: Sequence[bytes]) -> bool:
     entering = set()
     for i in range(a, e + 1):
         op = sg.operators[i]
-        acts = op.inputs[:2] if op.opcode == "ADD" else op.inputs[:1]
+        acts = op.inputs[:2] if op.opcode in TWO_INPUTS else op.inputs[:1]
         entering.update(t for t in acts if t not in made)
     if len(entering) != 1:
         return False
@@ -111,7 +111,8 @@ class Cascade:
 
     name: ClassVar[str] = "cascade"
     summary: ClassVar[str] = (
-        "run chains of convolutions, pools, PADs and ADDs as one operator, row by row "
+        "run chains of convolutions, pools, PADs and element-wise operators as one "
+        "operator, row by row "
         "(intermediates in rings of rows; quantisation data in flash)"
     )
 

@@ -13,10 +13,9 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
-from arenaplan.ir.cascade_format import MEAN_ROWS
+from arenaplan.ir.cascade_format import ELEMENTWISE, MEAN_ROWS, TWO_INPUTS
 
 INPUT = -1  # src of a stage that reads the operator's input (kept whole)
-ADD = "ADD"
 PAD = "PAD"
 
 
@@ -26,7 +25,7 @@ class RowGeometry:
 
     kind: str  # a builtin name or MEAN_ROWS
     src0: int  # INPUT or an earlier stage
-    src1: int  # ADD's second source, else INPUT (unused)
+    src1: int  # the second source of ADD, MUL, SUB, else INPUT (unused)
     in_h: int
     out_h: int
     filter_h: int = 1
@@ -47,7 +46,7 @@ class RowGeometry:
 
     def needs(self, y: int) -> tuple[int, int]:
         """Rows [lo, hi] of src0 that output row y reads (hi < lo: none)."""
-        if self.kind == ADD:
+        if self.kind in ELEMENTWISE:
             return y, y
         if self.kind == PAD:
             r = y - self.pad_top
@@ -87,11 +86,11 @@ class _Simulation:
         n = g.step(y)
         lo, hi = g.needs_step(y)
         self.make(g.src0, hi)
-        if g.kind == ADD:
+        if g.kind in TWO_INPUTS:
             self.make(g.src1, y + n - 1)
         for r in range(lo, hi + 1):
             self.read(g.src0, r)
-        if g.kind == ADD:
+        if g.kind in TWO_INPUTS:
             for r in range(y, y + n):
                 self.read(g.src1, r)
 

@@ -19,6 +19,8 @@ from arenaplan.ir.cascade_format import (
     ACT_MAX,
     ACT_MIN,
     ADD_WORDS,
+    ALPHA_MULT,
+    ALPHA_SHIFT,
     BIAS_IN,
     DEPTH_MULT,
     DIL_H,
@@ -27,6 +29,7 @@ from arenaplan.ir.cascade_format import (
     FILTER_IN,
     FILTER_W,
     IN_C,
+    IN2_OFFSET,
     IN_H,
     IN_OFFSET,
     IN_W,
@@ -35,7 +38,9 @@ from arenaplan.ir.cascade_format import (
     MEAN_ROWS,
     OUT_C,
     OUT_H,
+    OUT_MULT,
     OUT_OFFSET,
+    OUT_SHIFT,
     OUT_W,
     PAD_LEFT,
     PAD_TOP,
@@ -50,7 +55,17 @@ from arenaplan.ir.cascade_format import (
 from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Operator, Subgraph, Tensor
 from arenaplan.passes.rows import same_padding
-from arenaplan.tflm.prepare import activation_range, add_params, conv_multipliers
+from arenaplan.tflm.prepare import (
+    AddParams,
+    activation_range,
+    add_params,
+    conv_multipliers,
+    leaky_relu_params,
+    mul_params,
+    relu6_range,
+    relu_params,
+    sub_params,
+)
 
 ACTIVATIONS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")
 
@@ -62,7 +77,7 @@ class Uncascadable(Exception):
 @dataclass(frozen=True, slots=True)
 class Stage:
     """``words``: the record, chain-filled words at their defaults; ``sources``: the
-    activation tensors it reads (1, or 2 for ADD); ``output``: the tensor it writes;
+    activation tensors it reads (1, or 2 for ADD, MUL, SUB); ``output``: the tensor it writes;
     ``filter``/``bias``: tensor indices (-1 none); ``quant``: the int32 values of
     its quantisation tensor (empty: none)."""
 
@@ -191,16 +206,30 @@ def _pool(op: Operator, x: Tensor, y: Tensor) -> Stage:
     return Stage(kind, tuple(w), (x.index,), y.index)
 
 
-def _add(sg: Subgraph, op: Operator, y: Tensor) -> Stage:
+def _two_inputs(sg: Subgraph, op: Operator, y: Tensor) -> tuple[Tensor, Tensor]:
+    """The two activations of ADD, MUL or SUB, of the output's shape (no broadcasting)."""
     if len(op.inputs) != 2:
         raise Uncascadable("not two inputs")
     a = _act(sg.tensors[op.inputs[0]], "input 0")
     b = _act(sg.tensors[op.inputs[1]], "input 1")
     if a.shape != y.shape or b.shape != y.shape:
         raise Uncascadable("it broadcasts")
-    w = _base(a, y, "ADD")
+    return a, b
+
+
+def _add(sg: Subgraph, op: Operator, y: Tensor) -> Stage:
+    """ADD, or SUB (its parameters computed as sub_common.cc does, in float)."""
+    a, b = _two_inputs(sg, op, y)
+    w = _base(a, y, op.opcode)
     w[ACT_MIN], w[ACT_MAX] = _activation(op, y)
-    p = add_params(_scale_zp(a), _scale_zp(b), _scale_zp(y))
+    p: AddParams
+    if op.opcode == "ADD":
+        p = add_params(_scale_zp(a), _scale_zp(b), _scale_zp(y))
+    else:
+        try:
+            p = sub_params(_scale_zp(a), _scale_zp(b), _scale_zp(y))
+        except ValueError as exc:  # TFLM's Prepare stops there too
+            raise Uncascadable(f"a multiplier out of range ({exc})") from None
     w[IN_OFFSET] = p.input1_offset
     w[ADD_WORDS : ADD_WORDS + 8] = [
         p.input2_offset,
@@ -212,7 +241,46 @@ def _add(sg: Subgraph, op: Operator, y: Tensor) -> Stage:
         p.output_multiplier,
         p.output_shift,
     ]
-    return Stage("ADD", tuple(w), (a.index, b.index), y.index)
+    return Stage(op.opcode, tuple(w), (a.index, b.index), y.index)
+
+
+def _mul(sg: Subgraph, op: Operator, y: Tensor) -> Stage:
+    a, b = _two_inputs(sg, op, y)
+    w = _base(a, y, "MUL")
+    w[ACT_MIN], w[ACT_MAX] = _activation(op, y)
+    w[IN2_OFFSET] = -_scale_zp(b)[1]
+    w[OUT_MULT], w[OUT_SHIFT] = _shift_in_range(*mul_params(_scale_zp(a), _scale_zp(b), _scale_zp(y)))
+    return Stage("MUL", tuple(w), (a.index, b.index), y.index)
+
+
+def _shift_in_range(mult: int, shift: int) -> tuple[int, int]:
+    """MultiplyByQuantizedMultiplier's range (the kernel refuses others)."""
+    if not -31 <= shift <= 30:
+        raise Uncascadable(f"a multiplier's shift {shift} is out of range")
+    return mult, shift
+
+
+def _unary(op: Operator, x: Tensor, y: Tensor) -> Stage:
+    """RELU, RELU6, LEAKY_RELU: the int8 kernels' arithmetic, element by element."""
+    if x.shape != y.shape:
+        raise Uncascadable("its output's shape is not its input's")
+    w = _base(x, y, op.opcode)
+    w[ACT_MIN], w[ACT_MAX] = -128, 127
+    if op.opcode == "RELU":
+        mult, shift, w[ACT_MIN], w[ACT_MAX] = relu_params(_scale_zp(x), _scale_zp(y))
+        w[OUT_MULT], w[OUT_SHIFT] = _shift_in_range(mult, shift)
+    elif op.opcode == "RELU6":
+        w[ACT_MIN], w[ACT_MAX] = relu6_range(_scale_zp(x))
+    else:
+        alpha = op.options.get("alpha", 0.0)  # the schema's default
+        if not isinstance(alpha, (int, float)) or isinstance(alpha, bool):
+            raise Uncascadable(f"option alpha is {alpha!r}")
+        m1, s1, m2, s2 = leaky_relu_params(_scale_zp(x), _scale_zp(y), float(alpha))
+        if m2 == -(1 << 31):
+            raise Uncascadable("its alpha multiplier is -2^31")
+        w[OUT_MULT], w[OUT_SHIFT] = _shift_in_range(m1, s1)
+        w[ALPHA_MULT], w[ALPHA_SHIFT] = _shift_in_range(m2, s2)
+    return Stage(op.opcode, tuple(w), (x.index,), y.index)
 
 
 def _pad(sg: Subgraph, op: Operator, x: Tensor, y: Tensor, buffers: Sequence[bytes]) -> Stage:
@@ -239,9 +307,13 @@ def stage_of(sg: Subgraph, op: Operator, buffers: Sequence[bytes]) -> Stage:
     if len(op.outputs) != 1 or not op.inputs or op.inputs[0] < 0:
         raise Uncascadable("not one output and an input")
     y = _act(sg.tensors[op.outputs[0]], "its output")
-    if op.opcode == "ADD":
+    if op.opcode in ("ADD", "SUB"):
         return _add(sg, op, y)
+    if op.opcode == "MUL":
+        return _mul(sg, op, y)
     x = _act(sg.tensors[op.inputs[0]], "its input")
+    if op.opcode in ("RELU", "RELU6", "LEAKY_RELU"):
+        return _unary(op, x, y)
     if op.opcode == "PAD":
         return _pad(sg, op, x, y, buffers)
     if op.opcode in ("CONV_2D", "DEPTHWISE_CONV_2D"):

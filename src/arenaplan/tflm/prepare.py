@@ -3,7 +3,9 @@
 Sources: tensorflow/lite/kernels/internal/quantization_util.cc (QuantizeMultiplier,
 QuantizeMultiplierSmallerThanOneExp), tensorflow/lite/kernels/kernel_util.cc
 (PopulateConvolutionQuantizationParams, CalculateActivationRangeQuantized, Quantize),
-tensorflow/lite/micro/kernels/add_common.cc (the int8 ADD's parameters).
+tensorflow/lite/micro/kernels/add_common.cc (the int8 ADD's parameters), and the
+int8 RELU, RELU6 (activations_common.cc), LEAKY_RELU (leaky_relu_common.cc), MUL
+(mul_common.cc) and SUB (sub_common.cc), each in float or double where TFLM uses it.
 
 Scales are the float32 values of the file held as Python floats (exact); TFLM's
 double arithmetic is IEEE double in every build, so Python's gives the same bits;
@@ -108,4 +110,54 @@ def add_params(in1: tuple[float, int], in2: tuple[float, int], out: tuple[float,
     m1 = quantize_multiplier_below_one(in1[0] / twice_max)
     m2 = quantize_multiplier_below_one(in2[0] / twice_max)
     mo = quantize_multiplier_below_one(twice_max / ((1 << left) * out[0]))
+    return AddParams(-in1[1], -in2[1], out[1], left, *m1, *m2, *mo)
+
+
+def _f32(x: float) -> np.float32:
+    return np.float32(x)
+
+
+def relu_params(inp: tuple[float, int], out: tuple[float, int]) -> tuple[int, int, int, int]:
+    """The int8 RELU's (multiplier, shift, act_min, act_max): activations_common.cc's
+    CalculateReluOpData (input over output scale in float, then QuantizeMultiplier; the
+    clamp from the output's zero point, roundf(0 / scale) being 0, to 127)."""
+    mult, shift = quantize_multiplier(float(_f32(inp[0]) / _f32(out[0])))
+    return mult, shift, max(INT8_MIN, out[1]), INT8_MAX
+
+
+def relu6_range(inp: tuple[float, int]) -> tuple[int, int]:
+    """The int8 RELU6's clamp of the raw input values (Relu6Prepare: the input's zero
+    point and FloatToQuantizedType(6.0f, scale, zero point), clamped to int8; no
+    requantisation: the output's quantisation is not read)."""
+    six = inp[1] + int(round_away(float(_f32(6.0) / _f32(inp[0]))))
+    return inp[1], min(max(six, INT8_MIN), INT8_MAX)
+
+
+def leaky_relu_params(
+    inp: tuple[float, int], out: tuple[float, int], alpha: float
+) -> tuple[int, int, int, int]:
+    """The int8 LEAKY_RELU's (identity multiplier, shift, alpha multiplier, shift):
+    leaky_relu_common.cc, input scale * alpha / output scale and input / output scale
+    in float, then QuantizeMultiplier (the alpha multiplier is negative for alpha < 0)."""
+    identity = quantize_multiplier(float(_f32(inp[0]) / _f32(out[0])))
+    scaled = quantize_multiplier(float(_f32(inp[0]) * _f32(alpha) / _f32(out[0])))
+    return (*identity, *scaled)
+
+
+def mul_params(
+    in1: tuple[float, int], in2: tuple[float, int], out: tuple[float, int]
+) -> tuple[int, int]:
+    """The int8 MUL's (output multiplier, shift): mul_common.cc, in1 * in2 / out scale
+    in double."""
+    return quantize_multiplier(in1[0] * in2[0] / out[0])
+
+
+def sub_params(in1: tuple[float, int], in2: tuple[float, int], out: tuple[float, int]) -> AddParams:
+    """SUB's parameters (sub_common.cc): ADD's, but the three real multipliers
+    computed in float (twice the larger input scale, the ratios, 2^20 * output scale)."""
+    twice_max = _f32(2) * max(_f32(in1[0]), _f32(in2[0]))
+    left = ADD_LEFT_SHIFT_INT8
+    m1 = quantize_multiplier_below_one(float(_f32(in1[0]) / twice_max))
+    m2 = quantize_multiplier_below_one(float(_f32(in2[0]) / twice_max))
+    mo = quantize_multiplier_below_one(float(twice_max / (_f32(1 << left) * _f32(out[0]))))
     return AddParams(-in1[1], -in2[1], out[1], left, *m1, *m2, *mo)
