@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from arenaplan.ir.cascade_format import ELEMENTWISE, MEAN_ROWS, TWO_INPUTS
 
 INPUT = -1  # src of a stage that reads the operator's input (kept whole)
+ADD = "ADD"
 PAD = "PAD"
 
 

@@ -28,8 +28,8 @@ from arenaplan.ir.cascade_format import (
     FILTER_H,
     FILTER_IN,
     FILTER_W,
-    IN_C,
     IN2_OFFSET,
+    IN_C,
     IN_H,
     IN_OFFSET,
     IN_W,
@@ -249,7 +249,9 @@ def _mul(sg: Subgraph, op: Operator, y: Tensor) -> Stage:
     w = _base(a, y, "MUL")
     w[ACT_MIN], w[ACT_MAX] = _activation(op, y)
     w[IN2_OFFSET] = -_scale_zp(b)[1]
-    w[OUT_MULT], w[OUT_SHIFT] = _shift_in_range(*mul_params(_scale_zp(a), _scale_zp(b), _scale_zp(y)))
+    w[OUT_MULT], w[OUT_SHIFT] = _shift_in_range(
+        *mul_params(_scale_zp(a), _scale_zp(b), _scale_zp(y))
+    )
     return Stage("MUL", tuple(w), (a.index, b.index), y.index)
 
 
