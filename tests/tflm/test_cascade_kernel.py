@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 from flatbuffers import flexbuffers
+from kits.elementwise_net import ELEMENTWISE_OPS, elementwise_net
 from testkit import MODELS_DIR, SHARED_ABSENT
 
 from arenaplan.builder.ds_cnn import ds_cnn
@@ -47,7 +48,14 @@ KINDS = {
     "ADD": 5,
     "PAD": 6,
     "MEAN_ROWS": 7,
+    "RELU": 8,
+    "RELU6": 9,
+    "LEAKY_RELU": 10,
+    "MUL": 11,
+    "SUB": 12,
 }
+ELEMENTWISE = ("ADD", "RELU", "RELU6", "LEAKY_RELU", "MUL", "SUB")  # row y reads row y
+TWO_INPUTS = ("ADD", "MUL", "SUB")
 HEADER_WORDS, STAGE_WORDS = 4, 40
 ADD_LEFT_SHIFT = 20  # TFLM's add_common.cc for int8
 
@@ -97,6 +105,17 @@ def _act_range(activation: str, scale: float, zero_point: int) -> tuple[int, int
     if activation == "RELU6":
         return max(-128, quantize(0.0)), min(127, quantize(6.0))
     return -128, 127
+
+
+def _quantize_below_one(m: float) -> tuple[int, int]:
+    """QuantizeMultiplierSmallerThanOneExp (0 < m < 1)."""
+    assert 0.0 < m < 1.0
+    return _quantize_multiplier(m)
+
+
+def _float_ratio(a: float, b: float) -> float:
+    """a / b as TFLM computes it from two float scales in float, widened to double."""
+    return float(np.float32(a) / np.float32(b))
 
 
 def _padding(size: int, filter_size: int, stride: int, dilation: int, same: bool):
@@ -247,6 +266,57 @@ class HandChain:
         st.builtin = ("ADD", [a, b], {"fused_activation_function": activation})
         return self._push(st)
 
+    def sub(self, a, b, scale=0.09, zp=-7, activation="NONE") -> int:
+        """SUB: sub_common.cc computes ADD's multipliers in float."""
+        st = self._base("SUB", a, self._shape(a), (scale, zp), src1=b)
+        s1, s2, so = (np.float32(self._quant(a)[0]), np.float32(self._quant(b)[0]), scale)
+        twice = np.float32(2) * max(s1, s2)
+        m1, m2 = _quantize_below_one(float(s1 / twice)), _quantize_below_one(float(s2 / twice))
+        mo = _quantize_below_one(float(twice / (np.float32(1 << ADD_LEFT_SHIFT) * np.float32(so))))
+        st.words.update({28: -self._quant(b)[1], 29: ADD_LEFT_SHIFT, 30: m1[0], 31: m1[1]})
+        st.words.update({32: m2[0], 33: m2[1], 34: mo[0], 35: mo[1]})
+        st.words[23], st.words[24] = _act_range(activation, _f32(scale), zp)
+        st.builtin = ("SUB", [a, b], {"fused_activation_function": activation})
+        return self._push(st)
+
+    def mul(self, a, b, scale=0.11, zp=6, activation="NONE") -> int:
+        """MUL: mul_common.cc, in1 * in2 / out scale in double."""
+        st = self._base("MUL", a, self._shape(a), (scale, zp), src1=b)
+        s1, s2, so = (_f32(self._quant(a)[0]), _f32(self._quant(b)[0]), _f32(scale))
+        mo = _quantize_multiplier(s1 * s2 / so)
+        st.words.update({28: -self._quant(b)[1], 34: mo[0], 35: mo[1]})
+        st.words[23], st.words[24] = _act_range(activation, so, zp)
+        st.builtin = ("MUL", [a, b], {"fused_activation_function": activation})
+        return self._push(st)
+
+    def relu(self, src, scale=0.03, zp=-20) -> int:
+        """RELU: CalculateReluOpData, the input over the output scale in float."""
+        st = self._base("RELU", src, self._shape(src), (scale, zp))
+        mo = _quantize_multiplier(_float_ratio(self._quant(src)[0], scale))
+        st.words.update({34: mo[0], 35: mo[1], 23: max(-128, zp), 24: 127})
+        st.builtin = ("RELU", [src], {})
+        return self._push(st)
+
+    def relu6(self, src) -> int:
+        """RELU6: the raw input clamped to its zero point and its quantised 6.0
+        (Relu6Prepare); the output quantised as the input."""
+        quant = self._quant(src)
+        st = self._base("RELU6", src, self._shape(src), quant)
+        six = quant[1] + _round_away(float(np.float32(6.0) / np.float32(quant[0])))
+        st.words.update({23: quant[1], 24: min(127, max(-128, six))})
+        st.builtin = ("RELU6", [src], {})
+        return self._push(st)
+
+    def leaky_relu(self, src, alpha=0.2, scale=0.02, zp=5) -> int:
+        """LEAKY_RELU: CalculateOpDataLeakyRelu, both ratios in float (alpha float32)."""
+        st = self._base("LEAKY_RELU", src, self._shape(src), (scale, zp))
+        s_in = np.float32(self._quant(src)[0])
+        identity = _quantize_multiplier(float(s_in / np.float32(scale)))
+        scaled = _quantize_multiplier(float(s_in * np.float32(alpha) / np.float32(scale)))
+        st.words.update({34: identity[0], 35: identity[1], 32: scaled[0], 33: scaled[1]})
+        st.builtin = ("LEAKY_RELU", [src], {"alpha": alpha})
+        return self._push(st)
+
     def pad(self, src, top, bottom, left, right) -> int:
         in_h, in_w, in_c = self._shape(src)
         quant = self._quant(src)
@@ -364,7 +434,7 @@ def _needs(st: _Stage, y: int) -> tuple[int, int]:
     """docs/cascade.md's needs(s, y): first and last row of src0 (hi < lo: none)."""
     w = st.words
     in_h = w[3]
-    if st.kind == "ADD":
+    if st.kind in ELEMENTWISE:
         return y, y
     if st.kind == "PAD":
         r = y - w[15]
@@ -405,7 +475,7 @@ def _ring_rows(stages: list[_Stage], blocks: list[int] | None = None) -> list[in
         spans = [(lo, hi) for lo, hi in spans if hi >= lo]
         if spans:
             make(st.src0, spans[-1][1])
-        if st.kind == "ADD":
+        if st.kind in TWO_INPUTS:
             make(st.src1, y + n - 1)
             read(st.src1, y, y + n - 1)
         if spans:
@@ -469,12 +539,70 @@ def _chain_mean_middle() -> HandChain:
     return c
 
 
+def _chain_elementwise() -> HandChain:
+    """RELU and LEAKY_RELU in the middle, MUL of two stages, SUB of the input and a
+    stage, RELU6 at the end (its input's quantisation reaches 6.0 inside int8)."""
+    c = HandChain((9, 7, 4), seed=5)
+    a = c.conv(-1, 6, 3, scale=0.05, zp=-4)
+    r = c.relu(a, scale=0.03, zp=-20)
+    lr = c.leaky_relu(r, alpha=0.15, scale=0.02, zp=5)
+    m = c.mul(a, lr, scale=0.07, zp=3, activation="RELU")
+    d = c.conv(m, 4, 3, scale=0.06, zp=-1)
+    s = c.sub(-1, d, scale=0.1, zp=-3)
+    c.relu6(s)
+    return c
+
+
+def _chain_mul_end() -> HandChain:
+    """RELU6 in the middle, MUL of the input and a stage at the end."""
+    c = HandChain((8, 5, 3), scale=0.03, zp=7, seed=6)
+    a = c.conv(-1, 3, 3, stride=1, scale=0.08, zp=-9)
+    r6 = c.relu6(a)
+    c.mul(-1, r6, scale=0.05, zp=-2, activation="RELU6")
+    return c
+
+
+def _chain_sub_end() -> HandChain:
+    """LEAKY_RELU with alpha < 0 (a negative multiplier), SUB of two stages at the end."""
+    c = HandChain((7, 6, 5), seed=7)
+    a = c.conv(-1, 5, 3, scale=0.06, zp=2)
+    lr = c.leaky_relu(a, alpha=-0.3, scale=0.05, zp=-6)
+    c.sub(lr, a, scale=0.07, zp=1, activation="RELU")
+    return c
+
+
+def _chain_relu_end() -> HandChain:
+    """MUL of a stage by itself, RELU at the end."""
+    c = HandChain((6, 8, 4), seed=8)
+    a = c.conv(-1, 4, 3, stride=2, scale=0.04, zp=-1)
+    m = c.mul(a, a, scale=0.02, zp=-30)
+    c.relu(m, scale=0.015, zp=-100)
+    return c
+
+
+def _chain_leaky_end() -> HandChain:
+    """MUL of the input by itself (the input as both sources), SUB of the input and
+    a stage, a pool, LEAKY_RELU at the end."""
+    c = HandChain((9, 5, 3), scale=0.02, zp=0, seed=9)
+    m = c.mul(-1, -1, scale=0.004, zp=-60)
+    a = c.conv(m, 3, 3, scale=0.05, zp=4)
+    s = c.sub(-1, a, scale=0.06, zp=-2)
+    p = c.pool(s, 3, 1)
+    c.leaky_relu(p, alpha=0.5, scale=0.04, zp=-5)
+    return c
+
+
 HAND_CHAINS = {
     "block": _chain_block,
     "strided_tall": _chain_strided_tall,
     "input_add": _chain_input_add,
     "single": _chain_single,
     "mean_middle": _chain_mean_middle,
+    "elementwise": _chain_elementwise,
+    "mul_end": _chain_mul_end,
+    "sub_end": _chain_sub_end,
+    "relu_end": _chain_relu_end,
+    "leaky_end": _chain_leaky_end,
 }
 
 
@@ -514,7 +642,7 @@ BROKEN = {
     "version": {("header", 0): 2},
     "record_words": {("header", 3): 41},
     "no_stages": {("header", 1): 0},
-    "kind": {(1, 0): 9},
+    "kind": {(1, 0): 13},  # the first code after the kinds
     "later_source": {(1, 1): 2},
     "ring_of_a_middle_stage": {(1, 25): 0},
     "ring_of_the_last_stage": {(8, 25): 1},
@@ -543,6 +671,36 @@ def test_prepare_refuses_a_broken_chain(case: str) -> None:
     result = runner.run_native(model, GENEROUS_ARENA, [], 1)
     assert result.report.get("status") == "allocate", result.report
     assert "ARENAPLAN_CASCADE" in result.result.log
+
+
+# Element-wise stages' bad parameters, in _chain_elementwise (stage 1 RELU, 2
+# LEAKY_RELU, 3 MUL, 5 SUB, 6 RELU6): each refused in Prepare with one line.
+BROKEN_ELEMENTWISE = {
+    "relu_negative_multiplier": {(1, 34): -5},
+    "relu_shift": {(1, 35): 31},
+    "relu_shape": {(1, 8): 5},
+    "leaky_alpha_multiplier": {(2, 32): -(1 << 31)},
+    "leaky_alpha_shift": {(2, 33): -32},
+    "leaky_identity_multiplier": {(2, 34): -1},
+    "mul_input2_offset": {(3, 28): 200},
+    "mul_shift": {(3, 35): 31},
+    "mul_no_second_source": {(3, 2): 3},
+    "sub_left_shift": {(5, 29): 31},
+    "sub_shift_above_zero": {(5, 31): 1},
+    "sub_negative_multiplier": {(5, 34): -7},
+    "relu6_second_source": {(6, 2): 0},
+    "relu6_clamp": {(6, 23): 100, (6, 24): 99},
+}
+
+
+@pytest.mark.parametrize("case", list(BROKEN_ELEMENTWISE))
+def test_prepare_refuses_bad_elementwise_parameters(case: str) -> None:
+    runner = _runner("host-reference")
+    model = _chain_elementwise().cascaded(words=BROKEN_ELEMENTWISE[case])
+    result = runner.run_native(model, GENEROUS_ARENA, [], 1)
+    assert result.report.get("status") == "allocate", result.report
+    lines = [ln for ln in result.result.log.splitlines() if ln.startswith("ARENAPLAN_CASCADE:")]
+    assert len(lines) == 1, result.result.log
 
 
 @pytest.mark.parametrize(
@@ -582,6 +740,7 @@ BUILT = {
     "mobilenet_v1": lambda: mobilenet_v1(0.25, 96, 1, 2),
     "mobilenet_v2": lambda: mobilenet_v2(0.35, 64),
     "ds_cnn_M": lambda: ds_cnn("M"),
+    "elementwise_net": elementwise_net,  # standalone RELU, RELU6, LEAKY_RELU, MUL, SUB
 }
 REAL = [
     "mlcommons-tiny__vww_96_int8",
@@ -618,6 +777,22 @@ def test_cascade_pass_model_is_bit_identical(variant: str, name: str) -> None:
     data = _model(name)
     cascaded = _cascaded(data, CMSIS_KERNELS.get(variant, "reference"))
     report = compare_models(data, cascaded, 2, 0, runner=runner, figures=False)
+    assert report.refused is None and report.failed is None, report.refused or report.failed
+    assert report.identical, report.mismatch
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_elementwise_operators_run_inside_a_cascade(variant: str) -> None:
+    """The pass takes the standalone element-wise operators into its cascades, and
+    the cascaded model gives the original's outputs (CMSIS-NN builds: TFLM's
+    CMSIS-NN MUL and ADD in the original, the kernel's reference arithmetic in the
+    cascade)."""
+    runner = _runner(variant)
+    data = elementwise_net()
+    cascaded = _cascaded(data, CMSIS_KERNELS.get(variant, "reference"))
+    left = {op.opcode for op in read_model_bytes(cascaded).subgraphs[0].operators}
+    assert not left & set(ELEMENTWISE_OPS), left
+    report = compare_models(data, cascaded, 3, 0, runner=runner, figures=False)
     assert report.refused is None and report.failed is None, report.refused or report.failed
     assert report.identical, report.mismatch
 
