@@ -214,3 +214,99 @@ def test_no_chain_is_longer_than_the_kernel_runs() -> None:
     assert all(len(c) <= MAX_STAGES for c in longest_chains(sg, model.buffers))
     with pytest.raises(Uncascadable, match="kernel runs 1 to 64"):
         chain_of(sg, list(range(MAX_STAGES + 1)), model.buffers)
+
+
+def test_elementwise_operators_are_stages_with_tflm_prepare_parameters() -> None:
+    """Each standalone element-wise operator of the kit's network is a stage whose
+    words are what TFLM's Prepare computes (tflm/prepare.py), in one cascade."""
+    from kits.elementwise_net import ELEMENTWISE_OPS, elementwise_net
+
+    from arenaplan.ir import cascade_format as f
+    from arenaplan.tflm import prepare as p
+
+    model = read_model_bytes(elementwise_net())
+    sg = model.subgraphs[0]
+
+    def q(t: int) -> tuple[float, int]:
+        quant = sg.tensors[t].quantization
+        return quant.scales[0], quant.zero_points[0]
+
+    seen = set()
+    for op in sg.operators:
+        if op.opcode not in ELEMENTWISE_OPS:
+            continue
+        seen.add(op.opcode)
+        st = stage_of(sg, op, model.buffers)
+        w = st.words
+        x, y = q(op.inputs[0]), q(op.outputs[0])
+        assert w[f.KIND] == f.KINDS[op.opcode] and w[f.IN_OFFSET] == -x[1]
+        if op.opcode == "RELU":
+            mult, shift, lo, hi = p.relu_params(x, y)
+            assert (w[f.OUT_MULT], w[f.OUT_SHIFT], w[f.ACT_MIN], w[f.ACT_MAX]) == (
+                mult, shift, lo, hi)  # fmt: skip
+        elif op.opcode == "RELU6":
+            assert (w[f.ACT_MIN], w[f.ACT_MAX]) == p.relu6_range(x)
+        elif op.opcode == "LEAKY_RELU":
+            m1, s1, m2, s2 = p.leaky_relu_params(x, y, op.options.get("alpha"))
+            assert (w[f.OUT_MULT], w[f.OUT_SHIFT], w[f.ALPHA_MULT], w[f.ALPHA_SHIFT]) == (
+                m1, s1, m2, s2)  # fmt: skip
+        elif op.opcode == "MUL":
+            assert st.sources == tuple(op.inputs)
+            assert (w[f.OUT_MULT], w[f.OUT_SHIFT]) == p.mul_params(x, q(op.inputs[1]), y)
+            assert w[f.IN2_OFFSET] == -q(op.inputs[1])[1]
+        else:  # SUB: ADD's words, computed in float
+            sub = p.sub_params(x, q(op.inputs[1]), y)
+            assert w[f.ADD_WORDS : f.ADD_WORDS + 8] == (
+                sub.input2_offset, sub.left_shift, sub.input1_multiplier, sub.input1_shift,
+                sub.input2_multiplier, sub.input2_shift, sub.output_multiplier,
+                sub.output_shift)  # fmt: skip
+    assert seen == set(ELEMENTWISE_OPS)
+    # the alpha < 0 LEAKY_RELU: a negative multiplier, as TFLM's QuantizeMultiplier gives
+    assert p.leaky_relu_params((0.05, 0), (0.05, 0), -0.25)[2] < 0
+    # SUB's multipliers in float differ from ADD's in double for some scales
+    scales = [(0.1 * k / 7, 0) for k in range(1, 40)]
+    assert any(
+        p.sub_params(a, b, (0.09, 0)) != p.add_params(a, b, (0.09, 0))
+        for a in scales
+        for b in scales[:5]
+    )
+    chains = longest_chains(sg, model.buffers)
+    assert [len(c) for c in chains] == [len(sg.operators)]  # one run: every operator
+
+
+def test_elementwise_stages_read_row_y_and_are_costed() -> None:
+    """RELU, MUL, ... read row y of their sources (two for MUL and SUB), like ADD;
+    the traffic model and the roofline count each stage's elements."""
+    from kits.elementwise_net import elementwise_net
+
+    from arenaplan.cost.roofline import cascade_parts
+    from arenaplan.cost.traffic import traffic_details
+    from arenaplan.ir import cascade_format as f
+
+    for kind in ("RELU", "RELU6", "LEAKY_RELU", "MUL", "SUB"):
+        g = RowGeometry(kind, 0, 1 if kind in ("MUL", "SUB") else INPUT, 8, 8)
+        assert g.needs(5) == (5, 5)
+    residual = [_conv(INPUT, 10), _conv(0, 10), RowGeometry("MUL", 0, 1, 10, 10)]
+    assert ring_rows(residual) == ring_rows([*residual[:2], RowGeometry(ADD, 0, 1, 10, 10)])
+    model, _ = run_passes(read_model_bytes(elementwise_net()), [make_pass("cascade", {})])
+    op = max(
+        (o for o in model.subgraphs[0].operators if o.opcode == OPCODE),
+        key=lambda o: len(cascade_parts(o)),
+    )
+    parts = cascade_parts(op)
+    opcodes = [o for _, o, _ in parts]
+    assert {"RELU", "RELU6", "LEAKY_RELU", "MUL", "SUB"} <= set(opcodes)
+    for kind, opcode, work in parts:
+        if opcode in ("RELU", "MUL"):
+            assert kind == "elementwise" and work == 24 * 24 * 8
+    # each stage stores each of its output elements once; the element-wise ones load
+    # each input element once (MUL, SUB: of both inputs)
+    mine = next(t for t in traffic_details(model, fixed=False) if t.op == op.index)
+    records = f.decode(op).records
+    assert mine.total.stores == sum(w[f.OUT_H] * w[f.OUT_W] * w[f.OUT_C] for w in records)
+    elementwise_loads = sum(
+        work * (2 if o in ("MUL", "SUB", "ADD") else 1)
+        for kind, o, work in parts
+        if kind == "elementwise"
+    )
+    assert mine.total.loads >= elementwise_loads
