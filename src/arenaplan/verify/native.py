@@ -169,12 +169,20 @@ def bundle_key(bundle: Path = BUNDLE) -> str:
 def build_root() -> Path:
     """Where the builds live: ``$ARENAPLAN_TFLM_BUILD``, else the user's cache
     (``$XDG_CACHE_HOME``, else ``~/.cache``) under ``arenaplan/tflm/<bundle key>``:
-    outside any clone, so that every clone on the machine reuses one build."""
+    outside any clone, so that every clone on the machine reuses one build. An
+    arenaplan installed away from its clone (no bundle beside it) uses the one
+    bundle's builds the cache holds, if it holds one."""
     env = os.environ.get("ARENAPLAN_TFLM_BUILD")
     if env:
         return Path(env)
     cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache) / "arenaplan" / "tflm" / bundle_key()
+    builds = Path(cache) / "arenaplan" / "tflm"
+    key = bundle_key()
+    if key == "no-bundle":  # installed away from the clone: the one build made, if one
+        made = sorted(d for d in builds.glob("*") if d.is_dir() and d.name != key)
+        if len(made) == 1:
+            return made[0]
+    return builds / key
 
 
 @functools.cache
