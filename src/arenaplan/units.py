@@ -62,14 +62,18 @@ def parse_size(
     return size
 
 
-def size_arg(minimum: int = 1):
-    """An ``argparse`` type for size options (its errors become one usage line)."""
+def size_arg(minimum: int = 1, maximum: int | None = None):
+    """An ``argparse`` type for size options (its errors become one usage line);
+    ``maximum``: the largest size the option takes (None: any)."""
 
     def size(text: str) -> int:
         try:
-            return parse_size(text, "size", minimum)
+            value = parse_size(text, "size", minimum)
         except UsageError as exc:
             raise argparse.ArgumentTypeError(str(exc).removeprefix("size: ")) from None
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"{text!r} is above the limit of {maximum:,} B")
+        return value
 
     return size
 

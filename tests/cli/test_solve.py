@@ -72,3 +72,14 @@ def test_alignment_and_fixed_columns_round_trip() -> None:
     problem = parse_problem("id,lower,upper,size,alignment,offset\na,0,2,3,4,\nb,1,3,4,4,8\n")
     assert problem.buffers[0].alignment == 4 and problem.buffers[0].offset is None
     assert problem.buffers[1].offset == 8 and problem.buffers[1].last == 2
+
+
+@pytest.mark.parametrize("capacity", ["4611686018427387905", str(2**63), str(2**70)])
+def test_capacity_is_range_checked_like_the_csv(tmp_path: Path, capsys, capacity: str) -> None:
+    problem = tmp_path / "p.csv"
+    problem.write_text("id,lower,upper,size\n0,0,1,16\n")
+    out = tmp_path / "s.csv"
+    assert main(["solve", str(problem), "--capacity", capacity, "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "above the limit" in err and not out.exists()
+    assert main(["solve", str(problem), "--capacity", str(2**62), "-o", str(out)]) == 0

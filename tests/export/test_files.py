@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import stat
 from pathlib import Path
 
 import pytest
 
 from arenaplan.errors import UsageError
-from arenaplan.export.files import Outputs
+from arenaplan.export.files import TMP_SUFFIX, Outputs
 
 
 def test_paths_are_checked_when_claimed(tmp_path: Path) -> None:
@@ -53,3 +55,34 @@ def test_all_written_with_ordinary_permissions(tmp_path: Path) -> None:
     assert out.write_all() == paths
     assert [p.read_text() for p in paths] == ["0", "1", "2"]
     assert all(p.stat().st_mode & 0o044 for p in paths)
+
+
+def test_only_regular_files_are_replaced(tmp_path: Path) -> None:
+    fifo, link, target = tmp_path / "fifo", tmp_path / "link", tmp_path / "target"
+    os.mkfifo(fifo)
+    target.write_bytes(b"kept")
+    link.symlink_to(target)
+    out = Outputs()
+    with pytest.raises(UsageError, match="is a FIFO, not a regular file"):
+        out.claim(fifo, "-o")
+    with pytest.raises(UsageError, match="is a symbolic link, not a regular file"):
+        out.claim(link, "--json")
+    if Path("/dev/null").exists():
+        with pytest.raises(UsageError, match="is a character device"):
+            out.claim(Path("/dev/null"), "--report")
+    assert stat.S_ISFIFO(fifo.lstat().st_mode) and link.is_symlink()
+    assert target.read_bytes() == b"kept"
+
+
+def test_a_killed_runs_temporary_files_are_cleaned_by_the_next(tmp_path: Path) -> None:
+    out_path = tmp_path / "plan.json"
+    stale = tmp_path / f".plan.json.abc123{TMP_SUFFIX}"
+    other = tmp_path / f".other.json.abc123{TMP_SUFFIX}"
+    stale.write_bytes(b"half")
+    other.write_bytes(b"not ours")
+    out = Outputs()
+    out.claim(out_path, "--json")
+    assert not stale.exists() and other.exists()
+    out.add(out_path, b"{}")
+    out.write_all()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [other.name, "plan.json"]

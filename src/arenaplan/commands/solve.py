@@ -23,6 +23,7 @@ from arenaplan.allocation.bounds import check_fixed
 from arenaplan.allocation.deadline import Deadline
 from arenaplan.allocation.exact import Feasibility, SearchParams, check_capacity, fixed_conflict
 from arenaplan.allocation.heuristics import best_greedy
+from arenaplan.allocation.minimalloc_csv import LIMIT as CSV_LIMIT
 from arenaplan.allocation.minimalloc_csv import format_solution, read_problem
 from arenaplan.allocation.minimize import minimize
 from arenaplan.allocation.problem import Problem, Solution
@@ -51,9 +52,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--output", type=Path, help="write the solution CSV here")
     p.add_argument(
         "--capacity",
-        type=size_arg(minimum=0),
+        type=size_arg(minimum=0, maximum=CSV_LIMIT),
         metavar="SIZE",
-        help=f"decide this capacity instead of minimising ({SIZE_HELP})",
+        help=f"decide this capacity instead of minimising ({SIZE_HELP}; at most 2**62 B, "
+        "the limit of the CSV's sizes and offsets)",
     )
     p.add_argument(
         "--time-limit",

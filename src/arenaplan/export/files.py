@@ -9,15 +9,20 @@ destination, and only when all of them are on disk are they renamed into
 place. A failure before the renames removes every temporary file; the
 destinations are untouched.
 
-``-`` as a path means standard output (text payloads only, e.g. the JSON plan).
+``-`` as a path means standard output (text payloads only, e.g. the JSON plan). An
+output that exists must be a regular file: a device, FIFO, socket or symbolic link is
+refused, never replaced. Temporary files a killed run left beside an output are
+removed by the next run that claims it.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import sys
 import tempfile
 from dataclasses import dataclass, field
+from glob import escape as glob_escape
 from pathlib import Path
 
 from arenaplan.errors import UsageError
@@ -57,11 +62,18 @@ class Outputs:
             raise UsageError(f"{self._claimed[resolved]} and {option} both name {path}")
         if path.is_dir():
             raise UsageError(f"{option} {path}: is a directory, not a file")
+        kind = _not_regular(path)
+        if kind is not None:
+            raise UsageError(
+                f"{option} {path}: is {kind}, not a regular file (arenaplan replaces only "
+                "regular files)"
+            )
         folder = path.parent
         if not folder.is_dir():
             what = "is not a directory" if folder.exists() else "does not exist"
             raise UsageError(f"{option} {path}: {folder} {what}")
         _probe(folder, f"{option} {path}")
+        _clean_stale(path)
         self._claimed[resolved] = option
         return path
 
@@ -95,11 +107,40 @@ class Outputs:
         return self.paths
 
 
+TMP_SUFFIX = ".arenaplan-tmp"  # the temporary files ``write_all`` renames into place
+_KINDS = (
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISLNK, "a symbolic link"),
+)
+
+
+def _not_regular(path: Path) -> str | None:
+    """What ``path`` is when it exists and is not a regular file (None otherwise)."""
+    try:
+        mode = path.lstat().st_mode
+    except OSError:
+        return None  # absent: a new file
+    if stat.S_ISREG(mode):
+        return None
+    return next((words for test, words in _KINDS if test(mode)), "not a regular file")
+
+
+def _clean_stale(path: Path) -> None:
+    """Remove the temporary files a killed run left for ``path`` (regular files named
+    as ``_stage`` names them, beside it)."""
+    for stale in path.parent.glob(f".{glob_escape(path.name)}.*{TMP_SUFFIX}"):
+        if _not_regular(stale) is None:
+            stale.unlink(missing_ok=True)
+
+
 def _probe(folder: Path, what: str) -> None:
     """Can a file be created in ``folder``? (Permissions, read-only or pseudo file systems:
     only trying tells, since root passes every ``os.access`` check.)"""
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".arenaplan-probe.", dir=folder)
+        fd, tmp = tempfile.mkstemp(prefix=".arenaplan-probe.", suffix=TMP_SUFFIX, dir=folder)
     except OSError as exc:
         raise UsageError(f"{what}: cannot write in {folder}: {_why(exc)}") from None
     os.close(fd)
@@ -109,7 +150,7 @@ def _probe(folder: Path, what: str) -> None:
 def _stage(path: Path, data: bytes) -> str:
     """Write ``data`` to a new temporary file beside ``path``; return its name."""
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TMP_SUFFIX, dir=path.parent)
     except OSError as exc:
         raise UsageError(f"{path}: cannot write: {_why(exc)}") from None
     try:
