@@ -41,7 +41,7 @@ from arenaplan.cost.traffic import (
     operator_traffic,
     traffic_details,
 )
-from arenaplan.cost.traffic_tflm import _broadcast_loads, _taps
+from arenaplan.cost.traffic_tflm import _broadcast_loads, tap_count
 from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Quantization
 from arenaplan.reader import read_model, read_model_bytes
@@ -61,16 +61,16 @@ def _traffic(data: bytes):
 
 def test_taps_count_the_filter_positions_inside_the_input() -> None:
     # 5 outputs, stride 1, SAME padding 1 of a 3-tap filter over 5 inputs: 2+3+3+3+2
-    assert _taps(5, 5, 3, 1, 1) == 13
+    assert tap_count(5, 5, 3, 1, 1) == 13
     # dilation 2 and stride 2, no padding: every tap inside
-    assert _taps(3, 9, 3, 2, 0, 2) == 9
+    assert tap_count(3, 9, 3, 2, 0, 2) == 9
 
 
 def test_convolution_reads_its_input_once_per_tap_and_output_channel() -> None:
     _, traffic = _traffic(conv_model())
     t = traffic[(0, 0)]
     # SAME, 9x7 input, 3x2 filter, stride (2, 1), dilation (1, 2): 5x7 output
-    taps = _taps(5, 9, 3, 2, 1) * _taps(7, 7, 2, 1, 1, 2)
+    taps = tap_count(5, 9, 3, 2, 1) * tap_count(7, 7, 2, 1, 1, 2)
     assert t[(0, 0)] == Traffic.reads(taps * 3 * 5, 1)  # input: per tap, c_in x c_out
     assert t[(0, 1)] == Traffic.reads(taps * 3 * 5, 1)  # filter
     assert t[(0, 2)] == Traffic.reads(5 * 7 * 5, 4)  # bias, once per output element
@@ -83,7 +83,7 @@ def test_convolution_reads_its_input_once_per_tap_and_output_channel() -> None:
 def test_depthwise_reads_its_input_once_per_tap_and_output_channel() -> None:
     _, traffic = _traffic(conv_model(True, c_in=3, c_out=6))
     t = traffic[(0, 0)]
-    taps = _taps(5, 9, 3, 2, 1) * _taps(7, 7, 2, 1, 1, 2)
+    taps = tap_count(5, 9, 3, 2, 1) * tap_count(7, 7, 2, 1, 1, 2)
     assert t[(0, 0)].loads == taps * 6
     assert t[(0, 1)].loads == taps * 6
 
@@ -292,3 +292,19 @@ def test_measured_kernel_tables_regenerate_as_shipped(
         new.pop(tool)
         shipped.pop(tool)
     assert new == shipped
+
+
+def test_tap_count_is_closed_form_and_exact() -> None:
+    """Against the pairs counted one by one, and at 2^31 - 1 rows (no loop over rows)."""
+    import itertools
+
+    def pairs(out: int, size: int, k: int, s: int, p: int, d: int) -> int:
+        return sum(1 for o in range(out) for f in range(k) if 0 <= o * s - p + f * d < size)
+
+    for out, size, k, s, p, d in itertools.product(
+        range(0, 9, 2), range(0, 11, 3), range(1, 6, 2), (1, 2, 3), (0, 1, 3), (1, 2)
+    ):
+        assert tap_count(out, size, k, s, p, d) == pairs(out, size, k, s, p, d)
+    big = 2**31 - 1
+    assert tap_count(big, big, 3, 1, 1) == 3 * big - 2
+    assert tap_count(2, big, big, 1, 0) == 2 * big - 1  # a filter as tall as the input

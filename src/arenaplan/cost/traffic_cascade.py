@@ -13,7 +13,7 @@ so every figure is an estimate (``exact`` False).
 from __future__ import annotations
 
 from arenaplan.cost.traffic_counts import Key
-from arenaplan.cost.traffic_tflm import KernelCounts, _kernel, _path, _taps
+from arenaplan.cost.traffic_tflm import KernelCounts, _kernel, _path, tap_count
 from arenaplan.ir import cascade_format as f
 from arenaplan.ir.model import Tensor
 
@@ -30,8 +30,8 @@ def _stage(c: KernelCounts, w: tuple[int, ...], last: bool) -> None:
     ih, iw, ic, oh, ow, oc = (w[k] for k in (f.IN_H, f.IN_W, f.IN_C, f.OUT_H, f.OUT_W, f.OUT_C))
     outputs = oh * ow * oc
     if kind in ("CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D"):
-        taps = _taps(oh, ih, w[f.FILTER_H], w[f.STRIDE_H], w[f.PAD_TOP], w[f.DIL_H])
-        taps *= _taps(ow, iw, w[f.FILTER_W], w[f.STRIDE_W], w[f.PAD_LEFT], w[f.DIL_W])
+        taps = tap_count(oh, ih, w[f.FILTER_H], w[f.STRIDE_H], w[f.PAD_TOP], w[f.DIL_H])
+        taps *= tap_count(ow, iw, w[f.FILTER_W], w[f.STRIDE_W], w[f.PAD_LEFT], w[f.DIL_W])
         per_tap = {"CONV_2D": ic * oc}.get(kind, oc)
         c.load(src, taps * per_tap)
         if kind in ("CONV_2D", "DEPTHWISE_CONV_2D"):

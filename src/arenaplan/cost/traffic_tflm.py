@@ -92,15 +92,22 @@ def _padding(padding: str, in_size: int, out_size: int, k: int, stride: int, dil
     return total // 2
 
 
-def _taps(out_size: int, in_size: int, k: int, stride: int, pad: int, dil: int = 1) -> int:
-    """Sum over output positions of the filter taps that fall inside the input."""
-    n = 0
-    for o in range(out_size):
-        origin = o * stride - pad
-        for f in range(k):
-            if 0 <= origin + f * dil < in_size:
-                n += 1
-    return n
+def tap_count(out_size: int, in_size: int, k: int, stride: int, pad: int, dil: int = 1) -> int:
+    """Sum over output positions of the filter taps that fall inside the input:
+    the pairs (o, f), 0 <= o < out_size, 0 <= f < k, with 0 <= o*stride - pad +
+    f*dil < in_size, counted in closed form along the shorter of the two ranges."""
+    if out_size <= 0 or k <= 0 or in_size <= 0:
+        return 0
+    if k <= out_size:  # for each tap f, the outputs o it lands inside the input for
+        return sum(_inside(f * dil - pad, stride, in_size, out_size) for f in range(k))
+    return sum(_inside(o * stride - pad, dil, in_size, k) for o in range(out_size))
+
+
+def _inside(base: int, step: int, size: int, count: int) -> int:
+    """How many j in [0, count) have 0 <= base + j*step < size (step > 0)."""
+    lo = max(0, -(base // step) if base < 0 else 0)  # ceil(-base / step) for base < 0
+    hi = min(count - 1, (size - 1 - base) // step)
+    return max(0, hi - lo + 1)
 
 
 class KernelCounts(OperatorCounts):
@@ -186,7 +193,7 @@ def _conv(c: KernelCounts) -> None:
     dh, dw = c.opt("dilation_h_factor", 1), c.opt("dilation_w_factor", 1)
     pad = c.opt("padding", "SAME")
     ph, pw = _padding(pad, ih, oh, kh, sh, dh), _padding(pad, iw, ow, kw, sw, dw)
-    taps = _taps(oh, ih, kh, sh, ph, dh) * _taps(ow, iw, kw, sw, pw, dw)
+    taps = tap_count(oh, ih, kh, sh, ph, dh) * tap_count(ow, iw, kw, sw, pw, dw)
     outputs = n * oh * ow * cout
     # a convolution's tap reads the filter's input depth for each output channel
     per_tap = _dims(w, 4)[3] * cout if c.op.opcode == "CONV_2D" else cout
@@ -227,7 +234,7 @@ def _pool(c: KernelCounts) -> None:
     sh, sw = c.opt("stride_h", 1), c.opt("stride_w", 1)
     pad = c.opt("padding", "SAME")
     ph, pw = _padding(pad, ih, oh, kh, sh, 1), _padding(pad, iw, ow, kw, sw, 1)
-    taps = _taps(oh, ih, kh, sh, ph) * _taps(ow, iw, kw, sw, pw)
+    taps = tap_count(oh, ih, kh, sh, ph) * tap_count(ow, iw, kw, sw, pw)
     c.load(x, n * taps * ch)
     c.store(y, n * oh * ow * ch)
     _path(c, _dt(x))

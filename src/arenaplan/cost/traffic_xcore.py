@@ -70,6 +70,7 @@ from dataclasses import dataclass, field
 
 from arenaplan.cost.traffic import traffic_details
 from arenaplan.cost.traffic_counts import Key, OperatorCounts, Traffic
+from arenaplan.cost.traffic_tflm import tap_count
 from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Model, Operator, Subgraph
 
@@ -121,7 +122,7 @@ def _groups(channels: int) -> list[int]:
 
 def _inside(out: int, size: int, k: int, stride: int, dil: int, pad: int) -> int:
     """Taps inside the input, summed over output positions (one axis)."""
-    return sum(1 for o in range(out) for f in range(k) if 0 <= o * stride - pad + f * dil < size)
+    return tap_count(out, size, k, stride, pad, dil)
 
 
 def _pad(padding: str, size: int, out: int, k: int, stride: int, dil: int) -> int:
