@@ -310,3 +310,18 @@ def test_elementwise_stages_read_row_y_and_are_costed() -> None:
         if kind == "elementwise"
     )
     assert mine.total.loads >= elementwise_loads
+
+
+def test_a_tensor_taller_than_a_cascade_takes_is_refused_not_simulated() -> None:
+    from dataclasses import replace
+
+    from arenaplan.passes.cascade_stage import MAX_ROWS
+
+    model = read_model_bytes(ds_cnn("M"))
+    sg = model.subgraphs[0]
+    op = sg.operators[1]  # a depthwise convolution: make its output absurdly tall
+    out = sg.tensors[op.outputs[0]]
+    tall = replace(out, shape=(1, 2**31 - 1, *out.shape[2:]))
+    tensors = tuple(tall if t.index == out.index else t for t in sg.tensors)
+    with pytest.raises(Uncascadable, match=f"a cascade takes {MAX_ROWS:,}"):
+        stage_of(replace(sg, tensors=tensors), op, model.buffers)

@@ -70,6 +70,9 @@ from arenaplan.tflm.prepare import (
 ACTIVATIONS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")
 
 
+MAX_ROWS = 65_535  # rows of a tensor in a cascade: the pass simulates every row's order
+
+
 class Uncascadable(Exception):
     """This operator cannot be a stage (the message says why, in a few words)."""
 
@@ -95,6 +98,8 @@ def _act(t: Tensor, what: str) -> Tensor:
         raise Uncascadable(f"{what} is not an int8 activation")
     if len(t.shape) != 4 or t.shape[0] != 1 or min(t.shape) <= 0:
         raise Uncascadable(f"{what} is not NHWC with batch 1")
+    if t.shape[1] > MAX_ROWS:
+        raise Uncascadable(f"{what} has {t.shape[1]:,} rows (a cascade takes {MAX_ROWS:,})")
     q = t.quantization
     if q is None or len(q.scales) != 1 or len(q.zero_points) != 1:
         raise Uncascadable(f"{what} is not quantised per tensor")
