@@ -93,6 +93,11 @@ def test_a_users_file(tmp_path: Path) -> None:
         (('name = "flash"', 'name = "ext-ram"'), "letters, digits and _"),
         (('name = "flash"', 'name = "flash"\nsection = ".x\\" */"'), "not a linker section"),
         (("clock_hz = 100e6", 'clock_hz = 100e6\nkernels = "cmsis"'), "kernels must be one of"),
+        (("latency = 1\n", "latency = nan\n"), "latency must be finite"),
+        (("clock_hz = 100e6", "clock_hz = 1e400"), "clock_hz must be finite and at most 1e+11"),
+        (("clock_hz = 100e6", "clock_hz = 1e12"), "clock_hz must be finite and at most 1e+11"),
+        (("conv = 0.5", "conv = inf"), "conv must be finite"),
+        (("latency = 1\n", "latency = 1\nline_bytes = 0\n"), "a size must be positive"),
     ],
 )
 def test_bad_files_name_the_problem(tmp_path: Path, edit: tuple[str, str], message: str) -> None:

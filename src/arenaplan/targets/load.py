@@ -39,6 +39,7 @@ Format (all keys checked; sizes are bytes or strings like "512KiB", "2MB", see
 
 from __future__ import annotations
 
+import math
 import re
 import tomllib
 from importlib import resources
@@ -87,11 +88,23 @@ _MEMORY_KEYS = {
 }
 
 
-def _number(table: dict, key: str, where: str, zero_ok: bool = False) -> float:
-    """A number that must be positive (or at least zero, with ``zero_ok``)."""
+# The largest value any number of a target file may take (bandwidths in bytes per
+# second, latencies in cycles, rates in work per cycle): far above any chip, far
+# below what turns a figure into inf; the clock has its own.
+NUMBER_LIMIT = 1e15
+CLOCK_LIMIT = 1e11  # Hz
+
+
+def _number(
+    table: dict, key: str, where: str, zero_ok: bool = False, limit: float = NUMBER_LIMIT
+) -> float:
+    """A finite number that must be positive (or at least zero, with ``zero_ok``) and
+    at most ``limit``."""
     value = table.get(key)
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TargetError(f"{where}: {key} must be a number, got {value!r}")
+    if not math.isfinite(value) or value > limit:
+        raise TargetError(f"{where}: {key} must be finite and at most {limit:g}, got {value!r}")
     if value < 0 or (value == 0 and not zero_ok):
         raise TargetError(f"{where}: {key} must be positive, got {value!r}")
     return float(value)
@@ -131,7 +144,7 @@ def _memory(table: Any, k: int) -> Memory:
         section=section,
         note=str(table.get("note", "")),
         cache_bytes=_size(table, "cache_bytes", where, 0),
-        line_bytes=_size(table, "line_bytes", where, 32),
+        line_bytes=_size(table, "line_bytes", where, 32, minimum=1),
         cache_writes=_choice(table, "cache_writes", CACHE_WRITES, where),
         write_latency=_optional(table, "write_latency", where),
         read=_choice(table, "read", READS, where),
@@ -153,10 +166,10 @@ def _choice(table: dict, key: str, allowed: tuple[str, ...], where: str) -> str:
     return str(value)
 
 
-def _size(table: dict, key: str, where: str, default: int) -> int:
+def _size(table: dict, key: str, where: str, default: int, minimum: int = 0) -> int:
     if key not in table:
         return default
-    return parse_size(table[key], f"{where} {key}", minimum=0, error=TargetError)
+    return parse_size(table[key], f"{where} {key}", minimum=minimum, error=TargetError)
 
 
 def parse_target(data: dict, source: str) -> Target:
@@ -199,7 +212,7 @@ def parse_target(data: dict, source: str) -> Target:
         return Target(
             name,
             str(data.get("description", "")),
-            _number(data, "clock_hz", "target"),
+            _number(data, "clock_hz", "target", limit=CLOCK_LIMIT),
             mems,
             rates,
             profile,
