@@ -17,6 +17,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from arenaplan.ir.cascade_format import OPCODE as CASCADE
 from arenaplan.ir.model import Model, Operator, Subgraph
 from arenaplan.targets.model import Target
 from arenaplan.tflm.sizes import tensor_bytes
@@ -30,7 +31,6 @@ _KINDS = {
     "SVDF": "fully_connected",
 }
 
-CASCADE = "ARENAPLAN_CASCADE"  # ir.cascade_format.OPCODE
 TensorKey = tuple[int, int]  # (subgraph, tensor index)
 
 

@@ -102,3 +102,57 @@ def decode(op: Operator) -> ChainBlob:
     if any(r[KIND] not in KIND_NAMES for r in records):
         raise ModelFormatError(bad + "a stage of unknown kind")
     return ChainBlob(words[H_SCRATCH], records)
+
+
+@dataclass(frozen=True, slots=True)
+class RowGeometry:
+    """How a stage's output rows read its sources' rows (heights in rows)."""
+
+    kind: str  # a builtin name or MEAN_ROWS
+    src0: int  # INPUT_SRC or an earlier stage
+    src1: int  # the second source of ADD, MUL, SUB, else INPUT_SRC (unused)
+    in_h: int
+    out_h: int
+    filter_h: int = 1
+    stride_h: int = 1
+    dilation_h: int = 1
+    pad_top: int = 0
+    block: int = 1  # rows computed per step (block_rows; the last step may have fewer)
+
+    def step(self, y: int) -> int:
+        """Rows of the step that starts at row y."""
+        return min(max(self.block, 1), self.out_h - y)
+
+    def needs_step(self, y: int) -> tuple[int, int]:
+        """Rows [lo, hi] of src0 the step at row y reads together (hi < lo: none)."""
+        spans = [self.needs(k) for k in range(y, y + self.step(y))]
+        inside = [(lo, hi) for lo, hi in spans if lo <= hi]
+        return (inside[0][0], inside[-1][1]) if inside else (0, -1)
+
+    def needs(self, y: int) -> tuple[int, int]:
+        """Rows [lo, hi] of src0 that output row y reads (hi < lo: none)."""
+        if self.kind in ELEMENTWISE:
+            return y, y
+        if self.kind == "PAD":
+            r = y - self.pad_top
+            return (r, r) if 0 <= r < self.in_h else (0, -1)
+        first = y * self.stride_h - self.pad_top
+        rows = [first + k * self.dilation_h for k in range(self.filter_h)]
+        inside = [r for r in rows if 0 <= r < self.in_h]
+        return (inside[0], inside[-1]) if inside else (0, -1)
+
+
+def row_geometry(w: Sequence[int]) -> RowGeometry:
+    """The row geometry of stage record ``w`` (docs/cascade.md's ``needs``)."""
+    return RowGeometry(
+        KIND_NAMES[w[KIND]],
+        w[SRC0],
+        w[SRC1],
+        w[IN_H],
+        w[OUT_H],
+        w[FILTER_H],
+        w[STRIDE_H],
+        w[DIL_H],
+        w[PAD_TOP],
+        max(w[BLOCK_ROWS], 1),
+    )

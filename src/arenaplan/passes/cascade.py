@@ -5,10 +5,11 @@ intermediate tensors shrink to rings of rows in one scratch buffer and its
 quantisation data moves from TFLM's persistent arena to constant tensors in flash.
 
 The chooser: in model order, the longest runs of operators that can be one cascade
-(one activation in, only the last output out); then, greedily, the cut of a chain
-into two that lowers the score most, while one does. The score is what the search
-minimises: the estimated head (live activations and kernel scratch at the peak),
-plus, for the "arena" objective, TFLM's persistent tail under ``profile``. A chain
+(one activation in, only the last output out, at most 64 operators); each run cut
+where its largest piece (input and output whole plus rings) is smallest, in the
+fewest pieces (``cuts``), or kept whole, whichever scores lower. The score is what
+the search minimises: the estimated head (live activations and kernel scratch at
+the peak), plus, for the "arena" objective, TFLM's persistent tail under ``profile``. A chain
 whose cascade does not lower the score is left as it was. With ``fit`` (bytes), a
 model whose score is already at most ``fit`` is left as it was, and the stats say
 what stopped a cascaded model above it (``stopped``: "fit" reached, "tail" the
@@ -22,10 +23,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
+from arenaplan.allocation.packing import align_up
 from arenaplan.errors import UsageError
 from arenaplan.ir.cascade_format import MAX_STAGES, OPCODE, TWO_INPUTS
 from arenaplan.ir.model import Model, Subgraph
-from arenaplan.passes.band_search import head_peak
+from arenaplan.passes.band_search import ALIGN, head_peak
 from arenaplan.passes.base import Origin, PassResult, compose, identity
 from arenaplan.passes.cascade_chain import STEP_PIXELS, Chain, add_cascade, chain_of
 from arenaplan.passes.cascade_stage import Uncascadable, stage_of
@@ -72,7 +74,7 @@ def longest_chains(sg: Subgraph, buffers: Sequence[bytes]) -> list[list[int]]:
         b = a
         while b + 1 < min(n, a + MAX_STAGES) and ok[b + 1]:
             b += 1
-        end = next((e for e in range(b, a - 1, -1) if _valid(sg, a, e, buffers)), a - 1)
+        end = next((e for e in range(b, a - 1, -1) if _valid(sg, a, e)), a - 1)
         if end < a:
             a += 1
             continue
@@ -81,7 +83,7 @@ def longest_chains(sg: Subgraph, buffers: Sequence[bytes]) -> list[list[int]]:
     return chains
 
 
-def _valid(sg: Subgraph, a: int, e: int, buffers: Sequence[bytes]) -> bool:
+def _valid(sg: Subgraph, a: int, e: int) -> bool:
     """Operators a..e are one cascade (checked without sizing its rings)."""
     made = {sg.operators[i].outputs[0] for i in range(a, e + 1)}
     entering = set()
@@ -144,11 +146,10 @@ class Cascade:
         if self.fit is not None and before <= self.fit:
             note = f"the model fits {self.fit:,} B as it is (estimate {before:,} B)"
             return PassResult(model, False, note, {"stopped": "fit", "score_before": before})
-        current = model
         chosen: list[Chain] = []
         for sg in model.subgraphs:
             for ops in longest_chains(sg, model.buffers):
-                chosen.extend(self._choose(model, sg.index, ops))
+                chosen.extend(self._choose(model, sg.index, ops, before))
         if not chosen:
             return PassResult(model, False, "no chain to cascade")
         current, origin = apply(model, chosen)
@@ -181,9 +182,10 @@ class Cascade:
     def _chain(self, sg: Subgraph, ops: Sequence[int], buffers: Sequence[bytes]) -> Chain | None:
         return _try_chain(sg, ops, buffers, self.kernels, self.step_pixels)
 
-    def _choose(self, model: Model, subgraph: int, ops: list[int]) -> list[Chain]:
-        """The chains ``ops`` is cut into (none if cascading it does not pay): the
-        whole run, or the cut ``cuts`` finds, whichever scores lower."""
+    def _choose(self, model: Model, subgraph: int, ops: list[int], before: int) -> list[Chain]:
+        """The chains ``ops`` is cut into (none if cascading it does not pay against
+        ``before``, the model's score): the whole run, or the cut ``cuts`` finds,
+        whichever scores lower."""
         sg = model.subgraphs[subgraph]
         whole = self._chain(sg, ops, model.buffers)
         if whole is None:
@@ -193,11 +195,7 @@ class Cascade:
             candidates.append(cuts(sg, ops, model.buffers, self._chain))
         scored = [(self.score(apply(model, c)[0]), len(c), c) for c in candidates if c]
         best, _, parts = min(scored, key=lambda x: (x[0], x[1]))
-        return parts if best < self.score(model) else []
-
-
-def _align16(n: int) -> int:
-    return (n + 15) & ~15
+        return parts if best < before else []
 
 
 def cuts(
@@ -216,13 +214,15 @@ def cuts(
     chains: dict[tuple[int, int], Chain] = {}
     for j in range(1, n + 1):
         for i in range(max(0, j - MAX_STAGES), j):
-            if best[i] is None or not _valid(sg, ops[i], ops[j - 1], buffers):
+            if best[i] is None or not _valid(sg, ops[i], ops[j - 1]):
                 continue
             c = make(sg, ops[i:j], buffers)
             if c is None:
                 continue
             t = sg.tensors
-            cost = _align16(t[c.input].nbytes) + _align16(t[c.output].nbytes) + _align16(c.scratch)
+            cost = sum(
+                align_up(n, ALIGN) for n in (t[c.input].nbytes, t[c.output].nbytes, c.scratch)
+            )
             peak, parts, _ = best[i]  # type: ignore[misc]
             trial = (max(peak, cost), parts + 1, i)
             if best[j] is None or trial[:2] < best[j][:2]:  # type: ignore[index]

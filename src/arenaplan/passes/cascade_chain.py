@@ -21,14 +21,12 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from arenaplan.allocation.packing import align_up
 from arenaplan.ir.cascade_format import (
     ACC_OFFSET,
     BIAS_IN,
     BLOCK_ROWS,
-    DIL_H,
-    FILTER_H,
     FILTER_IN,
-    IN_H,
     KIND,
     KIND_NAMES,
     MAX_STAGES,
@@ -37,17 +35,16 @@ from arenaplan.ir.cascade_format import (
     OUT_C,
     OUT_H,
     OUT_W,
-    PAD_TOP,
     QUANT_IN,
     RING_OFFSET,
     RING_ROWS,
     SRC0,
     SRC1,
-    STRIDE_H,
     encode,
+    row_geometry,
 )
 from arenaplan.ir.model import Operator, Subgraph
-from arenaplan.passes.cascade_rows import INPUT, RowGeometry, ring_rows
+from arenaplan.passes.cascade_rows import INPUT, ring_rows
 from arenaplan.passes.cascade_stage import Stage, Uncascadable, stage_of
 from arenaplan.passes.edit import SubgraphEdit
 from arenaplan.tflm.kernel_sets import REFERENCE, cmsis_features
@@ -71,26 +68,6 @@ class Chain:
     input: int
     output: int
     scratch: int
-
-
-def _align4(n: int) -> int:
-    return (n + 3) & ~3
-
-
-def _geometry(w: Sequence[int]) -> RowGeometry:
-    kind = KIND_NAMES[w[KIND]]
-    return RowGeometry(
-        kind,
-        w[SRC0],
-        w[SRC1],
-        w[IN_H],
-        w[OUT_H],
-        w[FILTER_H],
-        w[STRIDE_H],
-        w[DIL_H],
-        w[PAD_TOP],
-        max(w[BLOCK_ROWS], 1),
-    )
 
 
 def block_rows(
@@ -152,12 +129,12 @@ def chain_of(
         w[SRC0] = src[0]
         w[SRC1] = src[1] if len(src) > 1 else INPUT
         w[BLOCK_ROWS] = block_rows(KIND_NAMES[w[KIND]], w[OUT_W], w[OUT_H], kernels, step_pixels)
-    rings = ring_rows([_geometry(w) for w in records])
+    rings = ring_rows([row_geometry(w) for w in records])
     at = 0
     for w, rows in zip(records, rings, strict=True):
         w[RING_ROWS] = rows
         w[RING_OFFSET] = at if rows else 0
-        at += _align4(rows * w[OUT_W] * w[OUT_C])
+        at += align_up(rows * w[OUT_W] * w[OUT_C], 4)
         if KIND_NAMES[w[KIND]] == MEAN_ROWS:
             w[ACC_OFFSET] = at
             at += 4 * w[OUT_C]

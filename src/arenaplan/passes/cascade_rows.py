@@ -11,51 +11,12 @@ before its last read. Rows are rows of the stage's output tensor.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
 
-from arenaplan.ir.cascade_format import ELEMENTWISE, MEAN_ROWS, TWO_INPUTS
+from arenaplan.ir.cascade_format import INPUT_SRC, MEAN_ROWS, TWO_INPUTS, RowGeometry
 
-INPUT = -1  # src of a stage that reads the operator's input (kept whole)
+INPUT = INPUT_SRC  # src of a stage that reads the operator's input (kept whole)
 ADD = "ADD"
-PAD = "PAD"
-
-
-@dataclass(frozen=True, slots=True)
-class RowGeometry:
-    """How a stage's output rows read its sources' rows (heights in rows)."""
-
-    kind: str  # a builtin name or MEAN_ROWS
-    src0: int  # INPUT or an earlier stage
-    src1: int  # the second source of ADD, MUL, SUB, else INPUT (unused)
-    in_h: int
-    out_h: int
-    filter_h: int = 1
-    stride_h: int = 1
-    dilation_h: int = 1
-    pad_top: int = 0
-    block: int = 1  # rows computed per step (block_rows; the last step may have fewer)
-
-    def step(self, y: int) -> int:
-        """Rows of the step that starts at row y."""
-        return min(max(self.block, 1), self.out_h - y)
-
-    def needs_step(self, y: int) -> tuple[int, int]:
-        """Rows [lo, hi] of src0 the step at row y reads together (hi < lo: none)."""
-        spans = [self.needs(k) for k in range(y, y + self.step(y))]
-        inside = [(lo, hi) for lo, hi in spans if lo <= hi]
-        return (inside[0][0], inside[-1][1]) if inside else (0, -1)
-
-    def needs(self, y: int) -> tuple[int, int]:
-        """Rows [lo, hi] of src0 that output row y reads (hi < lo: none)."""
-        if self.kind in ELEMENTWISE:
-            return y, y
-        if self.kind == PAD:
-            r = y - self.pad_top
-            return (r, r) if 0 <= r < self.in_h else (0, -1)
-        first = y * self.stride_h - self.pad_top
-        rows = [first + k * self.dilation_h for k in range(self.filter_h)]
-        inside = [r for r in rows if 0 <= r < self.in_h]
-        return (inside[0], inside[-1]) if inside else (0, -1)
+__all__ = ["ADD", "INPUT", "RowGeometry", "ring_rows"]
 
 
 class _Simulation:

@@ -22,6 +22,7 @@ from dataclasses import KW_ONLY, dataclass
 
 from arenaplan.ir.model import Model
 from arenaplan.tflm.kernel_sets import REFERENCE, check_kernels
+from arenaplan.tflm.refusals import ARENAPLAN_CUSTOM
 from arenaplan.verify.compare import compare_models
 from arenaplan.verify.runner import TflmRunner, tflm_available
 
@@ -35,14 +36,15 @@ PROOF_BUILDS: dict[str, str] = {
     "cmsis_nn+dsp": "arm32-cmsis_nn",
     "cmsis_nn+mve": "m55-cmsis_nn",
 }
-OWN_KERNELS = ("ARENAPLAN_CASCADE",)  # custom operators only arenaplan's builds run
 OWN_BUILD = "host-reference"  # where a reference-kernels plan with them is proven
 
 
 def uses_own_kernels(model: Model) -> bool:
     """``model`` has an operator only arenaplan's kernels run (a cascade)."""
     return any(
-        op.is_custom and op.opcode in OWN_KERNELS for sg in model.subgraphs for op in sg.operators
+        op.is_custom and op.opcode in ARENAPLAN_CUSTOM
+        for sg in model.subgraphs
+        for op in sg.operators
     )
 
 

@@ -34,7 +34,6 @@ from arenaplan.ir.cascade_format import (
     KIND,
     KINDS,
     OUT_C,
-    OUT_H,
     OUT_W,
     PAD_LEFT,
     PAD_TOP,
@@ -44,6 +43,7 @@ from arenaplan.ir.cascade_format import (
     STRIDE_W,
     ChainBlob,
     decode,
+    row_geometry,
 )
 from arenaplan.ir.model import Operator
 from arenaplan.tflm.cmsis_nn.buffer_sizes import (
@@ -57,22 +57,15 @@ from arenaplan.tflm.cmsis_nn.buffer_sizes import (
 CONV, DEPTHWISE = KINDS["CONV_2D"], KINDS["DEPTHWISE_CONV_2D"]
 
 
-def _needs(r: tuple[int, ...], y: int) -> tuple[int, int] | None:
-    """The first and last rows of its source output row y of a convolution reads."""
-    first = y * r[STRIDE_H] - r[PAD_TOP]
-    inside = [
-        first + k * r[DIL_H] for k in range(r[FILTER_H]) if 0 <= first + k * r[DIL_H] < r[IN_H]
-    ]
-    return (inside[0], inside[-1]) if inside else None
-
-
 def _steps(r: tuple[int, ...]):
     """Each step's first row, rows, and the source rows it reads (None: none)."""
-    block = max(r[BLOCK_ROWS], 1)
-    for y in range(0, r[OUT_H], block):
-        n = min(block, r[OUT_H] - y)
-        spans = [s for s in (_needs(r, k) for k in range(y, y + n)) if s is not None]
-        yield y, n, ((spans[0][0], spans[-1][1]) if spans else None)
+    g = row_geometry(r)
+    y = 0
+    while y < g.out_h:
+        n = g.step(y)
+        lo, hi = g.needs_step(y)
+        yield y, n, ((lo, hi) if lo <= hi else None)
+        y += n
 
 
 def _buffer(features: str, r: tuple[int, ...]) -> int:
