@@ -46,4 +46,12 @@ def test_argparse_types_reject_with_a_reason() -> None:
             parse(bad)
     assert seconds_arg("0.5") == 0.5
     with pytest.raises(argparse.ArgumentTypeError, match="at least 1"):
-        count_arg(1)("0")
+        count_arg(1, 5)("0")
+
+
+def test_counts_and_durations_have_upper_limits() -> None:
+    with pytest.raises(argparse.ArgumentTypeError, match="at most 5"):
+        count_arg(1, 5)("6")
+    assert count_arg(1, 5)("5") == 5
+    with pytest.raises(argparse.ArgumentTypeError, match="one week"):
+        seconds_arg("1e9")

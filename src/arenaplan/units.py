@@ -78,19 +78,28 @@ def size_arg(minimum: int = 1, maximum: int | None = None):
     return size
 
 
+MAX_SECONDS = 7 * 24 * 3600.0  # the longest duration an option takes: one week
+
+
 def seconds_arg(text: str) -> float:
-    """An ``argparse`` type for durations: a finite number of seconds above zero."""
+    """An ``argparse`` type for durations: a finite number of seconds above zero, at most
+    ``MAX_SECONDS``."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
+    if value > MAX_SECONDS:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is above the limit of {MAX_SECONDS:,.0f} s (one week)"
+        )
     return value
 
 
-def count_arg(minimum: int):
-    """An ``argparse`` type for counts: a whole number at least ``minimum``."""
+def count_arg(minimum: int, maximum: int):
+    """An ``argparse`` type for counts: a whole number from ``minimum`` to ``maximum``
+    (every count a user gives has an upper limit, stated in its error)."""
 
     def count(text: str) -> int:
         try:
@@ -99,6 +108,8 @@ def count_arg(minimum: int):
             raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
         if value < minimum:
             raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        if value > maximum:
+            raise argparse.ArgumentTypeError(f"must be at most {maximum:,}, got {value:,}")
         return value
 
     return count

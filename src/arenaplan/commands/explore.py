@@ -66,7 +66,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="run on a Ray cluster (ADDRESS, or 'auto'; none: start a local one); "
         "needs pip install 'arenaplan[ray]'",
     )
-    p.add_argument("--workers", type=count_arg(1), help="processes (default: one per core)")
+    p.add_argument("--workers", type=count_arg(1, 1024),
+                   help="processes, 1 to 1,024 (default: one per core)")  # fmt: skip
     p.add_argument("--time-limit", type=seconds_arg, default=1.0, metavar="S",
                    help="seconds for the exact solver per plan (default 1)")  # fmt: skip
     p.add_argument("--retry-failed", action="store_true", help="run failed tasks again")

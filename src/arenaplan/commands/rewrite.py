@@ -62,13 +62,13 @@ def add_pass_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--step-pixels",
-        type=count_arg(0),
+        type=count_arg(0, 1 << 20),
         default=None,
         metavar="N",
         help="cascade with CMSIS-NN kernels: output pixels of a convolution per CMSIS-NN "
-        "call (whole rows; 0: one row). Fewer keep fewer rows in the arena and run more "
-        "instructions (default 16: within a few %% of the original's; --fit lowers it to 0 "
-        "when it must)",
+        "call (whole rows; 0: one row; at most 1,048,576). Fewer keep fewer rows in the "
+        "arena and run more instructions (default 16: within a few %% of the original's; "
+        "--fit lowers it to 0 when it must)",
     )
     p.add_argument(
         "--clobber-inputs",

@@ -56,10 +56,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_target_options(p, default="generic", what="whose fastest memory shrinks")
     p.add_argument(
         "--points",
-        type=count_arg(2),
+        type=count_arg(2, 1000),
         default=8,
         metavar="N",
-        help="sizes to try, a whole number >= 2 (default 8); one row each",
+        help="sizes to try, 2 to 1,000 (default 8); one row each",
     )
     add_weights_option(p, outputs=False)
     p.add_argument(

@@ -37,10 +37,16 @@ def register(sub: argparse._SubParsersAction) -> None:
         "planned", type=Path, help="the planned model (arenaplan plan -o) to prove against it"
     )
     p.add_argument(
-        "--trials", type=count_arg(1), default=3, help="random inputs to try (default 3)"
+        "--trials",
+        type=count_arg(1, 10_000),
+        default=3,
+        help="random inputs to try, 1 to 10,000 (default 3)",
     )
     p.add_argument(
-        "--seed", type=count_arg(0), default=0, help="seed of the random inputs (default 0)"
+        "--seed",
+        type=count_arg(0, 2**32 - 1),
+        default=0,
+        help="seed of the random inputs, 0 to 2**32-1 (default 0)",
     )
     p.add_argument(
         "--build",
