@@ -5,7 +5,8 @@ is proven infeasible; 2 bad input or usage (one line on stderr, no traceback, no
 output file); 3 TFLM refuses the model (so it cannot be verified, nor weight copies
 proven), or the time limit came before an answer; 70 an internal error (a bug in
 arenaplan, such as a plan its own validator refuses: one line naming the input,
-asking for a report); 130 interrupted.
+asking for a report); 130 interrupted (Ctrl-C); 143 or 129 ended by SIGTERM or SIGHUP
+(temporary files removed, no output half written).
 """
 
 from __future__ import annotations
@@ -13,8 +14,11 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import NoReturn
 
@@ -54,6 +58,34 @@ COMMANDS: dict[str, tuple[str, str]] = {
 EXIT_USAGE = 2
 EXIT_INTERNAL = 70  # sysexits.h EX_SOFTWARE
 EXIT_INTERRUPTED = 130
+
+
+class Terminated(BaseException):
+    """SIGTERM or SIGHUP came: raised like KeyboardInterrupt, so every ``finally`` and
+    cleanup runs (temporary files removed, workers ended) before the exit."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _raise_terminated(signum: int, _frame: object) -> None:
+    raise Terminated(signum)
+
+
+@contextmanager
+def _ending_on_signals() -> Iterator[None]:
+    """While inside: SIGTERM and SIGHUP end the run as Ctrl-C does. The handlers before
+    are put back after (main thread only: elsewhere, handlers cannot be set)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = {s: signal.signal(s, _raise_terminated) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -109,7 +141,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     console = Console(highlight=False)
     try:
-        return int(args.run(args, console) or 0)
+        with _ending_on_signals():
+            return int(args.run(args, console) or 0)
     except ArenaplanError as exc:
         if exc.exit_code == EXIT_INTERNAL:  # arenaplan refused its own result: a bug
             return _internal_error(args, str(exc))
@@ -118,6 +151,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("arenaplan: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except Terminated as exc:
+        print(f"arenaplan: ended by {exc}", file=sys.stderr)
+        return 128 + exc.signum
     except BrokenPipeError:  # the reader of our output went away (| head): not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import stat
 from pathlib import Path
 
@@ -86,3 +87,60 @@ def test_a_killed_runs_temporary_files_are_cleaned_by_the_next(tmp_path: Path) -
     out.add(out_path, b"{}")
     out.write_all()
     assert sorted(p.name for p in tmp_path.iterdir()) == [other.name, "plan.json"]
+
+
+def _two_outputs(tmp_path: Path) -> tuple[Outputs, Path, Path]:
+    out = Outputs()
+    first, second = tmp_path / "model.tflite", tmp_path / "model.h"
+    for path, option in ((first, "-o"), (second, "--header")):
+        path.write_bytes(b"old")
+        out.claim(path, option)
+        out.add(path, b"new")
+    return out, first, second
+
+
+def test_a_signal_during_the_renames_ends_the_run_after_the_last(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """A kill after the first rename is held back: the run ends with both files new,
+    never a new model beside an old header."""
+    from arenaplan.cli import Terminated, _ending_on_signals
+    from arenaplan.export import files
+
+    out, first, second = _two_outputs(tmp_path)
+    renames: list[str] = []
+    replace = os.replace
+
+    def replace_then_kill(src: str, dst: Path) -> None:
+        replace(src, dst)
+        renames.append(str(dst))
+        if len(renames) == 1:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    monkeypatch.setattr(files.os, "replace", replace_then_kill)
+    with pytest.raises(Terminated), _ending_on_signals():
+        out.write_all()
+    assert len(renames) == 2
+    assert first.read_bytes() == second.read_bytes() == b"new"
+
+
+def test_a_signal_while_staging_leaves_no_temporary_file(tmp_path: Path, monkeypatch) -> None:
+    from arenaplan.cli import Terminated, _ending_on_signals
+    from arenaplan.export import files
+
+    out, first, second = _two_outputs(tmp_path)
+    staged: list[str] = []
+    stage = files._stage
+
+    def stage_then_kill(path: Path, data: bytes) -> str:
+        if staged:  # the kill comes after the first file is staged, before the second
+            os.kill(os.getpid(), signal.SIGTERM)
+        staged.append(stage(path, data))
+        return staged[-1]
+
+    monkeypatch.setattr(files, "_stage", stage_then_kill)
+    with pytest.raises(Terminated), _ending_on_signals():
+        out.write_all()
+    assert len(staged) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.h", "model.tflite"]
+    assert first.read_bytes() == second.read_bytes() == b"old"

@@ -11,16 +11,22 @@ destinations are untouched.
 
 ``-`` as a path means standard output (text payloads only, e.g. the JSON plan). An
 output that exists must be a regular file: a device, FIFO, socket or symbolic link is
-refused, never replaced. Temporary files a killed run left beside an output are
-removed by the next run that claims it.
+refused, never replaced. A signal that ends the run (Ctrl-C, ``kill``, a closed terminal)
+is held back during the renames, so a run ends with all of its outputs written or none;
+the command line turns it into an exception, so the temporary files are removed. Only
+SIGKILL can end a run between two renames, or leave temporary files: those a killed run
+left beside an output are removed by the next run that claims it.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import stat
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from glob import escape as glob_escape
 from pathlib import Path
@@ -98,13 +104,30 @@ class Outputs:
             for tmp, _ in temps:
                 Path(tmp).unlink(missing_ok=True)
             raise
-        for tmp, path in temps:
-            os.replace(tmp, path)
+        with _signals_deferred():  # all renames, or (SIGKILL aside) none
+            for tmp, path in temps:
+                os.replace(tmp, path)
         for path, data in self._staged:
             if str(path) == STDOUT:
                 sys.stdout.write(data.decode())
                 sys.stdout.flush()
         return self.paths
+
+
+# The signals that end a run (Ctrl-C, kill, a closed terminal, Ctrl-\\): held back while
+# the staged files are renamed into place, so such a signal ends the run before the first
+# rename or after the last, never between two (only SIGKILL, which cannot be held, can).
+_ENDING_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT}
+
+
+@contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """Hold back the ending signals in this thread; those that came are delivered after."""
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, _ENDING_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 TMP_SUFFIX = ".arenaplan-tmp"  # the temporary files ``write_all`` renames into place
