@@ -6,6 +6,7 @@ import os
 import shutil
 import signal
 import stat
+import threading
 from pathlib import Path
 
 import pytest
@@ -103,9 +104,12 @@ def test_a_signal_during_the_renames_ends_the_run_after_the_last(
     tmp_path: Path, monkeypatch
 ) -> None:
     """A kill after the first rename is held back: the run ends with both files new,
-    never a new model beside an old header."""
+    never a new model beside an old header (also when another thread could take it)."""
     from arenaplan.cli import Terminated, _ending_on_signals
     from arenaplan.export import files
+
+    idle = threading.Event()
+    threading.Thread(target=idle.wait, daemon=True).start()
 
     out, first, second = _two_outputs(tmp_path)
     renames: list[str] = []
@@ -120,6 +124,7 @@ def test_a_signal_during_the_renames_ends_the_run_after_the_last(
     monkeypatch.setattr(files.os, "replace", replace_then_kill)
     with pytest.raises(Terminated), _ending_on_signals():
         out.write_all()
+    idle.set()
     assert len(renames) == 2
     assert first.read_bytes() == second.read_bytes() == b"new"
 
