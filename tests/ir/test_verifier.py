@@ -12,9 +12,9 @@ import pytest
 from kits.opmodels import OP_MODELS, SHAPED
 from testkit import model_params
 
-from arenaplan.errors import PassError
+from arenaplan.errors import ModelFormatError, PassError
 from arenaplan.ir import DType, Model, Operator, Options, Tensor
-from arenaplan.ir.verifier import _SHAPE_RULES, ir_problems, verify_ir
+from arenaplan.ir.verifier import _SHAPE_RULES, check_model, index_problems, ir_problems, verify_ir
 from arenaplan.reader import read_model_bytes
 
 SYNTHETIC = {**OP_MODELS, **SHAPED}
@@ -138,6 +138,38 @@ def test_an_input_read_before_it_is_produced() -> None:
     swapped = (replace(b, index=0), replace(a, index=1), c)
     broken = replace(m, subgraphs=(replace(sg, operators=swapped),))
     _refused(broken, "operator 0 FULLY_CONNECTED", "read before", "produced later by operator 1")
+
+
+def test_a_swap_is_a_use_before_definition_not_a_cycle() -> None:
+    """Operators in the wrong order, but some order runs them: no cycle is claimed."""
+    m = _model("fc_int8_per_tensor")
+    sg = m.subgraphs[0]
+    a, b, c = sg.operators
+    swapped = (replace(b, index=0), replace(a, index=1), c)
+    message = _refused(replace(m, subgraphs=(replace(sg, operators=swapped),)), "read before")
+    assert "cycle" not in message
+
+
+def test_a_cycle_names_its_operators() -> None:
+    """Operator 0 reads what operator 2 writes, and 2 depends on 0 through 1: a cycle,
+    whatever the order (the data of the issue's 'cycle in its data flow')."""
+    m = _model("fc_int8_per_tensor")  # three chained FULLY_CONNECTED: 0 -> 1 -> 2
+    a, _, c = m.subgraphs[0].operators
+    cyclic = _with_op(m, 0, inputs=(c.outputs[0], *a.inputs[1:]))
+    _refused(cyclic, "subgraph 0 operator 0 FULLY_CONNECTED", "a cycle, operators 0 -> 2 -> 1 -> 0")
+
+
+def test_an_operator_reading_its_own_output_is_a_cycle() -> None:
+    m = _model("relu_int8")  # t0 -> t1 -> t2 -> t3
+    _refused(_with_op(m, 1, inputs=(2,)), "operator 1 RELU", "a cycle, operators 1 -> 1")
+
+
+def test_an_operator_writing_a_constant() -> None:
+    m = _model("conv_int8_per_channel")
+    w = m.subgraphs[0].operators[0].inputs[1]
+    found = ir_problems(_with_op(m, 0, outputs=(w,)))  # the output is then never made, too
+    assert f"subgraph 0 operator 0 CONV_2D: writes tensor {w} " in "\n".join(found)
+    assert any(p.endswith("which holds constant data") for p in found)
 
 
 def test_an_input_never_produced() -> None:
@@ -287,3 +319,25 @@ def test_all_problems_are_counted_in_the_one_line() -> None:
     m = _model("relu_int8")
     broken = _with_op(_with_op(m, 1, outputs=(1,)), 2, outputs=(0,))
     assert "(and 3 more)" in _refused(broken, "invalid IR")  # two outputs never produced
+
+
+# ---- check_model: what every command runs on the model it reads ------------------
+
+
+def test_check_model_refuses_in_one_line_naming_the_file_and_the_count() -> None:
+    m = _model("relu_int8")
+    broken = _with_op(_with_op(m, 1, outputs=(1,)), 2, outputs=(1,))
+    with pytest.raises(ModelFormatError) as info:
+        check_model(broken, "net.tflite")
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith("net.tflite: invalid model: subgraph 0 operator 1 RELU")
+    assert message.endswith(f"(and {len(ir_problems(broken)) - 1} more)")
+    check_model(m, "net.tflite")  # a valid model passes
+
+
+def test_index_problems_alone() -> None:
+    m = _model("conv_int8_per_channel")
+    assert index_problems(m) == []
+    assert index_problems(_with_op(m, 0, inputs=(0, 1, 99)))
+    assert not index_problems(_with_op(m, 0, outputs=(1,)))  # a data-flow problem only

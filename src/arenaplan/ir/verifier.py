@@ -8,7 +8,9 @@ Checked, in this order (each later check may index what an earlier one vouched f
 1. indices: positions of subgraphs, tensors and operators; tensor indices of
    operators and of subgraph inputs/outputs; buffers; called subgraphs;
 2. data flow: every non-constant, non-variable input is a subgraph input or the
-   output of an earlier operator; no tensor is produced twice;
+   output of an earlier operator (a read of a later operator's output is a cycle
+   when that operator depends, through the data, on the reader); no tensor is
+   produced twice, nor is a subgraph input produced;
 3. signatures (``ir.signatures``): the tensors each kernel kind needs;
 4. quantisation: int8/int16 activations of kernels that read scale and zero point;
 5. shapes: output shapes that follow from the inputs for the kinds below (other
@@ -23,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from arenaplan.errors import PassError
+from arenaplan.errors import ModelFormatError, PassError
 from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Model, Operator, Subgraph, Tensor
 from arenaplan.ir.signatures import operator_problems
@@ -41,9 +43,19 @@ def verify_ir(model: Model) -> None:
         raise PassError(f"invalid IR: {found[0]}{more}")
 
 
+def check_model(model: Model, name: str) -> None:
+    """Raise ``ModelFormatError`` (one line: ``name``, the first problem, how many
+    more) if ``model``, as read from ``name``, is not well formed: what every
+    command does before it uses a model."""
+    found = ir_problems(model)
+    if found:
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        raise ModelFormatError(f"{name}: invalid model: {found[0]}{more}")
+
+
 def ir_problems(model: Model) -> list[str]:
     """Every problem found, one line each; [] for a well-formed model."""
-    found = _index_problems(model)
+    found = index_problems(model)
     if found:
         return found  # the checks below index tensors freely
     for sg in model.subgraphs:
@@ -61,7 +73,9 @@ def ir_problems(model: Model) -> list[str]:
 # ---- 1. indices -------------------------------------------------------------------
 
 
-def _index_problems(model: Model) -> list[str]:
+def index_problems(model: Model) -> list[str]:
+    """Check 1 alone: [] when every index a model holds points at something (what
+    any code that indexes tensors by them needs)."""
     found = []
     n_buffers = len(model.buffers) or len(model.buffer_sizes)
     for s, sg in enumerate(model.subgraphs):
@@ -86,11 +100,11 @@ def _index_problems(model: Model) -> list[str]:
             where = f"subgraph {s} operator {i} {op.opcode}"
             if op.index != i:
                 found.append(f"{where}: says it is operator {op.index}")
-            found += [f"{where}: {why}" for why in _op_index_problems(model, op, n)]
+            found += [f"{where}: {why}" for why in _opindex_problems(model, op, n)]
     return found
 
 
-def _op_index_problems(model: Model, op: Operator, n: int) -> list[str]:
+def _opindex_problems(model: Model, op: Operator, n: int) -> list[str]:
     found = []
     for kind, indices, low in (
         ("input", op.inputs, -1),  # -1: an omitted optional input
@@ -126,12 +140,7 @@ def _dataflow_problems(sg: Subgraph) -> list[str]:
         for k, t in enumerate(op.inputs):
             if t < 0 or t in ready or t in made:
                 continue
-            later = producer.get(t)
-            why = f"produced later by operator {later}" if later is not None else "never produced"
-            found.append(
-                f"{where}: input {k} (tensor {t} {sg.tensors[t].name!r}) is read before any "
-                f"operator produces it ({why}) and is not a subgraph input"
-            )
+            found.append(f"{where}: {_early_read(sg, producer, op.index, k, t)}")
         for t in op.outputs:
             name = sg.tensors[t].name
             if t in made:
@@ -150,6 +159,49 @@ def _dataflow_problems(sg: Subgraph) -> list[str]:
                 "produced and is not a subgraph input"
             )
     return found
+
+
+def _early_read(sg: Subgraph, producer: dict[int, int], reader: int, k: int, t: int) -> str:
+    """Why input ``k`` (tensor ``t``) of operator ``reader`` is read before it exists:
+    never produced, produced later, or produced later by an operator that depends on
+    ``reader`` (a cycle: no order of the operators runs the model)."""
+    head = f"input {k} (tensor {t} {sg.tensors[t].name!r}) is read before any operator produces it"
+    later = producer.get(t)
+    if later is None:
+        return f"{head} (never produced) and is not a subgraph input"
+    if later == reader:
+        return f"{head}: a cycle, operators {reader} -> {reader}: it reads its own output"
+    path = _data_path(sg, producer, later, reader)
+    if path is None:
+        return f"{head} (produced later by operator {later}) and is not a subgraph input"
+    chain = " -> ".join(str(i) for i in (reader, *path))
+    return f"{head}: a cycle, operators {chain} each read what the next one writes"
+
+
+def _data_path(
+    sg: Subgraph, producer: dict[int, int], start: int, goal: int
+) -> tuple[int, ...] | None:
+    """The shortest chain of operators from ``start`` to ``goal`` in which each reads a
+    tensor the next one writes (``start`` depends on ``goal`` through the data), or
+    None if there is none. A search backwards from ``start``, each operator once."""
+    came: dict[int, int] = {start: start}  # operator -> the operator that reads its output
+    frontier = [start]
+    while frontier:
+        nxt = []
+        for v in frontier:
+            for t in sg.operators[v].inputs:
+                u = producer.get(t)
+                if u is None or u in came:
+                    continue
+                came[u] = v
+                if u == goal:
+                    path = [u]
+                    while path[-1] != start:
+                        path.append(came[path[-1]])
+                    return tuple(reversed(path))
+                nxt.append(u)
+        frontier = nxt
+    return None
 
 
 # ---- shared by 4 and 5 --------------------------------------------------------------
@@ -334,7 +386,7 @@ def _conv(ctx: _Ctx) -> list[str]:
             f"{w.shape[3]}"
         )
     found += _window_problems(ctx, x, y, w.shape[1], w.shape[2])
-    return found + _bias_problems(ctx, 2, y.shape[3])
+    return found + _bias_problems(ctx, 2, channels)  # the filter's, whatever the output says
 
 
 def _pool(ctx: _Ctx) -> list[str]:
