@@ -364,3 +364,31 @@ def test_an_offline_plan_is_dropped_with_the_old_order() -> None:
     planned = replace(model, offline_plan=(0,) * model.tensor_count)
     result = Reorder().run(planned)
     assert result.changed and result.model.offline_plan is None
+
+
+# ---- hostile input: no order problem with a cycle ---------------------------------
+
+
+def _variable_read_before_its_write() -> Model:
+    """relu_int8 (t0 -> t1 -> t2 -> t3) with t2 a variable that operator 0 reads: its
+    state, which operator 1 (after 0, on 0's output) then writes. Valid for the
+    verifier (a variable is there from the start); a data edge from the later writer
+    to the reader would make a cycle."""
+    m = read_model_bytes(OP_MODELS["relu_int8"]())
+    sg = m.subgraphs[0]
+    tensors = list(sg.tensors)
+    tensors[2] = replace(tensors[2], is_variable=True)
+    ops = (replace(sg.operators[0], inputs=(2,)), *sg.operators[1:])
+    return replace(m, subgraphs=(replace(sg, tensors=tuple(tensors), operators=ops),))
+
+
+def test_a_variable_read_before_a_later_write_is_no_cycle() -> None:
+    model = _variable_read_before_its_write()
+    verify_ir(model)
+    sg = model.subgraphs[0]
+    problem = order_problem(model, arena_items(model), sg)
+    assert problem.preds[0] == frozenset()  # the read is of the state, not of operator 1
+    assert 0 in problem.preds[1]  # the data edge 0 -> 1 and the variable's chain
+    new, (record,) = run_passes(model, [Reorder()])
+    assert [op.outputs for op in new.subgraphs[0].operators] == [(1,), (2,), (3,)]
+    assert record.origin == (0, 1, 2)

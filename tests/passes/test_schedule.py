@@ -8,9 +8,11 @@ import random
 
 import pytest
 
+from arenaplan.errors import ModelFormatError
 from arenaplan.passes.schedule import (
     OrderProblem,
     best_order,
+    find_cycle,
     is_topological,
     lower_bound,
     peak_bytes,
@@ -114,3 +116,40 @@ def test_an_empty_problem() -> None:
     problem = OrderProblem((), (), (), (), (16,), frozenset({0}), frozenset({0}))
     found = best_order(problem, (), budget=10)
     assert found.order == () and found.peak == 16 and found.optimal
+
+
+# ---- a cycle is refused, never searched -------------------------------------------
+
+
+def _cyclic(n: int, cycle: tuple[int, ...]) -> OrderProblem:
+    """A chain 0 <- 1 <- ... <- n-1 (each after the one before) plus the edges of
+    ``cycle`` (each of its operators after the next)."""
+    preds = [set() if v == 0 else {v - 1} for v in range(n)]
+    for a, b in itertools.pairwise(cycle):
+        preds[a].add(b)
+    return OrderProblem(
+        preds=tuple(frozenset(p) for p in preds),
+        makes=tuple((v,) for v in range(n)),
+        uses=tuple(() for _ in range(n)),
+        scratch=(0,) * n,
+        sizes=(16,) * n,
+        held=frozenset(),
+        pinned=frozenset({n - 1}),
+    )
+
+
+def test_find_cycle_names_the_operators_of_one_cycle() -> None:
+    assert find_cycle(random_problem(8, seed=3)) is None
+    cycle = find_cycle(_cyclic(6, (1, 4)))  # 1 after 4, 4 after 3 after 2 after 1
+    assert cycle is not None and cycle[0] == cycle[-1]
+    assert set(cycle) == {1, 2, 3, 4}
+    problem = _cyclic(6, (1, 4))
+    for a, b in itertools.pairwise(cycle):
+        assert b in problem.preds[a]  # each must run after the next
+    assert find_cycle(_cyclic(3, (0, 0))) == (0, 0)  # an operator after itself
+
+
+def test_best_order_refuses_a_cycle() -> None:
+    """Before, the greedy found no ready operator: ``min() arg is an empty sequence``."""
+    with pytest.raises(ModelFormatError, match=r"operators 1 -> 4 -> 3 -> 2 -> 1 form a cycle"):
+        best_order(_cyclic(6, (1, 4)), range(6), budget=1000)

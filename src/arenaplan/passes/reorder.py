@@ -26,6 +26,7 @@ from typing import ClassVar
 from arenaplan.allocation.bounds import live_bytes_bound
 from arenaplan.allocation.problem import Buffer, Problem
 from arenaplan.analysis.buffers import ArenaItems, arena_items
+from arenaplan.errors import ModelFormatError
 from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Model, Subgraph
 from arenaplan.passes.base import PassResult, origin_of_subgraphs
@@ -64,7 +65,10 @@ class Reorder:
                 continue
             problem = order_problem(model, items, sg)
             given = tuple(range(len(sg.operators)))
-            result = best_order(problem, given, max(budget - _work(found), 0))
+            try:
+                result = best_order(problem, given, max(budget - _work(found), 0))
+            except ModelFormatError as exc:  # a cycle: the model has no order
+                raise ModelFormatError(f"subgraph {sg.index}: {exc}") from None
             found.append(result)
             if result.peak < peak_bytes(problem, given):
                 orders[sg.index] = result.order
@@ -181,7 +185,10 @@ def order_problem(model: Model, items: ArenaItems, sg: Subgraph) -> OrderProblem
 
 
 def _dependencies(sg: Subgraph) -> tuple[frozenset[int], ...]:
-    """For each operator, the operators that must run before it."""
+    """For each operator, the operators that must run before it. A data edge comes
+    from an earlier producer only: an operator that reads a variable tensor before
+    a later one writes it reads the variable's state (kept in order by its chain),
+    not the later write."""
     n = len(sg.operators)
     preds: list[set[int]] = [set() for _ in range(n)]
     producer: dict[int, int] = {}
@@ -189,7 +196,9 @@ def _dependencies(sg: Subgraph) -> tuple[frozenset[int], ...]:
         for t in op.outputs:
             producer.setdefault(t, op.index)
     for op in sg.operators:
-        preds[op.index] |= {producer[t] for t in op.tensor_inputs() if t in producer}
+        preds[op.index] |= {
+            producer[t] for t in op.tensor_inputs() if producer.get(t, op.index) < op.index
+        }
     chains: dict[object, list[int]] = {}  # a variable or "resources" -> its operators in order
     for op in sg.operators:
         touched = [sg.tensors[t] for t in (*op.tensor_inputs(), *op.outputs)]

@@ -26,7 +26,8 @@ The search (``best_order``), all of it deterministic:
      each step keeps the ``width`` states with the lowest (peak, bytes held), for
      widths 4, 16, 64 and 256 while the budget lasts.
 The budget counts state expansions, not seconds, so the answer never depends on
-the speed of the machine.
+the speed of the machine. A problem whose ``preds`` form a cycle has no order: it
+is refused (``ModelFormatError`` naming the operators of one cycle), never searched.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ from __future__ import annotations
 import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from arenaplan.errors import ModelFormatError
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,8 +143,37 @@ def lower_bound(problem: OrderProblem) -> int:
     return best
 
 
+def find_cycle(problem: OrderProblem) -> tuple[int, ...] | None:
+    """Operators ``v0, v1, ..., v0`` of one cycle of ``preds`` (each must follow the
+    next), or None when the operators have an order."""
+    left = set(range(problem.n)) - set(_topological(problem))
+    if not left:
+        return None
+    # every operator Kahn's order leaves out waits for another left out: walking
+    # from one to a waited-for one must come back to an operator already seen
+    walk, seen = [min(left)], {min(left): 0}
+    while True:
+        v = min(u for u in problem.preds[walk[-1]] if u in left)
+        if v in seen:
+            return (*walk[seen[v] :], v)
+        seen[v] = len(walk)
+        walk.append(v)
+
+
+def check_acyclic(problem: OrderProblem) -> None:
+    """Raise ``ModelFormatError`` if no order runs every operator after its preds."""
+    cycle = find_cycle(problem)
+    if cycle is None:
+        return
+    chain = " -> ".join(map(str, cycle))
+    raise ModelFormatError(
+        f"operators {chain} form a cycle (each must run after the next): no order runs them"
+    )
+
+
 def _topological(problem: OrderProblem) -> list[int]:
-    """Kahn's order, lowest index first among the ready."""
+    """Kahn's order, lowest index first among the ready (on a cycle, only the
+    operators outside it and not after it)."""
     waiting = [len(p) for p in problem.preds]
     succs: list[list[int]] = [[] for _ in range(problem.n)]
     for v, ps in enumerate(problem.preds):
@@ -167,7 +199,9 @@ def best_order(
     problem: OrderProblem, start: Sequence[int], budget: int, widths: Sequence[int] = WIDTHS
 ) -> Found:
     """The order of lowest peak found (never above ``start``'s); see the module text.
-    ``budget``: state expansions for the exact programme and then the beams."""
+    ``budget``: state expansions for the exact programme and then the beams.
+    A cycle in ``preds``: ``ModelFormatError``."""
+    check_acyclic(problem)
     bound = lower_bound(problem)
     candidates = (
         (tuple(start), "given"),
