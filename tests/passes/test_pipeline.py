@@ -59,7 +59,7 @@ def test_a_model_broken_before_any_pass_is_bad_input() -> None:
     (``ModelFormatError``, exit 2), not a pass's."""
     model = read_model_bytes(SHAPED["mobilenet_v2_pad_int8"]())
     broken = _GrowFirstOutput().run(model).model
-    with pytest.raises(ModelFormatError, match="the model as given: invalid IR"):
+    with pytest.raises(ModelFormatError, match="the model as given: invalid model"):
         run_passes(broken, [make_pass("reorder", {})])
 
 
@@ -118,3 +118,24 @@ def test_an_origin_that_does_not_fit_the_model_is_an_error() -> None:
         run_passes(model, [_WrongOrigin()])
     with pytest.raises(PassError, match="pass wrong-origin gave an origin of 12 operators"):
         run_passes(model, [_WrongOrigin(swap=False)])
+
+
+@pytest.mark.parametrize("names", [(name,) for name in PASS_CLASSES])
+def test_every_pass_path_refuses_a_cyclic_model_without_blaming_a_pass(
+    names: tuple[str, ...],
+) -> None:
+    """``pipeline.rewrite.run_rewrite`` (plan --passes, --fit, sweep), through
+    ``run_passes`` (which the weights' stage pass runs by too), verifies the model
+    before any pass runs: a cycle is the model's fault, named with its operators."""
+    from arenaplan.pipeline.rewrite import run_rewrite
+
+    model = read_model_bytes(SHAPED["mobilenet_v2_pad_int8"]())
+    sg = model.subgraphs[0]
+    a, b = sg.operators[:2]
+    ops = (replace(a, inputs=(b.outputs[0], *a.inputs[1:])), *sg.operators[1:])
+    cyclic = replace(model, subgraphs=(replace(sg, operators=ops),))
+    with pytest.raises(ModelFormatError) as info:
+        run_rewrite(cyclic, names, {})
+    message = str(info.value)
+    assert message.startswith("the model as given: invalid model: subgraph 0 operator 0")
+    assert "a cycle, operators 0 -> 1 -> 0" in message and "pass" not in message

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from arenaplan.errors import ModelFormatError, PassError
 from arenaplan.ir.model import Model
-from arenaplan.ir.verifier import verify_ir
+from arenaplan.ir.verifier import check_model, verify_ir
 from arenaplan.passes.base import Origin, Pass, compose, identity
 
 
@@ -37,12 +37,9 @@ class PassRecord:
 
 def run_passes(model: Model, passes: Sequence[Pass]) -> tuple[Model, list[PassRecord]]:
     """Apply ``passes`` in order; the IR is verified before the first (bad input:
-    ``ModelFormatError``) and, with each pass's origin, after each one (a broken pass:
-    ``PassError``)."""
-    try:
-        verify_ir(model)
-    except PassError as exc:
-        raise ModelFormatError(f"the model as given: {exc}") from None
+    ``ModelFormatError``, no pass blamed) and, with each pass's origin, after each one
+    (a broken pass: ``PassError``)."""
+    check_model(model, "the model as given")
     records = []
     origin = identity(model)
     for p in passes:

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from arenaplan.errors import ModelFormatError
 from arenaplan.ir.model import Model
 from arenaplan.placement.plan import Plan
 from arenaplan.reader import load_model
@@ -47,13 +46,10 @@ def read_source(path: Path) -> Source:
     """The model at ``path`` (one line on stderr and exit 2 from the command line if it
     cannot be read, is not a model TFLM could run, or fails the IR verifier: a use
     before definition, a cycle, shapes that do not follow from the inputs)."""
-    from arenaplan.ir.verifier import ir_problems
+    from arenaplan.ir.verifier import check_model
 
     data, model = load_model(path)
-    found = ir_problems(model)
-    if found:
-        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
-        raise ModelFormatError(f"{path}: invalid model: {found[0]}{more}")
+    check_model(model, str(path))
     return Source(data, model, path.name)
 
 
