@@ -14,7 +14,7 @@ from testkit import model_params
 
 from arenaplan.errors import ModelFormatError, PassError
 from arenaplan.ir import DType, Model, Operator, Options, Tensor
-from arenaplan.ir.verifier import _SHAPE_RULES, check_model, index_problems, ir_problems, verify_ir
+from arenaplan.ir.verifier import _SHAPE_RULES, check_model, ir_problems, verify_ir
 from arenaplan.reader import read_model_bytes
 
 SYNTHETIC = {**OP_MODELS, **SHAPED}
@@ -334,10 +334,3 @@ def test_check_model_refuses_in_one_line_naming_the_file_and_the_count() -> None
     assert message.startswith("net.tflite: invalid model: subgraph 0 operator 1 RELU")
     assert message.endswith(f"(and {len(ir_problems(broken)) - 1} more)")
     check_model(m, "net.tflite")  # a valid model passes
-
-
-def test_index_problems_alone() -> None:
-    m = _model("conv_int8_per_channel")
-    assert index_problems(m) == []
-    assert index_problems(_with_op(m, 0, inputs=(0, 1, 99)))
-    assert not index_problems(_with_op(m, 0, outputs=(1,)))  # a data-flow problem only

@@ -55,7 +55,7 @@ def check_model(model: Model, name: str) -> None:
 
 def ir_problems(model: Model) -> list[str]:
     """Every problem found, one line each; [] for a well-formed model."""
-    found = index_problems(model)
+    found = _index_problems(model)
     if found:
         return found  # the checks below index tensors freely
     for sg in model.subgraphs:
@@ -73,9 +73,7 @@ def ir_problems(model: Model) -> list[str]:
 # ---- 1. indices -------------------------------------------------------------------
 
 
-def index_problems(model: Model) -> list[str]:
-    """Check 1 alone: [] when every index a model holds points at something (what
-    any code that indexes tensors by them needs)."""
+def _index_problems(model: Model) -> list[str]:
     found = []
     n_buffers = len(model.buffers) or len(model.buffer_sizes)
     for s, sg in enumerate(model.subgraphs):
@@ -100,11 +98,11 @@ def index_problems(model: Model) -> list[str]:
             where = f"subgraph {s} operator {i} {op.opcode}"
             if op.index != i:
                 found.append(f"{where}: says it is operator {op.index}")
-            found += [f"{where}: {why}" for why in _opindex_problems(model, op, n)]
+            found += [f"{where}: {why}" for why in _op_index_problems(model, op, n)]
     return found
 
 
-def _opindex_problems(model: Model, op: Operator, n: int) -> list[str]:
+def _op_index_problems(model: Model, op: Operator, n: int) -> list[str]:
     found = []
     for kind, indices, low in (
         ("input", op.inputs, -1),  # -1: an omitted optional input
