@@ -1,4 +1,10 @@
-"""``arenaplan inspect MODEL``: what the model holds, as the planner sees it."""
+"""``arenaplan inspect MODEL``: what the model holds, as the planner sees it.
+
+The model is verified first (``ir.verifier``). A model that fails is refused in one
+line (exit 2) naming the first problem; with ``--all`` every problem is listed
+instead, under "invalid model: N problems", followed by the tables (exit 0: inspect
+is the diagnostic tool).
+"""
 
 from __future__ import annotations
 
@@ -12,7 +18,9 @@ from arenaplan.allocation.bounds import live_bytes_bound
 from arenaplan.allocation.problem import Problem
 from arenaplan.analysis.buffers import arena_items
 from arenaplan.commands.common import add_kernels_option, kernels_from_args
+from arenaplan.errors import ModelFormatError
 from arenaplan.ir.model import Model, Operator
+from arenaplan.ir.verifier import ir_problems
 from arenaplan.reader import load_model
 
 _SHOWN_OPTIONS = (
@@ -34,11 +42,17 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="list a model's subgraphs, operators and tensors",
         description="Show the model as the planner sees it: each subgraph's operators "
         "(options, the kernel scratch buffers TFLM will request) and tensors (bytes, "
-        "kind, lifetime in TFLM's scopes), and the lower bound of the head.",
+        "kind, lifetime in TFLM's scopes), and the lower bound of the head. A model "
+        "that fails arenaplan's verifier (an operator reading a tensor before it is "
+        "written, a cycle, a shape that does not follow from the inputs) is refused "
+        "in one line; --all lists every problem instead and exits 0.",
     )
     p.add_argument("model", type=Path, help="input .tflite (only read)")
     p.add_argument(
-        "--all", action="store_true", help="also list constant tensors (weights, biases)"
+        "--all",
+        action="store_true",
+        help="also list constant tensors (weights, biases), and every problem of an "
+        "invalid model instead of refusing it",
     )
     add_kernels_option(p, "reference")
     p.set_defaults(run=run)
@@ -61,6 +75,14 @@ def _kind(t, sg) -> str:
 
 def run(args: argparse.Namespace, console: Console) -> int:
     _, model = load_model(args.model)
+    found = ir_problems(model)
+    if found and not args.all:
+        first = found[0] + (f" (and {len(found) - 1} more)" if len(found) > 1 else "")
+        raise ModelFormatError(
+            f"{args.model}: invalid model: {first}; inspect --all lists every problem"
+        )
+    if found:  # the reader has checked every index: the tables can be drawn
+        _print_problems(console, args.model.name, found)
     items = arena_items(model, kernels=kernels_from_args(args))
     scratch_by_op: dict[tuple[int, int], list[int]] = {}
     for r in items.scratch:
@@ -79,6 +101,14 @@ def run(args: argparse.Namespace, console: Console) -> int:
         _print_operators(console, model, sg.index, scratch_by_op)
         _print_tensors(console, model, sg.index, items, args.all)
     return 0
+
+
+def _print_problems(console: Console, name: str, found: list[str]) -> None:
+    """The verifier's problems, one line each (each names its operator)."""
+    count = f"{len(found)} problem" + ("s" if len(found) > 1 else "")
+    console.print(f"[bold red]{name}: invalid model: {count}[/bold red]")
+    for line in found:
+        console.print(f"  {line}", markup=False, soft_wrap=True)
 
 
 def _print_operators(

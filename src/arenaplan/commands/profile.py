@@ -28,6 +28,7 @@ from arenaplan.cost.traffic import (
 from arenaplan.errors import RuntimeUnavailableError
 from arenaplan.export.files import Outputs
 from arenaplan.ir.model import Model
+from arenaplan.ir.verifier import check_model
 from arenaplan.reader import load_model
 
 _OVERHEAD = ("eval_tensor", "node", "framework", "scratch_handles")
@@ -169,6 +170,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     outputs = Outputs(inputs=(args.model,))
     outputs.claim(args.json, "--json", stdout_ok=True)
     _, model = load_model(args.model)
+    check_model(model, str(args.model))  # before any analysis indexes it
     details = traffic_details(model)
     measured = None
     if args.measure:

@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from arenaplan.ir.verifier import check_model
 from arenaplan.reader import load_model
 from arenaplan.units import count_arg
 
@@ -64,8 +65,10 @@ def run(args: argparse.Namespace, console: Console) -> int:
     from arenaplan.verify.prove import OWN_BUILD, uses_own_kernels
     from arenaplan.verify.runner import require_tflm
 
-    original, _ = load_model(args.original)
+    original, original_ir = load_model(args.original)
     planned, planned_ir = load_model(args.planned)
+    check_model(original_ir, str(args.original))  # both verified before any TFLM run
+    check_model(planned_ir, str(args.planned))
     build = args.build or (OWN_BUILD if uses_own_kernels(planned_ir) else None)
     if build is not None:
         return _run_native(args, console, build, original, planned)
