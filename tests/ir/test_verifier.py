@@ -334,3 +334,45 @@ def test_check_model_refuses_in_one_line_naming_the_file_and_the_count() -> None
     assert message.startswith("net.tflite: invalid model: subgraph 0 operator 1 RELU")
     assert message.endswith(f"(and {len(ir_problems(broken)) - 1} more)")
     check_model(m, "net.tflite")  # a valid model passes
+
+
+def _relus(model: Model, reads: list[int]) -> Model:
+    """relu_int8's first RELU repeated: operator i writes tensor i + 1 and reads tensor
+    ``reads[i]``; tensor 0 is the subgraph input, the last tensor its output."""
+    sg = model.subgraphs[0]
+    n = len(reads)
+    act = sg.tensors[1]
+    tensors = (sg.tensors[0], *(replace(act, index=i, name=f"t{i}") for i in range(1, n + 1)))
+    relu = sg.operators[0]
+    ops = tuple(replace(relu, index=i, inputs=(r,), outputs=(i + 1,)) for i, r in enumerate(reads))
+    sg = replace(sg, tensors=tensors, operators=ops, inputs=(0,), outputs=(n,))
+    return replace(model, subgraphs=(sg,))
+
+
+def test_data_flow_is_linear_in_the_operators() -> None:
+    """40,000 operators in reverse order (each reads what the next writes: no cycle),
+    and the same closed into one ring (a cycle through all): each read said once, the
+    ring's operators named in one line. A search per read took minutes here."""
+    import signal
+
+    n = 40_000
+    m = _model("relu_int8")
+
+    def hung(*_) -> None:
+        raise TimeoutError("the data-flow check ran for minutes")
+
+    old = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(120)  # a failure detector only: a few seconds when linear
+    try:
+        reads = [i + 2 for i in range(n - 1)]  # operator i reads what i + 1 writes
+        backwards = ir_problems(_relus(m, [*reads, 0]))  # the last reads the input
+        ring = ir_problems(_relus(m, [*reads, 1]))  # the last reads what 0 writes
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    assert len(backwards) == n - 1 and not any("cycle" in p for p in backwards)
+    assert "(produced later by operator 1)" in backwards[0]
+    assert len(ring) == n - 1 and all("a cycle" in p for p in ring)
+    chain = " -> ".join(map(str, [*range(n), 0]))
+    assert ring[0].endswith(f"a cycle, operators {chain} each read what the next one writes")
+    assert ring[1].endswith("a cycle, operator 2 depends on this one through the data")

@@ -125,12 +125,15 @@ def _op_index_problems(model: Model, op: Operator, n: int) -> list[str]:
 
 
 def _dataflow_problems(sg: Subgraph) -> list[str]:
-    """Walk the operators in order: what each reads must exist by then."""
+    """Walk the operators in order: what each reads must exist by then. Linear in
+    the operators and their inputs, whatever the model (one search per cycle)."""
     producer: dict[int, int] = {}  # tensor -> the operator that produced it
     for i, op in enumerate(sg.operators):
         for t in op.outputs:
             producer.setdefault(t, i)
     ready = set(sg.inputs) | {t.index for t in sg.tensors if t.is_constant or t.is_variable}
+    part = _cyclic_parts(sg, producer)
+    named: set[int] = set()  # the parts whose cycle a message has named
     made: dict[int, int] = {}
     found = []
     for op in sg.operators:
@@ -138,7 +141,7 @@ def _dataflow_problems(sg: Subgraph) -> list[str]:
         for k, t in enumerate(op.inputs):
             if t < 0 or t in ready or t in made:
                 continue
-            found.append(f"{where}: {_early_read(sg, producer, op.index, k, t)}")
+            found.append(f"{where}: {_early_read(sg, producer, part, named, op.index, k, t)}")
         for t in op.outputs:
             name = sg.tensors[t].name
             if t in made:
@@ -159,29 +162,83 @@ def _dataflow_problems(sg: Subgraph) -> list[str]:
     return found
 
 
-def _early_read(sg: Subgraph, producer: dict[int, int], reader: int, k: int, t: int) -> str:
+def _early_read(
+    sg: Subgraph,
+    producer: dict[int, int],
+    part: list[int],
+    named: set[int],
+    reader: int,
+    k: int,
+    t: int,
+) -> str:
     """Why input ``k`` (tensor ``t``) of operator ``reader`` is read before it exists:
     never produced, produced later, or produced later by an operator that depends on
-    ``reader`` (a cycle: no order of the operators runs the model)."""
+    ``reader`` through the data (a cycle: no order of the operators runs the model).
+    The operators of a cycle are named once per strongly connected part."""
     head = f"input {k} (tensor {t} {sg.tensors[t].name!r}) is read before any operator produces it"
     later = producer.get(t)
     if later is None:
         return f"{head} (never produced) and is not a subgraph input"
     if later == reader:
         return f"{head}: a cycle, operators {reader} -> {reader}: it reads its own output"
-    path = _data_path(sg, producer, later, reader)
-    if path is None:
+    if part[later] != part[reader]:
         return f"{head} (produced later by operator {later}) and is not a subgraph input"
+    if part[reader] in named:
+        return f"{head}: a cycle, operator {later} depends on this one through the data"
+    named.add(part[reader])
+    path = _data_path(sg, producer, part, later, reader)
     chain = " -> ".join(str(i) for i in (reader, *path))
     return f"{head}: a cycle, operators {chain} each read what the next one writes"
 
 
+def _cyclic_parts(sg: Subgraph, producer: dict[int, int]) -> list[int]:
+    """For each operator, its strongly connected part of the graph in which an
+    operator points at the producers of its inputs (Tarjan's algorithm, without
+    recursion): two operators in one part each depend on the other."""
+    n = len(sg.operators)
+    succ = [[producer[t] for t in op.inputs if t in producer] for op in sg.operators]
+    index, low, part = [-1] * n, [0] * n, [-1] * n
+    stack: list[int] = []
+    on_stack = [False] * n
+    counter = 0
+    for root in range(n):
+        if index[root] >= 0:
+            continue
+        work = [(root, 0)]  # (operator, position in its successors)
+        while work:
+            v, i = work.pop()
+            if i == 0:
+                index[v] = low[v] = counter
+                counter += 1
+                stack.append(v)
+                on_stack[v] = True
+            if i < len(succ[v]):
+                work.append((v, i + 1))
+                w = succ[v][i]
+                if index[w] < 0:
+                    work.append((w, 0))
+                elif on_stack[w]:
+                    low[v] = min(low[v], index[w])
+                continue
+            if low[v] == index[v]:  # v roots a part: pop it
+                while True:
+                    w = stack.pop()
+                    on_stack[w] = False
+                    part[w] = v
+                    if w == v:
+                        break
+            if work:  # back in the caller: its low takes this one's
+                u = work[-1][0]
+                low[u] = min(low[u], low[v])
+    return part
+
+
 def _data_path(
-    sg: Subgraph, producer: dict[int, int], start: int, goal: int
-) -> tuple[int, ...] | None:
-    """The shortest chain of operators from ``start`` to ``goal`` in which each reads a
-    tensor the next one writes (``start`` depends on ``goal`` through the data), or
-    None if there is none. A search backwards from ``start``, each operator once."""
+    sg: Subgraph, producer: dict[int, int], part: list[int], start: int, goal: int
+) -> tuple[int, ...]:
+    """The shortest chain of operators from ``start`` to ``goal`` (of one part) in
+    which each reads a tensor the next one writes. A search backwards from ``start``
+    within the part, each operator once."""
     came: dict[int, int] = {start: start}  # operator -> the operator that reads its output
     frontier = [start]
     while frontier:
@@ -189,7 +246,7 @@ def _data_path(
         for v in frontier:
             for t in sg.operators[v].inputs:
                 u = producer.get(t)
-                if u is None or u in came:
+                if u is None or u in came or part[u] != part[start]:
                     continue
                 came[u] = v
                 if u == goal:
@@ -199,7 +256,7 @@ def _data_path(
                     return tuple(reversed(path))
                 nxt.append(u)
         frontier = nxt
-    return None
+    raise AssertionError("unreachable: one part, so a path exists")
 
 
 # ---- shared by 4 and 5 --------------------------------------------------------------
