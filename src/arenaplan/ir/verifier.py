@@ -162,6 +162,9 @@ def _dataflow_problems(sg: Subgraph) -> list[str]:
     return found
 
 
+_CHAIN_SHOWN = 12  # operators of a cycle named in full; a longer one: its ends
+
+
 def _early_read(
     sg: Subgraph,
     producer: dict[int, int],
@@ -186,8 +189,11 @@ def _early_read(
     if part[reader] in named:
         return f"{head}: a cycle, operator {later} depends on this one through the data"
     named.add(part[reader])
-    path = _data_path(sg, producer, part, later, reader)
-    chain = " -> ".join(str(i) for i in (reader, *path))
+    cycle = (reader, *_data_path(sg, producer, part, later, reader))
+    shown = cycle if len(cycle) <= _CHAIN_SHOWN else (*cycle[:4], "...", *cycle[-3:])
+    chain = " -> ".join(map(str, shown))
+    if len(cycle) > _CHAIN_SHOWN:
+        chain += f" ({len(cycle) - 1:,} operators)"
     return f"{head}: a cycle, operators {chain} each read what the next one writes"
 
 
