@@ -73,6 +73,17 @@ class Traffic:
             return Traffic()
         return Traffic(0, n, 0, n * width, (), ((_wclass(width), n),))
 
+    def times(self, n: int) -> Traffic:
+        """This traffic repeated ``n`` times (n >= 0)."""
+        return Traffic(
+            self.loads * n,
+            self.stores * n,
+            self.load_bytes * n,
+            self.store_bytes * n,
+            tuple((w, k * n) for w, k in self.load_widths if k * n),
+            tuple((w, k * n) for w, k in self.store_widths if k * n),
+        )
+
     @property
     def bytes(self) -> int:
         return self.load_bytes + self.store_bytes

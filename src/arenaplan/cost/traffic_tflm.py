@@ -95,19 +95,53 @@ def _padding(padding: str, in_size: int, out_size: int, k: int, stride: int, dil
 def tap_count(out_size: int, in_size: int, k: int, stride: int, pad: int, dil: int = 1) -> int:
     """Sum over output positions of the filter taps that fall inside the input:
     the pairs (o, f), 0 <= o < out_size, 0 <= f < k, with 0 <= o*stride - pad +
-    f*dil < in_size, counted in closed form along the shorter of the two ranges."""
+    f*dil < in_size. Counted in closed form (floor sums, a number of steps
+    logarithmic in the sizes), so neither a tall output nor a tall filter is looped
+    over. A stride or dilation below 1 is not a window (ValueError)."""
+    if stride < 1 or dil < 1:
+        raise ValueError(f"stride {stride} and dilation {dil} must be at least 1")
     if out_size <= 0 or k <= 0 or in_size <= 0:
         return 0
-    if k <= out_size:  # for each tap f, the outputs o it lands inside the input for
-        return sum(_inside(f * dil - pad, stride, in_size, out_size) for f in range(k))
-    return sum(_inside(o * stride - pad, dil, in_size, k) for o in range(out_size))
+    return _pairs_at_most(out_size, k, stride, dil, in_size - 1 + pad) - _pairs_at_most(
+        out_size, k, stride, dil, pad - 1
+    )
 
 
-def _inside(base: int, step: int, size: int, count: int) -> int:
-    """How many j in [0, count) have 0 <= base + j*step < size (step > 0)."""
-    lo = max(0, -(base // step) if base < 0 else 0)  # ceil(-base / step) for base < 0
-    hi = min(count - 1, (size - 1 - base) // step)
-    return max(0, hi - lo + 1)
+def _pairs_at_most(n_out: int, n_taps: int, stride: int, dil: int, x: int) -> int:
+    """How many (o, f), 0 <= o < n_out, 0 <= f < n_taps, have o*stride + f*dil <= x.
+
+    Tap f counts min(n_out, (x - f*dil) // stride + 1) outputs while f*dil <= x:
+    all n_out up to tap ``full``, then a floor sum over the taps up to ``last``."""
+    if x < 0:
+        return 0
+    last = min(n_taps - 1, x // dil)  # the last tap with f*dil <= x
+    reach = x - (n_out - 1) * stride  # tap f counts every output while f*dil <= reach
+    full = min(last, reach // dil) if reach >= 0 else -1
+    count = (full + 1) * n_out
+    m = last - full  # taps full+1 .. last, taken as f = last - j, j = 0 .. m-1
+    if m > 0:
+        count += m + _floor_sum(m, stride, dil, x - dil * last)
+    return count
+
+
+def _floor_sum(n: int, m: int, a: int, b: int) -> int:
+    """Sum of (a*j + b) // m over j in [0, n), for a, b >= 0 and m >= 1, in a number of
+    steps logarithmic in m and a (Euclid's algorithm on the line's slope: the whole
+    parts of a/m and b/m are summed directly, then the points under the line are
+    counted along the other axis)."""
+    total = 0
+    while n > 0:
+        if a >= m:
+            total += (a // m) * (n * (n - 1) // 2)
+            a %= m
+        if b >= m:
+            total += (b // m) * n
+            b %= m
+        top = a * n + b  # a, b < m now: the line's height at j = n
+        if top < m:
+            break
+        n, b, m, a = top // m, top % m, a, m
+    return total
 
 
 class KernelCounts(OperatorCounts):
@@ -146,11 +180,20 @@ class KernelCounts(OperatorCounts):
         else:
             self.add(t, Traffic.writes(n, width or 1))
 
-    def copy(self, dst: Tensor | Key, dst_off: int, src: Tensor | Key, src_off: int, n: int):
-        """A memcpy of ``n`` bytes, offsets in bytes from 16-aligned bases."""
+    def copy(
+        self,
+        dst: Tensor | Key,
+        dst_off: int,
+        src: Tensor | Key,
+        src_off: int,
+        n: int,
+        times: int = 1,
+    ) -> None:
+        """A memcpy of ``n`` bytes, offsets in bytes from 16-aligned bases; ``times``
+        such copies at offsets of the same alignment."""
         t_load, t_store = memcpy_traffic(n, _align(dst_off), _align(src_off), self.build)
-        self.add(self.key(src) if isinstance(src, Tensor) else src, t_load)
-        self.add(self.key(dst) if isinstance(dst, Tensor) else dst, t_store)
+        self.add(self.key(src) if isinstance(src, Tensor) else src, t_load.times(times))
+        self.add(self.key(dst) if isinstance(dst, Tensor) else dst, t_store.times(times))
 
     def scratch(self, k: int) -> Key:
         return ("scratch", self.sg.index, self.op.index, k)
@@ -160,6 +203,18 @@ def _align(offset: int) -> int:
     """The alignment of a 16-aligned base plus ``offset`` bytes."""
     offset %= 16
     return 16 if offset == 0 else offset & -offset
+
+
+_PERIOD = 16  # a memcpy's cost depends on its offsets modulo 16 (``_align``) alone
+
+
+def _residues(count: int) -> list[tuple[int, int]]:
+    """(r, how many j in [0, count) have j % 16 == r), for r < min(count, 16).
+
+    A run of copies whose offsets are linear in j repeats its alignments every 16
+    copies: the kernels below count one copy per class, times its size, so that a
+    declared dimension of 2**31 - 1 rows costs 16 steps, not 2**31 - 1."""
+    return [(r, (count - r + _PERIOD - 1) // _PERIOD) for r in range(min(count, _PERIOD))]
 
 
 Kernel = Callable[[KernelCounts], None]
@@ -412,27 +467,36 @@ def _strided_slice(c: KernelCounts) -> None:
         for a in range(5)
     ]
 
-    def run(a: int) -> list[int]:
-        start, stop = axes[a]
-        st = strides[a]
-        return list(range(start, stop, st))
-
     size = _size(x)
-    written = 0
-    outer = [(i0, i1, i2, i3) for i0 in run(0) for i1 in run(1) for i2 in run(2) for i3 in run(3)]
+    counts = [len(range(start, stop, st)) for (start, stop), st in zip(axes, strides)]
     if strides[4] == 1:
         start, stop = axes[4]
         length = stop - start
         if length > 0:
-            for i0, i1, i2, i3 in outer:
-                index = start + (((i0 * shape[1] + i1) * shape[2] + i2) * shape[3] + i3) * shape[4]
-                c.copy(y, written * size, x, index * size, length * size)
-                written += length
+            for (run, src), n in _slice_runs(axes, strides, shape, counts).items():
+                c.copy(y, run * length * size, x, (start + src * shape[4]) * size, length * size, n)
     else:
-        n = len(outer) * len(run(4))
+        n = math.prod(counts)
         c.load(x, n)
         c.store(y, n)
     _path(c, "memcpy" if strides[4] == 1 else "elements")
+
+
+def _slice_runs(axes, strides, shape, counts) -> dict[tuple[int, int], int]:
+    """The innermost runs of a strided slice by class: (run number, source index of
+    the run in units of the innermost axis, both modulo 16) -> how many runs. Axis by
+    axis over the four outer axes, each axis's positions taken by residue class
+    (:func:`_residues`): at most 256 classes, whatever the dimensions."""
+    classes = {(0, 0): 1}  # (run number % 16, source row % 16) -> runs
+    for a in range(4):
+        (start, _), st = axes[a], strides[a]
+        nxt: dict[tuple[int, int], int] = {}
+        for (run, src), n in classes.items():
+            for r, k in _residues(counts[a]):
+                key = ((run * counts[a] + r) % _PERIOD, (src * shape[a] + start + r * st) % _PERIOD)
+                nxt[key] = nxt.get(key, 0) + n * k
+        classes = nxt
+    return classes
 
 
 @_kernel("CONCATENATION")
@@ -444,15 +508,15 @@ def _concatenation(c: KernelCounts) -> None:
     outer = math.prod(_dims(y, rank)[:axis])
     inner = math.prod(_dims(y, rank)[axis + 1 :]) * _size(y)
     out_row = _dims(y, rank)[axis] * inner
-    for row in range(outer):
-        at = row * out_row
-        for k in range(len(c.op.inputs)):
-            x = c.i(k)
-            if x is None:
-                continue
-            n = _dims(x, rank)[axis] * inner
-            c.copy(y, at, x, row * n, n)
-            at += n
+    at = 0  # bytes of one output row before input k
+    for k in range(len(c.op.inputs)):
+        x = c.i(k)
+        if x is None:
+            continue
+        n = _dims(x, rank)[axis] * inner
+        for row, rows in _residues(outer):  # rows of the same alignment, copied alike
+            c.copy(y, row * out_row + at, x, row * n, n, rows)
+        at += n
     _path(c, _dt(y))
 
 
@@ -526,10 +590,11 @@ def _lstm(c: KernelCounts) -> None:
     for k, (loads, stores) in enumerate(((4, 4), (7, 7), (3, 3), (4, 4))):
         c.load(c.scratch(k), steps * e * loads, 2)
         c.store(c.scratch(k), steps * e * stores, 2)
-    for b in range(loops):  # the hidden state copied to the output after each step
-        for t in range(steps_t):
+    # the hidden state copied to the output after each step (classes of alignment)
+    for b, nb in _residues(loops):
+        for t, nt in _residues(steps_t):
             out_at = (b * steps_t + t) * e
-            c.copy(y, out_at, hidden, 0 if time_major else b * n_state, e)
+            c.copy(y, out_at, hidden, 0 if time_major else b * n_state, e, nb * nt)
     od = c.op_data
     c.load(od, steps * (3 * 7 * e + 8 * 7 + 19 + 8 + 3 + 2 + 1), 4)
     c.load(od, steps * (19 + 8 + 1), 1)
@@ -701,14 +766,13 @@ def _signal_rfft(c: KernelCounts) -> None:
     fft = items_traffic(rfft_table()["op_data"], names)
     split = items_traffic(rfft_table()["output"], names)
     od, work = c.op_data, c.scratch(0)
-    for f in range(frames):
-        c.copy(work, 0, x, 2 * f * frame, 2 * frame)
-        t_load, t_store = memcpy_traffic(2 * (length - frame), _align(2 * frame), 16, c.build)
-        c.add(work, t_store)
-        del t_load
-        c.load(work, n, 4)  # the input as n complex values, copied into the op data
-        c.add(od, fft)
-        c.add(c.key(y), split)
+    for f, same in _residues(frames):  # frames of the same alignment, copied alike
+        c.copy(work, 0, x, 2 * f * frame, 2 * frame, same)
+    t_store = memcpy_traffic(2 * (length - frame), _align(2 * frame), 16, c.build)[1]
+    c.add(work, t_store.times(frames))  # the zero padding, every frame
+    c.load(work, frames * n, 4)  # the input as n complex values, copied into the op data
+    c.add(od, fft.times(frames))
+    c.add(c.key(y), split.times(frames))
     _path(c, "int16")
 
 

@@ -115,9 +115,9 @@ def _words(n: int) -> tuple[Traffic, Traffic]:
     )
 
 
-def _groups(channels: int) -> list[int]:
-    """Output channels of each group of 16 (the last may be short)."""
-    return [min(GROUP, channels - c) for c in range(0, channels, GROUP)]
+def _groups(channels: int) -> int:
+    """Groups of 16 output channels (the last may be short): ceil(channels / 16)."""
+    return -(-channels // GROUP)
 
 
 def _inside(out: int, size: int, k: int, stride: int, dil: int, pad: int) -> int:
@@ -156,35 +156,24 @@ def _conv(c: _Op) -> None:
     patch_vectors = taps * cin // VECTOR if direct else -(-(taps * cin) // VECTOR)
     groups = _groups(cout)
     # AggregateFn per group: one VLDC per 32 patch bytes, one VLMACCR per channel each
-    vldc = batch * pixels * len(groups) * patch_vectors
-    vlmaccr = batch * pixels * sum(patch_vectors * g for g in groups)
+    # (the groups' channels add up to cout)
+    vldc = batch * pixels * groups * patch_vectors
+    vlmaccr = batch * pixels * patch_vectors * cout
     c.add(c.key(x) if direct else c.scratch, Traffic.reads(vldc, VECTOR))
     c.add(c.key(w), Traffic.reads(vlmaccr, VECTOR))
     if not direct:  # ImToColPadded: memcpy per tap inside, memset per padded tap, tail
         loads, stores = _words(cin)
-        c.add(c.key(x), _times(loads, batch * inside))
-        c.add(c.scratch, _times(stores, batch * pixels * taps))
+        c.add(c.key(x), loads.times(batch * inside))
+        c.add(c.scratch, stores.times(batch * pixels * taps))
         c.add(c.scratch, Traffic.writes(batch * pixels * VECTOR // 4, 4))
         c.extent(c.scratch, taps * cin + VECTOR)  # one pixel's patch and its zero tail
     # OutputTransformFn per group: multipliers and biases, two masked stores
-    calls = batch * pixels * len(groups)
+    calls = batch * pixels * groups
     if b is not None:
         c.add(c.key(b), Traffic.reads(2 * calls, VECTOR))
     c.masked_stores(c.key(y), 2 * calls, batch * pixels * cout)
     c.add(c.op_data, Traffic.reads(2 * calls, 2))  # initial_shift, final_shr
     c.extent(c.op_data, 2 * 2)
-
-
-def _times(t: Traffic, n: int) -> Traffic:
-    """``t`` repeated ``n`` times."""
-    return Traffic(
-        t.loads * n,
-        t.stores * n,
-        t.load_bytes * n,
-        t.store_bytes * n,
-        tuple((w, k * n) for w, k in t.load_widths),
-        tuple((w, k * n) for w, k in t.store_widths),
-    )
 
 
 def _add(c: _Op) -> None:
@@ -232,8 +221,8 @@ def _split(c: _Op) -> None:
         run = y.elements // max(outer, 1)  # bytes (int8) of one contiguous run
         vectors, tail = divmod(run, VECTOR)
         loads, stores = _words(tail)
-        c.add(c.key(x), _times(Traffic.reads(vectors, VECTOR) + loads, outer))
-        c.add(c.key(y), _times(Traffic.writes(vectors, VECTOR) + stores, outer))
+        c.add(c.key(x), (Traffic.reads(vectors, VECTOR) + loads).times(outer))
+        c.add(c.key(y), (Traffic.writes(vectors, VECTOR) + stores).times(outer))
 
 
 def _axis(c: _Op, rank: int) -> int:
