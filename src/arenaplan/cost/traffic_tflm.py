@@ -468,7 +468,7 @@ def _strided_slice(c: KernelCounts) -> None:
     ]
 
     size = _size(x)
-    counts = [len(range(start, stop, st)) for (start, stop), st in zip(axes, strides)]
+    counts = [len(range(*axes[a], strides[a])) for a in range(5)]  # positions per axis
     if strides[4] == 1:
         start, stop = axes[4]
         length = stop - start
