@@ -9,6 +9,7 @@ elements read by the file size so that a corrupt length cannot make us loop.
 
 from __future__ import annotations
 
+import math
 import struct
 from dataclasses import replace
 from pathlib import Path
@@ -27,6 +28,11 @@ from arenaplan.reader.schema import names
 from arenaplan.reader.unkept import unkept_parts
 
 FILE_IDENTIFIER = b"TFL3"
+# TFLM counts a tensor's elements and bytes in C ``int`` (BytesRequiredForTensor,
+# TfLiteEvalTensorByteLength) and its planner takes sizes and offsets as ``int``
+# (GreedyMemoryPlanner::AddBuffer, ListEntry::offset), 32 bits on every target: a
+# tensor beyond this cannot be addressed by TFLM anywhere, so it is refused on reading.
+TENSOR_LIMIT = 2**31 - 1  # elements, and bytes, of one tensor
 OFFLINE_PLAN_NAME = "OfflineMemoryAllocation"
 _CUSTOM_CODE = 32  # BuiltinOperator.CUSTOM
 _PARSE_ERRORS = (
@@ -214,7 +220,9 @@ def _read_subgraph(
         _read_operator(sg.Operators(i), s, i, opcodes, n_tensors, budget, size, n_sub)
         for i in range(budget.take(sg.OperatorsLength(), f"{where} operator list"))
     )
-    return Subgraph(s, _string(sg.Name()), tensors, ops, inputs, outputs)
+    subgraph = Subgraph(s, _string(sg.Name()), tensors, ops, inputs, outputs)
+    _check_operator_outputs(subgraph)
+    return subgraph
 
 
 def _indices(
@@ -245,6 +253,7 @@ def _read_tensor(
     dtype = DType.from_code(t.Type())
     if dtype is None:
         raise ModelFormatError(f"corrupt model: {where} has unknown element type {t.Type()}")
+    _check_tensor_size(f"{where} ({_string(t.Name())!r})", shape, dtype)
     buffer = t.Buffer()
     if buffer >= max(len(buffer_sizes), 1):
         raise ModelFormatError(
@@ -256,6 +265,11 @@ def _read_tensor(
     if not t.ShapeSignatureIsNone():
         n = budget.take(t.ShapeSignatureLength(), f"{where} shape signature")
         signature = tuple(int(t.ShapeSignature(j)) for j in range(n))
+        if any(d < -1 for d in signature):
+            raise ModelFormatError(
+                f"corrupt model: {where} has a negative dimension other than -1 "
+                f"in shape signature {signature}"
+            )
     return Tensor(
         index=i,
         name=_string(t.Name()),
@@ -268,6 +282,32 @@ def _read_tensor(
         shape_signature=signature,
         has_rank=bool(t.HasRank()),
     )
+
+
+def _check_tensor_size(where: str, shape: tuple[int, ...], dtype: DType) -> None:
+    """Refuse a tensor TFLM cannot address: more than ``TENSOR_LIMIT`` elements or
+    bytes (its -1 dims, unknown until the model runs, left out of the count)."""
+    elements = math.prod(d for d in shape if d >= 0)
+    nbytes = elements * dtype.itemsize
+    if max(elements, nbytes) > TENSOR_LIMIT:
+        raise ModelFormatError(
+            f"{where} of shape {list(shape)} {dtype.name.lower()} holds {elements:,} elements "
+            f"({nbytes:,} bytes); TFLM counts both in 32-bit ints, at most {TENSOR_LIMIT:,}"
+        )
+
+
+def _check_operator_outputs(sg: Subgraph) -> None:
+    """An operator's non-constant outputs are written at once, so they live together in
+    the arena and never share bytes: their total must fit TFLM's 32-bit offsets."""
+    for op in sg.operators:
+        outs = {i: sg.tensors[i] for i in op.outputs}
+        total = sum(t.nbytes for t in outs.values() if not t.is_constant)
+        if total > TENSOR_LIMIT:
+            raise ModelFormatError(
+                f"subgraph {sg.index} operator {op.index} {op.opcode} writes {len(outs)} "
+                f"tensors of {total:,} bytes in all; TFLM places them in one arena with "
+                f"32-bit offsets, at most {TENSOR_LIMIT:,} bytes"
+            )
 
 
 def _read_quantization(
