@@ -261,6 +261,8 @@ def _read_tensor(
             f"but there are {len(buffer_sizes)} buffers"
         )
     is_constant = buffer > 0 and buffer_sizes[buffer] > 0
+    if is_constant and t.Sparsity() is None:
+        _check_constant_size(where, shape, dtype, buffer_sizes[buffer])
     signature = None
     if not t.ShapeSignatureIsNone():
         n = budget.take(t.ShapeSignatureLength(), f"{where} shape signature")
@@ -293,6 +295,19 @@ def _check_tensor_size(where: str, shape: tuple[int, ...], dtype: DType) -> None
         raise ModelFormatError(
             f"{where} of shape {list(shape)} {dtype.name.lower()} holds {elements:,} elements "
             f"({nbytes:,} bytes); TFLM counts both in 32-bit ints, at most {TENSOR_LIMIT:,}"
+        )
+
+
+def _check_constant_size(where: str, shape: tuple[int, ...], dtype: DType, held: int) -> None:
+    """A (dense) constant's data is its buffer: refuse a shape that claims more elements
+    than the buffer's ``held`` bytes hold (INT4 packs two per byte), so that nothing
+    sized by a constant's shape goes beyond the bytes the file really has."""
+    elements = math.prod(max(d, 0) for d in shape)
+    needed = (elements + 1) // 2 if dtype is DType.INT4 else elements * dtype.itemsize
+    if needed > held:
+        raise ModelFormatError(
+            f"corrupt model: {where} of shape {list(shape)} {dtype.name.lower()} needs "
+            f"{needed:,} bytes of data, its buffer holds {held:,}"
         )
 
 
