@@ -477,23 +477,46 @@ def _slice_delta(model: Model, sg: Subgraph, op: Operator, alias: Alias) -> tupl
     begin_mask = int(opts.get("begin_mask", 0) or 0)
     end_mask = int(opts.get("end_mask", 0) or 0)
     shrink = int(opts.get("shrink_axis_mask", 0) or 0)
-    index: list[slice | int] = []
+    if any(d < 0 for d in x.shape):
+        return f"the input's shape {x.shape} has unknown dims", 0
+    runs: list[tuple[int, int, int]] = []  # per axis: (first index, count, step)
     for d in range(rank):
+        size = x.shape[d]
         if shrink >> d & 1:
-            index.append(int(begin[d]))
+            at = int(begin[d]) + (size if begin[d] < 0 else 0)
+            if not 0 <= at < size:
+                return f"the slice is out of range (index {int(begin[d])} of axis {d})", 0
+            runs.append((at, 1, 1))
         else:
             lo = None if begin_mask >> d & 1 else int(begin[d])
             hi = None if end_mask >> d & 1 else int(end[d])
-            index.append(slice(lo, hi, int(strides[d])))
-    try:
-        picked = np.arange(int(np.prod(x.shape))).reshape(x.shape)[tuple(index)].ravel()
-    except IndexError as exc:
-        return f"the slice is out of range ({exc})", 0
-    if picked.size != int(np.prod(y.shape)):
-        return f"the slice picks {picked.size} elements, the output has {int(np.prod(y.shape))}", 0
-    if not _contiguous(picked):
+            start, stop, step = slice(lo, hi, int(strides[d])).indices(size)
+            runs.append((start, len(range(start, stop, step)), step))
+    picked = math.prod(n for _, n, _ in runs)
+    if picked != y.elements:
+        return f"the slice picks {picked} elements, the output has {y.elements}", 0
+    first = _one_run(x.shape, runs)
+    if first is None:
         return "the slice is not one contiguous run of the input", 0
-    return None, int(picked[0]) * x.dtype.itemsize
+    return None, first * x.dtype.itemsize
+
+
+def _one_run(shape: tuple[int, ...], runs: list[tuple[int, int, int]]) -> int | None:
+    """The first element index if the elements the per-axis ``runs`` (first index,
+    count, step) pick, in row-major order, are one run of consecutive elements of a
+    tensor of ``shape``; None otherwise (or if nothing is picked). Closed form: each
+    step from one picked element to the next in row-major order must be +1."""
+    if any(n == 0 for _, n, _ in runs):
+        return None
+    strides = [math.prod(shape[d + 1 :]) for d in range(len(shape))]  # elements
+    span = 0  # how far the axes inside the current one move, first to last element
+    for d in reversed(range(len(shape))):
+        _, n, step = runs[d]
+        if n > 1:
+            if step * strides[d] - span != 1:  # the jump when axis d moves on
+                return None
+            span += (n - 1) * step * strides[d]
+    return sum(start * stride for (start, _, _), stride in zip(runs, strides, strict=True))
 
 
 def _concat_delta(sg: Subgraph, op: Operator, alias: Alias) -> tuple[str | None, int]:
@@ -515,15 +538,22 @@ def _concat_delta(sg: Subgraph, op: Operator, alias: Alias) -> tuple[str | None,
     axis = axis + rank if axis < 0 else axis
     if not 0 <= axis < rank or any(len(t.shape) != rank for t in parts):
         return f"axis {axis} does not fit rank {rank}", 0
-    cuts = np.cumsum([t.shape[axis] for t in parts])[:-1]
-    pieces = np.split(np.arange(int(np.prod(y.shape))).reshape(y.shape), cuts, axis=axis)
-    piece = pieces[at[0]]
-    if piece.shape != tuple(parts[at[0]].shape):
-        return f"input shape {parts[at[0]].shape} is not its part {piece.shape} of the output", 0
-    picked = piece.ravel()
-    if not _contiguous(picked):
+    if any(d < 0 for t in (y, *parts) for d in t.shape):
+        return "its shapes have unknown dims", 0
+    k = at[0]
+    lo = sum(t.shape[axis] for t in parts[:k])  # rows of the output before this input
+    hi = y.shape[axis] if k == len(parts) - 1 else lo + parts[k].shape[axis]
+    lo, hi = min(lo, y.shape[axis]), min(hi, y.shape[axis])  # the rows this input is given
+    rows = max(0, hi - lo)
+    piece = (*y.shape[:axis], rows, *y.shape[axis + 1 :])
+    if piece != tuple(parts[k].shape):
+        return f"input shape {parts[k].shape} is not its part {piece} of the output", 0
+    runs = [(0, n, 1) for n in y.shape]
+    runs[axis] = (lo, rows, 1)
+    first = _one_run(tuple(y.shape), runs)
+    if first is None:
         return "this input is not one contiguous run of the output", 0
-    return None, int(picked[0]) * y.dtype.itemsize
+    return None, first * y.dtype.itemsize
 
 
 def check_plan(model: Model, plan: Plan) -> None:
