@@ -98,6 +98,18 @@ def test_a_users_file(tmp_path: Path) -> None:
         (("clock_hz = 100e6", "clock_hz = 1e12"), "clock_hz must be finite and at most 1e+11"),
         (("conv = 0.5", "conv = inf"), "conv must be finite"),
         (("latency = 1\n", "latency = 1\nline_bytes = 0\n"), "a size must be positive"),
+        (("conv = 0.5", "conv = 1e-300"), "conv must be at least 1e-06"),
+        (("conv = 0.5", "conv = 2e6"), "conv must be finite and at most 1e+06"),
+        (("conv = 0.5", '"" = 0.5'), "'' is not an opcode or operator kind"),
+        (("latency = 10\n", "latency = 2e6\n"), "latency must be finite and at most 1e+06"),
+        (("latency = 1\n", "latency = 1\ncopy_latency = 1e7\n"), "copy_latency must be"),
+        (('capacity = "256KiB"', "capacity = 99999999999999999999"), "capacity must be at most"),
+        (('capacity = "256KiB"', 'capacity = "5GiB"'), "capacity must be at most 4,294,967,296"),
+        (("latency = 1\n", 'latency = 1\ncache_bytes = "8GiB"\n'), "cache_bytes must be at"),
+        (
+            ("latency = 1\n", "latency = 1\ncache_bytes = 64\nline_bytes = 128\n"),
+            "line_bytes 128 is larger than cache_bytes 64",
+        ),
     ],
 )
 def test_bad_files_name_the_problem(tmp_path: Path, edit: tuple[str, str], message: str) -> None:
@@ -107,6 +119,14 @@ def test_bad_files_name_the_problem(tmp_path: Path, edit: tuple[str, str], messa
         load_target(path)
     assert message in str(info.value) and str(path) in str(info.value)
     assert "\n" not in str(info.value)
+
+
+def test_targets_file_with_an_infinite_rate_is_one_line(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "inf.toml"
+    path.write_text(GOOD.replace("conv = 0.5", "conv = inf"))
+    assert main(["targets", "--file", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "[compute]: conv must be finite" in err and str(path) in err
 
 
 def test_targets_command(tmp_path: Path, capsys) -> None:

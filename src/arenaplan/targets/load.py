@@ -93,13 +93,26 @@ _MEMORY_KEYS = {
 # below what turns a figure into inf; the clock has its own.
 NUMBER_LIMIT = 1e15
 CLOCK_LIMIT = 1e11  # Hz
+# Physical bounds of a compute rate (work per cycle: from one unit per million cycles
+# to a million units per cycle, beyond the largest NPU) and of a latency (cycles per
+# access or copy: a millisecond at 1 GHz); calibration keeps its fits within them.
+RATE_MIN = 1e-6
+RATE_MAX = 1e6
+LATENCY_LIMIT = 1e6
+# The largest memory, cache or line (bytes): the 4 GiB a 32-bit core addresses.
+CAPACITY_LIMIT = 1 << 32
 
 
 def _number(
-    table: dict, key: str, where: str, zero_ok: bool = False, limit: float = NUMBER_LIMIT
+    table: dict,
+    key: str,
+    where: str,
+    zero_ok: bool = False,
+    limit: float = NUMBER_LIMIT,
+    least: float = 0.0,
 ) -> float:
-    """A finite number that must be positive (or at least zero, with ``zero_ok``) and
-    at most ``limit``."""
+    """A finite number that must be positive (or at least zero, with ``zero_ok``),
+    at least ``least`` and at most ``limit``."""
     value = table.get(key)
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TargetError(f"{where}: {key} must be a number, got {value!r}")
@@ -107,7 +120,16 @@ def _number(
         raise TargetError(f"{where}: {key} must be finite and at most {limit:g}, got {value!r}")
     if value < 0 or (value == 0 and not zero_ok):
         raise TargetError(f"{where}: {key} must be positive, got {value!r}")
+    if value < least:
+        raise TargetError(f"{where}: {key} must be at least {least:g}, got {value!r}")
     return float(value)
+
+
+def _rate(compute: dict, key: object) -> float:
+    """A compute rate of ``[compute]``: a named opcode or kind, work per cycle."""
+    if not isinstance(key, str) or not key:
+        raise TargetError(f"[compute]: {key!r} is not an opcode or operator kind")
+    return _number(compute, key, "[compute]", limit=RATE_MAX, least=RATE_MIN)
 
 
 def _memory(table: Any, k: int) -> Memory:
@@ -132,31 +154,35 @@ def _memory(table: Any, k: int) -> Memory:
     holds = table.get("holds", [])
     if not isinstance(holds, list) or not holds or any(h not in HOLDS for h in holds):
         raise TargetError(f"{where}: holds must list some of {', '.join(HOLDS)}, got {holds!r}")
+    cache = _size(table, "cache_bytes", where, 0)
+    line = _size(table, "line_bytes", where, 32, minimum=1)
+    if cache and line > cache:
+        raise TargetError(f"{where}: line_bytes {line:,} is larger than cache_bytes {cache:,}")
     return Memory(
         name=name,
-        capacity=parse_size(table.get("capacity"), f"{where} capacity", error=TargetError),
+        capacity=_size(table, "capacity", where, None, minimum=1),
         read_bandwidth=_number(table, "read_bandwidth", where),
         write_bandwidth=_number(
             table, "write_bandwidth", where, zero_ok=holds == ["weights"]
         ),  # read-only memory
-        latency=_number(table, "latency", where, zero_ok=True),
+        latency=_number(table, "latency", where, zero_ok=True, limit=LATENCY_LIMIT),
         holds=tuple(holds),
         section=section,
         note=str(table.get("note", "")),
-        cache_bytes=_size(table, "cache_bytes", where, 0),
-        line_bytes=_size(table, "line_bytes", where, 32, minimum=1),
+        cache_bytes=cache,
+        line_bytes=line,
         cache_writes=_choice(table, "cache_writes", CACHE_WRITES, where),
-        write_latency=_optional(table, "write_latency", where),
+        write_latency=_optional(table, "write_latency", where, LATENCY_LIMIT),
         read=_choice(table, "read", READS, where),
         copy=_choice(table, "copy", COPIES, where),
         copy_rate=_optional(table, "copy_rate", where),
-        copy_latency=_optional(table, "copy_latency", where),
+        copy_latency=_optional(table, "copy_latency", where, LATENCY_LIMIT),
     )
 
 
-def _optional(table: dict, key: str, where: str) -> float:
-    """A number >= 0 that may be left out (0)."""
-    return _number(table, key, where, zero_ok=True) if key in table else 0.0
+def _optional(table: dict, key: str, where: str, limit: float = NUMBER_LIMIT) -> float:
+    """A number from 0 to ``limit`` that may be left out (0)."""
+    return _number(table, key, where, zero_ok=True, limit=limit) if key in table else 0.0
 
 
 def _choice(table: dict, key: str, allowed: tuple[str, ...], where: str) -> str:
@@ -166,10 +192,18 @@ def _choice(table: dict, key: str, allowed: tuple[str, ...], where: str) -> str:
     return str(value)
 
 
-def _size(table: dict, key: str, where: str, default: int, minimum: int = 0) -> int:
-    if key not in table:
+def _size(table: dict, key: str, where: str, default: int | None, minimum: int = 0) -> int:
+    """Bytes, at least ``minimum`` and at most ``CAPACITY_LIMIT``; ``default`` when
+    left out (None: required)."""
+    if key not in table and default is not None:
         return default
-    return parse_size(table[key], f"{where} {key}", minimum=minimum, error=TargetError)
+    size = parse_size(table.get(key), f"{where} {key}", minimum=minimum, error=TargetError)
+    if size > CAPACITY_LIMIT:
+        raise TargetError(
+            f"{where}: {key} must be at most {CAPACITY_LIMIT:,} B (4 GiB, what a 32-bit "
+            f"core addresses), got {table[key]!r}"
+        )
+    return size
 
 
 def parse_target(data: dict, source: str) -> Target:
@@ -192,7 +226,7 @@ def parse_target(data: dict, source: str) -> Target:
         compute = data.get("compute", {})
         if not isinstance(compute, dict):
             raise TargetError("[compute] must be a table")
-        rates = {str(k): _number(compute, k, "[compute]") for k in compute}
+        rates = {k: _rate(compute, k) for k in compute}
         profile = data.get("tflm_profile", "arm32")
         if profile not in _PROFILES:
             raise TargetError(
