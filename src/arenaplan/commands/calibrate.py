@@ -18,7 +18,13 @@ from rich.console import Console
 from rich.table import Table
 
 from arenaplan.commands.common import add_target_options, target_from_args
-from arenaplan.cost.calibration import Calibration, Run, calibrate
+from arenaplan.cost.calibration import (
+    MAX_TICKS_PER_SECOND,
+    Calibration,
+    Run,
+    calibrate,
+    check_ticks_per_second,
+)
 from arenaplan.cost.profile_log import parse_profile
 from arenaplan.cost.roofline import TensorKey, default_memory
 from arenaplan.cost.timing import operator_accesses
@@ -26,7 +32,7 @@ from arenaplan.errors import UsageError
 from arenaplan.export.files import Outputs
 from arenaplan.inputs import read_text_input
 from arenaplan.ir.model import Model
-from arenaplan.reader import read_model
+from arenaplan.pipeline.request import read_source
 from arenaplan.targets import Target
 from arenaplan.targets.save import target_to_toml
 
@@ -54,9 +60,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_target_options(p, "xcore_ai", "the target to calibrate (its memories and clock)")
     p.add_argument(
         "--ticks-per-second",
-        type=float,
+        type=_ticks_per_second,
         default=None,
-        help="the profiler's timer rate (default: the target's clock, one tick per cycle)",
+        help="the profiler's timer rate, at most "
+        f"{MAX_TICKS_PER_SECOND:g} (default: the target's clock, one tick per cycle)",
     )
     p.add_argument(
         "--per-opcode",
@@ -64,6 +71,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="fit one compute rate per opcode (ADD, MUL, ...) instead of per operator kind",
     )
     p.set_defaults(run=run)
+
+
+def _ticks_per_second(text: str) -> float:
+    """An ``argparse`` type: a timer rate (its errors become one usage line)."""
+    try:
+        return check_ticks_per_second(float(text))
+    except (ValueError, UsageError) as exc:
+        reason = str(exc) if isinstance(exc, UsageError) else f"{text!r} is not a number"
+        raise argparse.ArgumentTypeError(reason) from None
 
 
 def parse_run(text: str, model: Model, target: Target) -> Run:
@@ -126,7 +142,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     outputs = Outputs((args.model, *(Path(r.partition("@")[0]) for r in args.runs)))
     outputs.claim(args.output, "-o")
     target = target_from_args(args)
-    model = read_model(args.model)
+    model = read_source(args.model).model  # verified as plan verifies it
     runs = [parse_run(text, model, target) for text in args.runs]
     ops = operator_accesses(model, target.traffic)
     result = calibrate(ops, runs, target, args.ticks_per_second, args.per_opcode)

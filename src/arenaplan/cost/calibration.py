@@ -21,23 +21,35 @@ cycles, all timer noise, would steer the fit). Ticks are converted to cycles
 with ``ticks_per_second`` (default: the target's clock, one tick per cycle).
 The fitted rates (work per cycle) and latencies (cycles per access), and the fitted
 cycles set against the measured ones, are estimates of the time model's parameters.
+
+Nonsense is refused in one line, nothing fitted: a timer rate that is not a positive
+finite number of at most ``MAX_TICKS_PER_SECOND``; a tick count above an hour of the
+timer (``profile_log.check_durations``); a log with no operator events; tags that
+name no operator of the model, or events out of the model's order; and fitted
+parameters outside the bounds a target file allows (``targets.load``: a rate of
+``RATE_MIN``..``RATE_MAX`` work per cycle, a latency of at most ``LATENCY_LIMIT``
+cycles), with the log lines whose rows set them. A kind (or opcode) with no work in
+any row is not fitted: it keeps the target's rate.
 """
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 
-from arenaplan.cost.profile_log import ProfileLog
+from arenaplan.cost.profile_log import ProfileLog, check_durations
 from arenaplan.cost.roofline import TensorKey
 from arenaplan.cost.timing import OpAccesses, per_memory, transfer_cycles
 from arenaplan.errors import UsageError
+from arenaplan.targets.load import LATENCY_LIMIT, RATE_MAX, RATE_MIN
 from arenaplan.targets.model import Memory, Target
 
 WRITES = ":writes"  # unknown of a memory's store latency (a write-through cache)
+MAX_TICKS_PER_SECOND = 1e12  # a timer rate above 1 THz is no real timer
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +70,7 @@ class _Row:
     accesses: dict[str, float]  # memory (not the fastest) -> accesses reaching it
     transfer: float  # cycles of transfer beyond the fastest memory's (known)
     measured: float  # cycles
+    lines: tuple[int, ...]  # lines of the run's log this row's ticks come from (1-based)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,16 +94,32 @@ def calibrate(
 ) -> Calibration:
     """Fit ``target``'s compute rates (per operator kind, or per opcode with
     ``per_opcode``) and memory latencies to the runs."""
-    cycles_per_tick = target.clock_hz / (ticks_per_second or target.clock_hz)
+    rate = target.clock_hz if ticks_per_second is None else check_ticks_per_second(ticks_per_second)
+    for run in runs:
+        check_durations(run.log, rate)
+    cycles_per_tick = target.clock_hz / rate
     label = _opcode if per_opcode else _kind
     rows = [r for run in runs for r in _rows(ops, run, target, cycles_per_tick, label)]
-    kinds = sorted({k for r in rows for k in r.work})
+    kinds = sorted({k for r in rows for k, w in r.work.items() if w > 0})
     memories = sorted({m for r in rows for m in r.accesses})
+    if not kinds and not memories:
+        raise UsageError("the logs' operators do no work the time model counts: nothing to fit")
     x = _solve(rows, kinds, memories)
+    _check_fit(rows, kinds, memories, x, target)
     fitted = _with(
         target, dict(zip(kinds, x[: len(kinds)], strict=True)), memories, x[len(kinds) :]
     )
     return Calibration(fitted, _errors(rows, kinds, memories, x))
+
+
+def check_ticks_per_second(value: float) -> float:
+    """``value`` if it is a timer rate: positive, finite, at most ``MAX_TICKS_PER_SECOND``."""
+    if not math.isfinite(value) or not 0 < value <= MAX_TICKS_PER_SECOND:
+        raise UsageError(
+            f"ticks per second must be a positive finite number of at most "
+            f"{MAX_TICKS_PER_SECOND:g}, got {value:g}"
+        )
+    return float(value)
 
 
 def _kind(op: OpAccesses) -> str:
@@ -109,39 +138,79 @@ def _rows(
     label: Callable[[OpAccesses], str],
 ) -> list[_Row]:
     main = [op for op in ops if op.subgraph == 0]
-    if run.log.events:
-        times = _per_operator(run, len(main))
-        groups = [([op], t) for op, t in zip(main, times, strict=True)]
-    else:
-        groups = _per_tag(main, run)
-    return [_row(group, t * cycles_per_tick, run, target, label) for group, t in groups]
+    groups = _per_operator(main, run) if run.log.events else _per_tag(main, run)
+    return [
+        _row(group, t * cycles_per_tick, run, target, label, lines) for group, t, lines in groups
+    ]
 
 
-def _per_operator(run: Run, n_ops: int) -> list[float]:
-    """Mean ticks of each operator over the invocations the log holds."""
-    events = [t for tag, t in run.log.events if tag not in _INTERPRETER_TAGS]
-    if not n_ops or len(events) % n_ops:
+_Group = tuple[list[OpAccesses], float, tuple[int, ...]]  # operators, ticks, log lines
+
+
+def _per_operator(main: Sequence[OpAccesses], run: Run) -> list[_Group]:
+    """Each operator with its mean ticks over the invocations the log holds, whose
+    events must name the model's operators in the model's order."""
+    log = run.log
+    found = [
+        (line, tag, t)
+        for line, (tag, t) in zip(log.lines, log.events, strict=True)
+        if tag not in _INTERPRETER_TAGS
+    ]
+    _check_tags(run, {tag for _, tag, _ in found}, main)
+    n_ops = len(main)
+    if len(found) % n_ops:
         raise UsageError(
-            f"{run.name}: {len(events)} operator events is not a whole number of "
+            f"{run.name}: {len(found)} operator events is not a whole number of "
             f"invocations of a model with {n_ops} operators"
         )
-    per = np.asarray(events, dtype=float).reshape(-1, n_ops)
-    return [float(v) for v in per.mean(axis=0)]
+    for k, (line, tag, _) in enumerate(found):
+        op = main[k % n_ops]
+        if tag != op.opcode:
+            raise UsageError(
+                f"{run.name} line {line}: event {tag}, where the model's operator "
+                f"{op.op} ({k % n_ops + 1} of {n_ops} in order) is {op.opcode}: "
+                "a log of another model"
+            )
+    per = np.asarray([t for _, _, t in found], dtype=float).reshape(-1, n_ops)
+    lines = [tuple(line for line, _, _ in found[i::n_ops]) for i in range(n_ops)]
+    return [([op], float(t), ls) for op, t, ls in zip(main, per.mean(axis=0), lines, strict=True)]
+
+
+def _check_tags(run: Run, tags: set[str], main: Sequence[OpAccesses]) -> None:
+    """Refuse a log with no operator's ticks, or with tags no operator of the model has."""
+    if not tags:
+        raise UsageError(f"{run.name}: the log has no ticks of any operator")
+    if not main:
+        raise UsageError(f"{run.name}: the model has no operators to calibrate")
+    unknown = sorted(tags - {op.opcode for op in main})
+    if unknown:
+        lines = sorted(n for tag in unknown for n in run.log.tag_lines.get(tag, ()))
+        raise UsageError(
+            f"{run.name}: tag(s) {', '.join(unknown)} ({_lines(lines)}) match no "
+            "operator of the model: a log of another model"
+        )
 
 
 _INTERPRETER_TAGS = {"AllocateTensors", "Invoke", "MicroInterpreter::Invoke"}
 
 
-def _per_tag(main: Sequence[OpAccesses], run: Run) -> list[tuple[list[OpAccesses], float]]:
+def _per_tag(main: Sequence[OpAccesses], run: Run) -> list[_Group]:
     by_tag: dict[str, list[OpAccesses]] = defaultdict(list)
     for op in main:
         by_tag[op.opcode].append(op)
-    missing = sorted(set(run.log.per_tag) - set(by_tag) - _INTERPRETER_TAGS)
-    if missing:
-        raise UsageError(
-            f"{run.name}: the log has ticks for {', '.join(missing)}, which the model does not run"
-        )
-    return [(by_tag[tag], float(t)) for tag, t in sorted(run.log.per_tag.items()) if tag in by_tag]
+    _check_tags(run, set(run.log.per_tag) - _INTERPRETER_TAGS, main)
+    return [
+        (by_tag[tag], float(t), run.log.tag_lines.get(tag, ()))
+        for tag, t in sorted(run.log.per_tag.items())
+        if tag in by_tag
+    ]
+
+
+def _lines(lines: Sequence[int], shown: int = 5) -> str:
+    """``lines 3, 5, 9 and 12 more``: line numbers (1-based), the first ``shown`` of them."""
+    more = f" and {len(lines) - shown} more" if len(lines) > shown else ""
+    word = "line" if len(lines) == 1 else "lines"
+    return f"{word} " + ", ".join(str(n) for n in lines[:shown]) + more
 
 
 def _row(
@@ -150,6 +219,7 @@ def _row(
     r: Run,
     target: Target,
     label: Callable[[OpAccesses], str],
+    lines: tuple[int, ...],
 ) -> _Row:
     work: dict[str, float] = defaultdict(float)
     accesses: dict[str, float] = defaultdict(float)
@@ -164,7 +234,7 @@ def _row(
             if reach.writes:
                 accesses[name + WRITES] += reach.writes
             transfer += transfer_cycles(target, name, reach.bytes)
-    return _Row(r.name, label(group[0]), dict(work), dict(accesses), transfer, measured)
+    return _Row(r.name, label(group[0]), dict(work), dict(accesses), transfer, measured, lines)
 
 
 def _matrix(rows: Sequence[_Row], kinds: list[str], memories: list[str]) -> np.ndarray:
@@ -188,12 +258,47 @@ def _solve(rows: Sequence[_Row], kinds: list[str], memories: list[str]) -> np.nd
     return result.x / scale
 
 
+def _check_fit(
+    rows: Sequence[_Row], kinds: list[str], memories: list[str], x: np.ndarray, target: Target
+) -> None:
+    """Refuse a fitted parameter that is not finite or outside what a target file
+    allows, naming it and the log lines of the rows that set it."""
+    a = _matrix(rows, kinds, memories)
+    fast = target.fastest().latency
+    for j, name in enumerate(kinds + memories):
+        value = float(x[j])
+        if j < len(kinds):
+            rate = 1.0 / value if value > 0 else math.inf
+            if math.isfinite(rate) and RATE_MIN <= rate <= RATE_MAX:
+                continue
+            what = f"the compute rate of {name} came out at {rate:g} work per cycle"
+            bound = f"outside {RATE_MIN:g}..{RATE_MAX:g}"
+        else:
+            latency = fast + value
+            if math.isfinite(latency) and latency <= LATENCY_LIMIT:
+                continue
+            kind = "store latency" if name.endswith(WRITES) else "latency"
+            what = f"the {kind} of {name.removesuffix(WRITES)} came out at {latency:g} cycles"
+            bound = f"above {LATENCY_LIMIT:g}"
+        raise UsageError(f"{what}, {bound}: from {_sources(rows, a[:, j])}")
+
+
+def _sources(rows: Sequence[_Row], column: np.ndarray) -> str:
+    """``run_a.log lines 3, 5; run_b.log lines 4``: the log lines of the rows in which
+    an unknown's column is non-zero."""
+    per_run: dict[str, list[int]] = defaultdict(list)
+    for r, value in zip(rows, column, strict=True):
+        if value:
+            per_run[r.run].extend(r.lines)
+    return "; ".join(f"{run} {_lines(sorted(ls))}" for run, ls in per_run.items())
+
+
 def _with(
     target: Target, cycles_per_work: dict[str, float], memories: list[str], latency
 ) -> Target:
     rates = dict(target.macs_per_cycle)
     for kind, c in cycles_per_work.items():
-        rates[kind] = 1.0 / c if c > 0 else float("inf")
+        rates[kind] = 1.0 / c  # c > 0: _check_fit refused a rate of inf
     fast = target.fastest().latency
     extra = dict(zip(memories, (float(v) for v in latency), strict=True))
     mems = tuple(_latencies(m, fast, extra) for m in target.memories)
