@@ -290,7 +290,8 @@ def _sources(rows: Sequence[_Row], column: np.ndarray) -> str:
     for r, value in zip(rows, column, strict=True):
         if value:
             per_run[r.run].extend(r.lines)
-    return "; ".join(f"{run} {_lines(sorted(ls))}" for run, ls in per_run.items())
+    shown = "; ".join(f"{run} {_lines(sorted(ls))}" for run, ls in per_run.items())
+    return shown or "no row of the logs (the model does none of it)"
 
 
 def _with(
