@@ -99,6 +99,9 @@ CLOCK_LIMIT = 1e11  # Hz
 RATE_MIN = 1e-6
 RATE_MAX = 1e6
 LATENCY_LIMIT = 1e6
+# The slowest memory (bytes/s): a bandwidth or copy rate below 1 kB/s is no memory,
+# and would turn estimated times into inf.
+BANDWIDTH_MIN = 1e3
 # The largest memory, cache or line (bytes): the 4 GiB a 32-bit core addresses.
 CAPACITY_LIMIT = 1 << 32
 
@@ -112,7 +115,7 @@ def _number(
     least: float = 0.0,
 ) -> float:
     """A finite number that must be positive (or at least zero, with ``zero_ok``),
-    at least ``least`` and at most ``limit``."""
+    at most ``limit`` and, unless zero, at least ``least``."""
     value = table.get(key)
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TargetError(f"{where}: {key} must be a number, got {value!r}")
@@ -120,7 +123,7 @@ def _number(
         raise TargetError(f"{where}: {key} must be finite and at most {limit:g}, got {value!r}")
     if value < 0 or (value == 0 and not zero_ok):
         raise TargetError(f"{where}: {key} must be positive, got {value!r}")
-    if value < least:
+    if 0 < value < least:
         raise TargetError(f"{where}: {key} must be at least {least:g}, got {value!r}")
     return float(value)
 
@@ -161,9 +164,9 @@ def _memory(table: Any, k: int) -> Memory:
     return Memory(
         name=name,
         capacity=_size(table, "capacity", where, None, minimum=1),
-        read_bandwidth=_number(table, "read_bandwidth", where),
+        read_bandwidth=_number(table, "read_bandwidth", where, least=BANDWIDTH_MIN),
         write_bandwidth=_number(
-            table, "write_bandwidth", where, zero_ok=holds == ["weights"]
+            table, "write_bandwidth", where, zero_ok=holds == ["weights"], least=BANDWIDTH_MIN
         ),  # read-only memory
         latency=_number(table, "latency", where, zero_ok=True, limit=LATENCY_LIMIT),
         holds=tuple(holds),
@@ -175,14 +178,18 @@ def _memory(table: Any, k: int) -> Memory:
         write_latency=_optional(table, "write_latency", where, LATENCY_LIMIT),
         read=_choice(table, "read", READS, where),
         copy=_choice(table, "copy", COPIES, where),
-        copy_rate=_optional(table, "copy_rate", where),
+        copy_rate=_optional(table, "copy_rate", where, least=BANDWIDTH_MIN),
         copy_latency=_optional(table, "copy_latency", where, LATENCY_LIMIT),
     )
 
 
-def _optional(table: dict, key: str, where: str, limit: float = NUMBER_LIMIT) -> float:
-    """A number from 0 to ``limit`` that may be left out (0)."""
-    return _number(table, key, where, zero_ok=True, limit=limit) if key in table else 0.0
+def _optional(
+    table: dict, key: str, where: str, limit: float = NUMBER_LIMIT, least: float = 0.0
+) -> float:
+    """0, or a number from ``least`` to ``limit``; 0 when left out."""
+    if key not in table:
+        return 0.0
+    return _number(table, key, where, zero_ok=True, limit=limit, least=least)
 
 
 def _choice(table: dict, key: str, allowed: tuple[str, ...], where: str) -> str:
