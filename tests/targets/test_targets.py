@@ -98,6 +98,7 @@ def test_a_users_file(tmp_path: Path) -> None:
         (("clock_hz = 100e6", "clock_hz = 1e12"), "clock_hz must be finite and at most 1e+11"),
         (("conv = 0.5", "conv = inf"), "conv must be finite"),
         (("latency = 1\n", "latency = 1\nline_bytes = 0\n"), "a size must be positive"),
+        (("clock_hz = 100e6", "clock_hz = 1e-300"), "clock_hz must be at least 1000"),
         (("conv = 0.5", "conv = 1e-300"), "conv must be at least 1e-06"),
         (("conv = 0.5", "conv = 2e6"), "conv must be finite and at most 1e+06"),
         (("conv = 0.5", '"" = 0.5'), "'' is not an opcode or operator kind"),

@@ -93,6 +93,7 @@ _MEMORY_KEYS = {
 # below what turns a figure into inf; the clock has its own.
 NUMBER_LIMIT = 1e15
 CLOCK_LIMIT = 1e11  # Hz
+CLOCK_MIN = 1e3  # Hz: no core runs slower; a tinier clock turns every time into inf
 # Physical bounds of a compute rate (work per cycle: from one unit per million cycles
 # to a million units per cycle, beyond the largest NPU) and of a latency (cycles per
 # access or copy: a millisecond at 1 GHz); calibration keeps its fits within them.
@@ -253,7 +254,7 @@ def parse_target(data: dict, source: str) -> Target:
         return Target(
             name,
             str(data.get("description", "")),
-            _number(data, "clock_hz", "target", limit=CLOCK_LIMIT),
+            _number(data, "clock_hz", "target", limit=CLOCK_LIMIT, least=CLOCK_MIN),
             mems,
             rates,
             profile,
