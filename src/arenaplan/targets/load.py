@@ -35,6 +35,10 @@ Format (all keys checked; sizes are bytes or strings like "512KiB", "2MB", see
     copy = "blocking"        # optional: copies made by the core ("blocking") or a "dma"
     copy_rate = 49e6         # optional: bytes/s of a copy (default: read_bandwidth)
     copy_latency = 0         # optional: cycles to start one copy
+
+Every number is finite and within its field's range (the constants below): clock
+1 kHz..100 GHz; rates 1e-6..1e6 work per cycle; latencies 0..1e6 cycles; bandwidths
+and copy rates 1 kB/s..1e15 B/s (or 0 where 0 means none); sizes at most 4 GiB.
 """
 
 from __future__ import annotations
