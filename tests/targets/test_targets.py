@@ -108,7 +108,7 @@ def test_a_users_file(tmp_path: Path) -> None:
         (('capacity = "256KiB"', 'capacity = "5GiB"'), "capacity must be at most 4,294,967,296"),
         (("latency = 1\n", 'latency = 1\ncache_bytes = "8GiB"\n'), "cache_bytes must be at"),
         (("read_bandwidth = 50e6", "read_bandwidth = 1e-300"), "read_bandwidth must be at least"),
-        (("latency = 1\n", "latency = 1\ncopy_rate = 0.5\n"), "copy_rate must be at least 1000"),
+        (("latency = 1\n", "latency = 1\ncopy_rate = 0.5\n"), "copy_rate must be at least 1,"),
         (
             ("latency = 1\n", "latency = 1\ncache_bytes = 64\nline_bytes = 128\n"),
             "line_bytes 128 is larger than cache_bytes 64",

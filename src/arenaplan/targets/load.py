@@ -38,7 +38,7 @@ Format (all keys checked; sizes are bytes or strings like "512KiB", "2MB", see
 
 Every number is finite and within its field's range (the constants below): clock
 1 kHz..100 GHz; rates 1e-6..1e6 work per cycle; latencies 0..1e6 cycles; bandwidths
-and copy rates 1 kB/s..1e15 B/s (or 0 where 0 means none); sizes at most 4 GiB.
+and copy rates 1..1e15 B/s (or 0 where 0 means none); sizes at most 4 GiB.
 """
 
 from __future__ import annotations
@@ -104,9 +104,9 @@ CLOCK_MIN = 1e3  # Hz: no core runs slower; a tinier clock turns every time into
 RATE_MIN = 1e-6
 RATE_MAX = 1e6
 LATENCY_LIMIT = 1e6
-# The slowest memory (bytes/s): a bandwidth or copy rate below 1 kB/s is no memory,
-# and would turn estimated times into inf.
-BANDWIDTH_MIN = 1e3
+# The slowest memory (bytes/s): a bandwidth or copy rate below 1 B/s is no memory,
+# and one as tiny as 1e-300 turns estimated times into inf.
+BANDWIDTH_MIN = 1.0
 # The largest memory, cache or line (bytes): the 4 GiB a 32-bit core addresses.
 CAPACITY_LIMIT = 1 << 32
 
