@@ -30,7 +30,7 @@ UNITS = {
 }
 SIZE_HELP = "bytes, or with a unit: 32KiB (1024), 32KB (1000), 1.5MiB"
 UNITS_HELP = "B; KB (or kB), MB, GB for powers of 1000; KiB, MiB, GiB for powers of 1024"
-_SIZE = re.compile(r"\s*(-?\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*")
+_SIZE = re.compile(r"\s*(-?\d{1,30}(?:\.\d{1,30})?)\s*([A-Za-z]*)\s*")  # 30 digits: any size
 
 
 def parse_size(
