@@ -4,11 +4,21 @@ Each backend takes tasks and yields their rows as they finish (in finishing
 order; a row says which task it is). ``run_task`` is the same function on every
 backend and depends only on the task, so every backend gives the same rows (but
 for the wall-time column).
+
+The pool's workers end when the sweep ends, however it ends: on a normal end the
+pool is shut down; when the sweep is left early (Ctrl-C, an error) the workers are
+terminated at once; when its process is killed (SIGKILL, SIGTERM), each worker, told
+at its start to die with its parent (``_die_with_parent``), ends too.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
+import signal
+import sys
+import threading
+import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from multiprocessing import get_context
@@ -25,14 +35,63 @@ def run_inprocess(tasks: Sequence[Task]) -> Iterator[dict[str, Any]]:
         yield run_task(t)
 
 
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent ends (Linux)
+WATCH_SECONDS = 1.0  # elsewhere: how often a worker looks whether its parent is alive
+
+
 def run_pool(tasks: Sequence[Task], workers: int | None = None) -> Iterator[dict[str, Any]]:
     """A pool of ``workers`` processes (default: one per core), started fresh
-    ("spawn": no state inherited from this process)."""
+    ("spawn": no state inherited from this process), that end with this process."""
     n = workers or os.cpu_count() or 1
-    with ProcessPoolExecutor(max_workers=n, mp_context=get_context("spawn")) as pool:
+    pool = ProcessPoolExecutor(
+        max_workers=n,
+        mp_context=get_context("spawn"),
+        initializer=_die_with_parent,
+        initargs=(os.getpid(),),
+    )
+    finished = False
+    try:
         futures = [pool.submit(run_task, t) for t in tasks]
         for f in as_completed(futures):
             yield f.result()
+        finished = True
+    finally:
+        if finished:
+            pool.shutdown()
+        else:
+            _end_pool(pool)
+
+
+def _end_pool(pool: ProcessPoolExecutor) -> None:
+    """Stop ``pool`` now: the running tasks are killed, none waiting starts, and the
+    pool's queues are released (its manager thread sees the workers gone)."""
+    # CPython's pool keeps its processes there (pid -> process); 3.14 adds kill_workers()
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    for p in processes:
+        p.kill()
+    for p in processes:
+        p.join()
+    pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _die_with_parent(parent: int) -> None:
+    """A worker's start: Ctrl-C is its parent's to handle (which then ends the pool);
+    the worker is killed when its parent ends, however it ends (Linux: the kernel
+    does it, ``PR_SET_PDEATHSIG``; elsewhere a thread that looks every second)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0:
+            if os.getppid() != parent:  # the parent ended before the call
+                os._exit(1)
+            return
+    threading.Thread(target=_watch, args=(parent,), daemon=True).start()
+
+
+def _watch(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(WATCH_SECONDS)
+    os._exit(1)
 
 
 def ray_available() -> str | None:
