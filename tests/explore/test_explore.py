@@ -115,11 +115,13 @@ def test_weights_that_cannot_be_read_in_place_are_copied(zoo: list[Path]) -> Non
 
 
 def test_a_corrupt_model_is_a_failed_row(tmp_path: Path) -> None:
+    # make_tasks refuses it (tests/explore/test_fails_loudly.py); a task made by hand
+    # for one is a row, never an exception
     bad = tmp_path / "bad.tflite"
     bad.write_bytes(b"TFL3" + bytes(40))
-    (task,) = make_tasks([bad], ["generic"], [4096])
-    row = run_task(task)
+    row = run_task(Task(str(bad), "0" * 64, "generic", 4096))
     assert row["status"] == "failed" and row["error"] and "\n" not in row["error"]
+    assert not row["error"].startswith("internal error")
 
 
 def test_a_model_changed_during_the_sweep_is_a_failed_row(zoo: list[Path], tmp_path: Path) -> None:
@@ -155,7 +157,8 @@ def test_ray_gives_the_same_rows(zoo: list[Path]) -> None:
 
 def _explore(zoo: list[Path], out: Path, *extra: str) -> list[str]:
     return ["explore", *map(str, zoo), "--target", "generic,imxrt1170", "--sram",
-            "1KiB..1MiB:6", "--passes", "none,bands", "--out", str(out), "-q", *extra]  # fmt: skip
+            "1KiB..512KiB:6", "--passes", "none,bands", "--out", str(out), "-q",
+            *extra]  # fmt: skip
 
 
 def test_rerun_skips_finished_tasks(zoo: list[Path], tmp_path: Path, capsys) -> None:
@@ -198,17 +201,6 @@ def test_resume_after_a_kill_loses_and_duplicates_nothing(zoo: list[Path], tmp_p
     assert len(after) == 48 and len({r["key"] for r in after}) == 48
     kept = {r["key"]: r for r in after}
     assert all(kept[r["key"]] == r for r in before)  # finished rows untouched
-
-
-def test_a_corrupt_model_does_not_stop_the_sweep(zoo: list[Path], tmp_path: Path, capsys) -> None:
-    bad = tmp_path / "bad.tflite"
-    bad.write_bytes(bytes(64))
-    out = tmp_path / "sweep"
-    args = ["explore", str(zoo[0]), str(bad), "--sram", "4KiB,1MiB", "--out", str(out), "-q"]
-    assert main([*args, "--backend", "inprocess"]) == 0
-    assert "(0 do not fit, 2 failed)" in capsys.readouterr().out
-    rows = Store(out, create=False).rows()
-    assert sorted(r["status"] for r in rows) == ["failed", "failed", "ok", "ok"]
 
 
 def test_report(zoo: list[Path], tmp_path: Path) -> None:

@@ -1,6 +1,6 @@
 """``arenaplan explore``: sweep models x targets x SRAM sizes x options, and report.
 
-    arenaplan explore zoo/*.tflite --target xcore_ai,imxrt1170 --sram 32KiB..1MiB:16 \\
+    arenaplan explore zoo/*.tflite --target xcore_ai,imxrt1170 --sram 32KiB..512KiB:16 \\
         --passes none,bands --out results/ [--backend pool|inprocess|ray] [--ray [ADDRESS]]
     arenaplan explore --report results/ -o zoo.html
 """
@@ -8,7 +8,9 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from contextlib import closing
 from pathlib import Path
 
 from rich.console import Console
@@ -22,11 +24,23 @@ from rich.progress import (
 )
 
 from arenaplan.errors import UsageError
-from arenaplan.explore.backends import BACKENDS, run
-from arenaplan.explore.grid import make_tasks, parse_sizes, policy_words, words
+from arenaplan.explore.backends import BACKENDS, ray_available, run
+from arenaplan.explore.grid import (
+    MAX_SIZES,
+    MAX_TASKS,
+    check_count,
+    check_sizes,
+    make_tasks,
+    parse_sizes,
+    policy_words,
+    words,
+)
 from arenaplan.explore.store import Store
-from arenaplan.explore.tasks import NONE
+from arenaplan.explore.tasks import NONE, Task, load_target
 from arenaplan.units import count_arg, seconds_arg
+
+EXIT_FAILED = 1  # the sweep ran, and some of its tasks failed (see their rows)
+EXIT_INTERNAL = 70  # one of the failed tasks is an internal error: a bug in arenaplan
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -36,7 +50,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Plan every combination of models, targets, sizes of the target's "
         "fastest memory, passes and weights policies, writing each result as it finishes "
         "to OUT/results.sqlite (a rerun skips finished tasks); or, with --report, write an "
-        "HTML page of a finished sweep. Latencies are estimates of the targets' time models.",
+        "HTML page of a finished sweep. Latencies are estimates of the targets' time models. "
+        f"Every input is checked before anything starts (at most {MAX_TASKS:,} tasks). "
+        "Exit 0: every task planned or found not to fit; 1: some tasks failed (their errors "
+        "are in the results); 2: bad input, nothing run or written; 70: a task hit a bug.",
     )
     p.add_argument("models", nargs="*", type=Path, help=".tflite files (never modified)")
     p.add_argument(
@@ -44,8 +61,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--sram",
-        help="sizes of each target's fastest memory: SMALL..LARGE:N (N sizes on a log "
-        "scale, multiples of 16 B) or a comma-separated list",
+        help="sizes of each target's fastest memory, none above its capacity: "
+        f"SMALL..LARGE:N (N sizes on a log scale, multiples of 16 B; N from 2 to "
+        f"{MAX_SIZES:,}) or a comma-separated list (at most {MAX_SIZES:,})",
     )
     p.add_argument("--passes", default=NONE, help="comma-separated: none, or passes joined by +")
     p.add_argument(
@@ -82,30 +100,34 @@ def run_command(args: argparse.Namespace, console: Console) -> int:
         return _report(args, console)
     if not args.models or args.out is None or args.sram is None:
         raise UsageError("explore needs MODELS, --sram and --out (or --report DIR -o PAGE)")
-    tasks = _tasks(args)
+    backend = "ray" if args.ray is not None else args.backend
+    if backend == "ray" and ray_available():
+        raise UsageError(str(ray_available()))
+    tasks = _tasks(args)  # everything checked: nothing is created before this
     with Store(args.out) as store:
         if args.retry_failed:
             store.forget_failed()
         done = store.done()
-        todo = [t for t in tasks if t.key not in done]
-        backend = "ray" if args.ray is not None else args.backend
+        todo = list({t.key: t for t in tasks if t.key not in done}.values())
         start = time.perf_counter()
-        rows = run(todo, backend, args.workers, args.ray or None) if todo else iter(())
-        busy = _record(rows, store, len(todo), console, args.quiet)
+        busy = _Busy()
+        if todo:  # the pool or cluster ends when this block is left, however it is left
+            with closing(run(todo, backend, args.workers, args.ray or None)) as rows:
+                busy = _record(rows, store, len(todo), console, args.quiet)
         wall = time.perf_counter() - start
+        failed = store.failed({t.key for t in tasks})
     _summary(console, len(tasks), len(tasks) - len(todo), busy, wall, backend, store.path)
-    return 0
+    return _failures(failed, busy.failed, len(tasks))
 
 
-def _tasks(args: argparse.Namespace):
+def _tasks(args: argparse.Namespace) -> list[Task]:
+    """The tasks of the sweep, every input checked first (one line, exit 2): options,
+    counts, targets loaded, sizes each target's fastest memory can have, then each
+    model read and verified."""
     from arenaplan.passes import PASS_CLASSES
-    from arenaplan.targets.load import builtin_names
     from arenaplan.weights.policies import parse_weights
 
-    targets = words(args.target, "--target")
-    for t in targets:
-        if not t.endswith(".toml") and t not in builtin_names():
-            raise UsageError(f"unknown target {t!r} (built in: {', '.join(builtin_names())})")
+    names = words(args.target, "--target")
     passes = words(args.passes, "--passes")
     for option in passes:
         for name in option.split("+"):
@@ -118,7 +140,36 @@ def _tasks(args: argparse.Namespace):
         if w != NONE:
             parse_weights(w)
     sizes = parse_sizes(args.sram)
-    return make_tasks(args.models, targets, sizes, passes, weights, args.time_limit)
+    check_count(len(args.models), len(names), len(sizes), len(passes), len(weights))
+    check_sizes(sizes, {name: load_target(name) for name in dict.fromkeys(names)})
+    return make_tasks(args.models, names, sizes, passes, weights, args.time_limit)
+
+
+def _failures(failed: dict[str, str], now: int, total: int) -> int:
+    """Exit status of a finished sweep: 0 when no task of it failed; 1 when some did
+    (one line on stderr: how many, and the first error); 70 when one of them is an
+    internal error (a bug in arenaplan). A size that does not fit is a result."""
+    if not failed:
+        return 0
+    errors = sorted(failed.values())
+    internal = [e for e in errors if e.startswith("internal error")]
+    earlier = len(failed) - now
+    before = ""
+    if earlier > 0:
+        before = f", {earlier} in an earlier run (--retry-failed runs them again)"
+    first = (internal or errors)[0]
+    print(
+        f"arenaplan: {len(failed)} of {total} tasks failed{before}; first: {first}",
+        file=sys.stderr,
+    )
+    if internal:
+        print(
+            f"arenaplan: {len(internal)} of them are internal errors. This is a bug in "
+            "arenaplan; please report it with the command line and the input.",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL
+    return EXIT_FAILED
 
 
 class _Busy:

@@ -29,6 +29,7 @@ class Store:
         path = folder / FILE
         if not create and not path.exists():
             raise UsageError(f"{folder}: no sweep results there ({FILE} is absent)")
+        new = not path.exists()
         try:
             folder.mkdir(parents=True, exist_ok=True)
             self.db = sqlite3.connect(path)
@@ -36,6 +37,8 @@ class Store:
             self.db.execute(f"CREATE TABLE IF NOT EXISTS results ({columns})")
             self.db.commit()
         except (OSError, sqlite3.Error) as exc:
+            if new:  # a results file that cannot be used is not left behind
+                path.unlink(missing_ok=True)
             raise UsageError(f"{path}: cannot open the results: {exc}") from None
         self.path = path
 
@@ -60,6 +63,11 @@ class Store:
             [row.get(n) for n in _NAMES],
         )
         self.db.commit()
+
+    def failed(self, keys: set[str]) -> dict[str, str]:
+        """The failed tasks among ``keys``: key -> its one-line error."""
+        cur = self.db.execute("SELECT key, error FROM results WHERE status = 'failed'")
+        return {k: e or "" for k, e in cur if k in keys}
 
     def forget_failed(self) -> int:
         """Drop the failed rows (to run them again); how many."""

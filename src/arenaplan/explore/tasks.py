@@ -3,12 +3,13 @@
 A task is (model content hash, target, SRAM capacity, passes, weights policy); its
 key is a hash of exactly those, so the same inputs give the same key on every
 machine and backend, and a result store keyed by it can resume a sweep. Running a
-task reads the model, checks its hash, rewrites it with the passes, plans it within
+task reads and verifies the model, checks its hash, rewrites it with the passes, plans it within
 the capacity of the target's fastest memory (spreading activations over the next
 memories when it does not fit, ``placement.tiers``; weight buffers planned with
 them when a weights policy is given), and returns one row: bytes per memory, the
 estimated latency (the target's time model: an estimate), extra MACs, whether the
-head is proven optimal, the wall time, or the one-line error. Nothing is proven in
+head is proven optimal, the wall time, or the one-line error (starting "internal
+error" when it is arenaplan's bug). Nothing is proven in
 TFLM here: a sweep compares estimates; ``arenaplan plan`` proves the one chosen.
 """
 
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 NONE = "none"  # no passes, or no weights policy (weights where they lie)
+INTERNAL = 70  # exit code of an error that is arenaplan's bug (``errors``)
 
 
 # What a row means; raised when it changes. 2: ``memories`` holds what the firmware
@@ -56,10 +58,6 @@ class Task:
         return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
-def file_hash(path: str | Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
 # the row's columns, in order (``store`` makes its table from them)
 COLUMNS: tuple[tuple[str, str], ...] = (
     ("key", "TEXT PRIMARY KEY"),
@@ -84,7 +82,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
 
 def run_task(task: Task) -> dict[str, Any]:
     """The row of ``task``; never raises (an error is a row with ``error`` set)."""
-    from arenaplan.errors import AllocationError, ArenaplanError, PlanValidationError
+    from arenaplan.errors import AllocationError, ArenaplanError
 
     start = time.perf_counter()
     row: dict[str, Any] = {
@@ -110,11 +108,10 @@ def run_task(task: Task) -> dict[str, Any]:
         row["fits"], row["status"] = 1, "ok"
     except AllocationError as exc:
         row["error"], row["status"] = _one_line(str(exc)), "no-fit"
-    except PlanValidationError as exc:  # the planner's own plan refused: a bug
-        row["error"] = _one_line(f"internal error: {exc}")
-    except ArenaplanError as exc:
-        row["error"] = _one_line(str(exc))
-    except (MemoryError, RecursionError, ValueError, KeyError, IndexError) as exc:
+    except ArenaplanError as exc:  # exit 70: arenaplan refused its own result, a bug
+        bug = exc.exit_code == INTERNAL
+        row["error"] = _one_line(f"internal error: {exc}" if bug else str(exc))
+    except Exception as exc:  # the guard of last resort: a bug, one row, the sweep goes on
         row["error"] = _one_line(f"internal error: {type(exc).__name__}: {exc}")
     row["seconds"] = time.perf_counter() - start
     return row
@@ -126,20 +123,17 @@ def _one_line(text: str) -> str:
 
 def _plan(task: Task) -> dict[str, Any]:
     from arenaplan.errors import ModelFormatError
-    from arenaplan.pipeline import PlanRequest, Source, run_plan
-    from arenaplan.reader import read_model_bytes
-
-    data = Path(task.model).read_bytes()
-    if hashlib.sha256(data).hexdigest() != task.model_hash:
-        raise ModelFormatError(f"{task.model}: changed since the sweep started")
-    model = read_model_bytes(data)
-    target = _target(task.target)
+    from arenaplan.pipeline import PlanRequest, read_source, run_plan
     from arenaplan.weights.policies import unless_in_place
 
+    source = read_source(Path(task.model))  # verified as the sweep's start verified it
+    if hashlib.sha256(source.data).hexdigest() != task.model_hash:
+        raise ModelFormatError(f"{task.model}: changed since the sweep started")
+    target = load_target(task.target)
     weights = unless_in_place(target, None if task.weights == NONE else task.weights)
     fast = target.fastest().name
     request = PlanRequest(
-        Source(data, model, Path(task.model).name),
+        source,
         target,
         {fast: task.sram},
         # the target's TFLM build profile and kernels: its tail, as ``plan`` would
@@ -152,14 +146,15 @@ def _plan(task: Task) -> dict[str, Any]:
         check_memories=False,  # a size too small is a row that does not fit
     )
     done = run_plan(request)
-    return _row_of(done, target) | {"extra_macs": _extra_macs(model, done.model)}
+    return _row_of(done, target) | {"extra_macs": _extra_macs(source.model, done.model)}
 
 
-def _target(name: str):
+def load_target(name: str):
+    """A built-in target by name, or a target TOML file (a name ending in .toml)."""
     from arenaplan.targets import load_builtin
-    from arenaplan.targets.load import load_target
+    from arenaplan.targets.load import load_target as load_file
 
-    return load_target(name) if name.endswith(".toml") else load_builtin(name)
+    return load_file(name) if name.endswith(".toml") else load_builtin(name)
 
 
 def _extra_macs(model, rewritten) -> float:
