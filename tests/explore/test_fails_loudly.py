@@ -152,7 +152,7 @@ def test_failed_tasks_are_counted_and_exit_1(models, tmp_path: Path, capsys, mon
     captured = capsys.readouterr()
     assert "(0 do not fit, 2 failed)" in captured.out
     assert captured.err.count("\n") == 1
-    assert "2 of 2 tasks failed; first: the planner refuses this one" in captured.err
+    assert "2 of 2 tasks failed; e.g. the planner refuses this one" in captured.err
     rows = Store(fresh, create=False).rows()
     assert [r["status"] for r in rows] == ["failed", "failed"]
     assert main(argv) == 1  # a rerun runs nothing, and still says so
@@ -168,8 +168,8 @@ def test_a_bug_in_a_task_is_exit_70(models, tmp_path: Path, capsys, monkeypatch)
     argv = [*_args(models, out, ["chain", "--sram", "4KiB"]), "--backend", "inprocess"]
     assert main(argv) == 70
     err = capsys.readouterr().err
-    assert "1 of 1 tasks failed; first: internal error: ZeroDivisionError" in err
-    assert "This is a bug in arenaplan" in err and err.count("\n") == 2
+    assert "1 of 1 tasks failed; e.g. internal error: ZeroDivisionError" in err
+    assert "a bug in arenaplan" in err and err.count("\n") == 1
     (row,) = Store(out, create=False).rows()
     assert row["status"] == "failed"
 
@@ -244,3 +244,10 @@ def test_workers_end_when_explore_ends(models, tmp_path: Path, sig: signal.Signa
         for p in seen:  # only if the test failed: the workers it started, by pid
             if _alive(p) and "multiprocessing" in _cmdline(p):
                 os.kill(p, signal.SIGKILL)
+
+
+def test_a_model_given_twice_is_swept_once(models, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "sweep"
+    argv = [*_args(models, out, ["chain", "chain", "--sram", "4KiB"]), "--backend", "inprocess"]
+    assert main(argv) == 0
+    assert capsys.readouterr().out.startswith("1 tasks: 0 already done, 1 run now")

@@ -103,12 +103,13 @@ def run_command(args: argparse.Namespace, console: Console) -> int:
     backend = "ray" if args.ray is not None else args.backend
     if backend == "ray" and ray_available():
         raise UsageError(str(ray_available()))
-    tasks = _tasks(args)  # everything checked: nothing is created before this
+    # everything checked: nothing is created before this; the same task once
+    tasks = list({t.key: t for t in _tasks(args)}.values())
     with Store(args.out) as store:
         if args.retry_failed:
             store.forget_failed()
         done = store.done()
-        todo = list({t.key: t for t in tasks if t.key not in done}.values())
+        todo = [t for t in tasks if t.key not in done]
         start = time.perf_counter()
         busy = _Busy()
         if todo:  # the pool or cluster ends when this block is left, however it is left
@@ -146,9 +147,10 @@ def _tasks(args: argparse.Namespace) -> list[Task]:
 
 
 def _failures(failed: dict[str, str], now: int, total: int) -> int:
-    """Exit status of a finished sweep: 0 when no task of it failed; 1 when some did
-    (one line on stderr: how many, and the first error); 70 when one of them is an
-    internal error (a bug in arenaplan). A size that does not fit is a result."""
+    """Exit status of a finished sweep: 0 when no task of it failed; 1 when some did;
+    70 when one of them is an internal error (a bug in arenaplan). One line on stderr
+    says how many and one error (an internal one first). A size that does not fit is a
+    result, not a failure."""
     if not failed:
         return 0
     errors = sorted(failed.values())
@@ -157,19 +159,16 @@ def _failures(failed: dict[str, str], now: int, total: int) -> int:
     before = ""
     if earlier > 0:
         before = f", {earlier} in an earlier run (--retry-failed runs them again)"
-    first = (internal or errors)[0]
-    print(
-        f"arenaplan: {len(failed)} of {total} tasks failed{before}; first: {first}",
-        file=sys.stderr,
+    line = (
+        f"arenaplan: {len(failed)} of {total} tasks failed{before}; e.g. {(internal or errors)[0]}"
     )
     if internal:
-        print(
-            f"arenaplan: {len(internal)} of them are internal errors. This is a bug in "
-            "arenaplan; please report it with the command line and the input.",
-            file=sys.stderr,
+        line += (
+            f" ({len(internal)} internal errors: a bug in arenaplan; please report it with "
+            "the command line and the input)"
         )
-        return EXIT_INTERNAL
-    return EXIT_FAILED
+    print(line, file=sys.stderr)
+    return EXIT_INTERNAL if internal else EXIT_FAILED
 
 
 class _Busy:
