@@ -6,21 +6,24 @@ backend and depends only on the task, so every backend gives the same rows (but
 for the wall-time column).
 
 The pool's workers end when the sweep ends, however it ends: on a normal end the
-pool is shut down; when the sweep is left early (Ctrl-C, an error) the workers are
-terminated at once; when its process is killed (SIGKILL, SIGTERM), each worker, told
-at its start to die with its parent (``_die_with_parent``), ends too.
+pool is shut down; when the sweep is left early (Ctrl-C, taken between calls into
+the pool so that none is cut in half; an error) the workers are killed at once; when
+its process is killed (SIGKILL, SIGTERM), each worker, told at its start to die with
+its parent (``_die_with_parent``), ends too.
 """
 
 from __future__ import annotations
 
 import ctypes
 import os
+import queue
 import signal
 import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import contextmanager
 from multiprocessing import get_context
 from typing import Any
 
@@ -37,6 +40,7 @@ def run_inprocess(tasks: Sequence[Task]) -> Iterator[dict[str, Any]]:
 
 PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent ends (Linux)
 WATCH_SECONDS = 1.0  # elsewhere: how often a worker looks whether its parent is alive
+POLL_SECONDS = 0.1  # how often the sweep looks for a Ctrl-C while it waits for a row
 
 
 def run_pool(tasks: Sequence[Task], workers: int | None = None) -> Iterator[dict[str, Any]]:
@@ -49,17 +53,50 @@ def run_pool(tasks: Sequence[Task], workers: int | None = None) -> Iterator[dict
         initializer=_die_with_parent,
         initargs=(os.getpid(),),
     )
-    finished = False
+    finished: queue.SimpleQueue[Future] = queue.SimpleQueue()  # futures, as they finish
+    complete = False
     try:
-        futures = [pool.submit(run_task, t) for t in tasks]
-        for f in as_completed(futures):
-            yield f.result()
-        finished = True
+        with _deferred_interrupt() as interrupted:
+            for t in tasks:
+                pool.submit(run_task, t).add_done_callback(finished.put)
+                _stop_if(interrupted)
+            for _ in tasks:
+                yield _next(finished, interrupted).result()
+        complete = True
     finally:
-        if finished:
+        if complete:
             pool.shutdown()
         else:
             _end_pool(pool)
+
+
+def _next(finished: queue.SimpleQueue[Future], interrupted: threading.Event) -> Future:
+    while True:
+        try:
+            return finished.get(timeout=POLL_SECONDS)
+        except queue.Empty:
+            _stop_if(interrupted)
+
+
+def _stop_if(interrupted: threading.Event) -> None:
+    if interrupted.is_set():
+        raise KeyboardInterrupt
+
+
+@contextmanager
+def _deferred_interrupt() -> Iterator[threading.Event]:
+    """Ctrl-C recorded, to be raised by ``_stop_if`` between calls into the pool: a
+    KeyboardInterrupt raised inside the pool's own code can leave a lock of its futures
+    held, and the pool's thread waiting on it for ever (the exit hangs)."""
+    interrupted = threading.Event()
+    if threading.current_thread() is not threading.main_thread():  # signals go to main
+        yield interrupted
+        return
+    previous = signal.signal(signal.SIGINT, lambda _sig, _frame: interrupted.set())
+    try:
+        yield interrupted
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _end_pool(pool: ProcessPoolExecutor) -> None:
