@@ -235,10 +235,12 @@ def test_workers_end_when_explore_ends(models, tmp_path: Path, sig: signal.Signa
         while any(_alive(p) for p in seen) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not [p for p in seen if _alive(p)], "workers outlived explore"
-        assert code == (130 if sig == signal.SIGINT else -sig)
-        if sig == signal.SIGINT:
+        ending = {signal.SIGINT: (130, "interrupted"), signal.SIGTERM: (143, "ended by SIGTERM")}
+        if sig in ending:  # ended as the command line ends a run: one line, no traceback
             err = proc.stderr.read().decode() if proc.stderr else ""
-            assert err == "arenaplan: interrupted\n", err  # no worker's traceback
+            assert (code, err) == (ending[sig][0], f"arenaplan: {ending[sig][1]}\n"), err
+        else:
+            assert code == -sig
     finally:
         proc.kill()
         for p in seen:  # only if the test failed: the workers it started, by pid

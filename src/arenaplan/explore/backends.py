@@ -6,10 +6,10 @@ backend and depends only on the task, so every backend gives the same rows (but
 for the wall-time column).
 
 The pool's workers end when the sweep ends, however it ends: on a normal end the
-pool is shut down; when the sweep is left early (Ctrl-C, taken between calls into
-the pool so that none is cut in half; an error) the workers are killed at once; when
-its process is killed (SIGKILL, SIGTERM), each worker, told at its start to die with
-its parent (``_die_with_parent``), ends too.
+pool is shut down; when the sweep is left early (Ctrl-C, SIGTERM or SIGHUP, taken
+between calls into the pool so that none is cut in half; an error) the workers are
+killed at once; when its process is killed (SIGKILL), each worker, told at its start to
+die with its parent (``_die_with_parent``), ends too.
 """
 
 from __future__ import annotations
@@ -23,12 +23,12 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
-from contextlib import contextmanager
 from multiprocessing import get_context
 from typing import Any
 
 from arenaplan.errors import UsageError
 from arenaplan.explore.tasks import Task, run_task
+from arenaplan.signals import Held, held
 
 BACKENDS = ("inprocess", "pool", "ray")
 
@@ -40,7 +40,7 @@ def run_inprocess(tasks: Sequence[Task]) -> Iterator[dict[str, Any]]:
 
 PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent ends (Linux)
 WATCH_SECONDS = 1.0  # elsewhere: how often a worker looks whether its parent is alive
-POLL_SECONDS = 0.1  # how often the sweep looks for a Ctrl-C while it waits for a row
+POLL_SECONDS = 0.1  # how often the sweep looks for an ending signal while it waits
 
 
 def run_pool(tasks: Sequence[Task], workers: int | None = None) -> Iterator[dict[str, Any]]:
@@ -56,12 +56,12 @@ def run_pool(tasks: Sequence[Task], workers: int | None = None) -> Iterator[dict
     finished: queue.SimpleQueue[Future] = queue.SimpleQueue()  # futures, as they finish
     complete = False
     try:
-        with _deferred_interrupt() as interrupted:
+        with held() as ending:  # raised between calls into the pool, never inside
             for t in tasks:
                 pool.submit(run_task, t).add_done_callback(finished.put)
-                _stop_if(interrupted)
+                _stop_if(ending)
             for _ in tasks:
-                yield _next(finished, interrupted).result()
+                yield _next(finished, ending).result()
         complete = True
     finally:
         if complete:
@@ -70,33 +70,20 @@ def run_pool(tasks: Sequence[Task], workers: int | None = None) -> Iterator[dict
             _end_pool(pool)
 
 
-def _next(finished: queue.SimpleQueue[Future], interrupted: threading.Event) -> Future:
+def _next(finished: queue.SimpleQueue[Future], ending: Held) -> Future:
     while True:
         try:
             return finished.get(timeout=POLL_SECONDS)
         except queue.Empty:
-            _stop_if(interrupted)
+            _stop_if(ending)
 
 
-def _stop_if(interrupted: threading.Event) -> None:
-    if interrupted.is_set():
-        raise KeyboardInterrupt
-
-
-@contextmanager
-def _deferred_interrupt() -> Iterator[threading.Event]:
-    """Ctrl-C recorded, to be raised by ``_stop_if`` between calls into the pool: a
-    KeyboardInterrupt raised inside the pool's own code can leave a lock of its futures
-    held, and the pool's thread waiting on it for ever (the exit hangs)."""
-    interrupted = threading.Event()
-    if threading.current_thread() is not threading.main_thread():  # signals go to main
-        yield interrupted
-        return
-    previous = signal.signal(signal.SIGINT, lambda _sig, _frame: interrupted.set())
-    try:
-        yield interrupted
-    finally:
-        signal.signal(signal.SIGINT, previous)
+def _stop_if(ending: Held) -> None:
+    """Ctrl-C, SIGTERM or SIGHUP came: raise it here, between calls into the pool (one
+    raised inside the pool's own code can leave a lock of its futures held, and the
+    pool's thread waiting on it for ever: the exit hangs)."""
+    if ending.came:
+        ending.release()
 
 
 def _end_pool(pool: ProcessPoolExecutor) -> None:

@@ -21,18 +21,15 @@ left beside an output are removed by the next run that claims it.
 from __future__ import annotations
 
 import os
-import signal
 import stat
 import sys
 import tempfile
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from glob import escape as glob_escape
 from pathlib import Path
 
 from arenaplan.errors import UsageError
+from arenaplan.signals import held
 
 STDOUT = "-"
 
@@ -105,7 +102,7 @@ class Outputs:
             for tmp, _ in temps:
                 Path(tmp).unlink(missing_ok=True)
             raise
-        with _signals_deferred():  # all renames, or (SIGKILL aside) none
+        with held():  # ending signals come before the first rename or after the last
             for tmp, path in temps:
                 os.replace(tmp, path)
         for path, data in self._staged:
@@ -113,36 +110,6 @@ class Outputs:
                 sys.stdout.write(data.decode())
                 sys.stdout.flush()
         return self.paths
-
-
-# The signals that end a run (Ctrl-C, kill, a closed terminal, Ctrl-\\): held back while
-# the staged files are renamed into place, so such a signal ends the run before the first
-# rename or after the last, never between two (only SIGKILL, which cannot be held, can).
-_ENDING_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
-
-
-@contextmanager
-def _signals_deferred() -> Iterator[None]:
-    """Hold back the ending signals: recorded while inside, raised again after, in the
-    order they came. Python handles signals in the main thread whichever thread the
-    system gave them to, so the handlers are swapped, not a thread's signal mask (other
-    threads may exist); outside the main thread, handlers cannot be set: nothing held."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    came: list[int] = []
-    before = {
-        signum: signal.signal(signum, lambda got, _frame: came.append(got))
-        for signum in _ENDING_SIGNALS
-        if signal.getsignal(signum) is not None  # None: a handler Python cannot restore
-    }
-    try:
-        yield
-    finally:
-        for signum, handler in before.items():
-            signal.signal(signum, handler)
-        for signum in came:
-            signal.raise_signal(signum)
 
 
 TMP_SUFFIX = ".arenaplan-tmp"  # the temporary files ``write_all`` renames into place
