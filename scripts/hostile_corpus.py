@@ -414,6 +414,7 @@ def _chdir(folder: Path) -> Iterator[None]:
 # Commands that read a model: (argv, exits allowed on a model the verifier refuses,
 # needs TFLM); "M" is the model, "{out}" the case's output folder.
 MODEL_COMMANDS: dict[str, tuple[tuple[str, ...], tuple[int, ...], bool]] = {
+    "plan": (("plan", "M"), REFUSED, False),
     "plan -o --json --header": (
         (
             "plan",
