@@ -1164,18 +1164,40 @@ def _judge_files(r: Result, before: Snapshot, after: Snapshot) -> None:
     if changed:
         now = after.get(changed[0], ("gone",))[0]
         r.problems.append(f"replaced or changed: {changed[0]} ({before[changed[0]][0]} -> {now})")
-    if r.code != 0 and not r.case.kill_after:
-        new = sorted(set(after) - set(before))
-        if new:
-            r.problems.append(f"wrote {new[0]} although it failed (exit {r.code})")
+    new = sorted(set(after) - set(before))
+    if r.code != 0 and not r.case.kill_after and new:
+        r.problems.append(f"wrote {new[0]} although it failed (exit {r.code})")
+    named = [a.removeprefix(r.case.out + "/") for a in r.case.argv if a.startswith(r.case.out)]
+    unnamed = [k for k in new if not any(k == n or k.startswith(n + "/") for n in named)]
+    if unnamed:  # a success writes the outputs it was given (or inside a folder given)
+        r.problems.append(f"wrote {unnamed[0]}, which no option names")
 
 
 def run_corpus(
-    cases: Sequence[Case], root: Path, timeout: float = 60.0, progress: bool = False
+    cases: Sequence[Case],
+    root: Path,
+    timeout: float = 60.0,
+    progress: bool = False,
+    log: Path | None = None,
 ) -> list[Result]:
+    """Every case in turn; ``log``: also append each result to it as a JSON line
+    (case id, command, class, exit, problems, seconds) as soon as it is judged."""
     results = []
     for k, case in enumerate(cases):
-        results.append(run_case(case, root, timeout))
+        r = run_case(case, root, timeout)
+        results.append(r)
+        if log is not None:
+            row = {
+                "id": case.id,
+                "command": case.command,
+                "class": case.klass,
+                "exit": r.code,
+                "problems": r.problems,
+                "seconds": round(r.seconds, 2),
+                "line": r.line(root),
+            }
+            with log.open("a") as f:
+                f.write(json.dumps(row) + "\n")
         if progress and (k + 1) % 100 == 0:
             print(f"{k + 1}/{len(cases)} cases", file=sys.stderr)
     return results
@@ -1235,6 +1257,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--generate-only", action="store_true", help="write the corpus (needs --keep) and stop"
     )
+    parser.add_argument(
+        "--results", type=Path, help="append each case's result to this file as a JSON line"
+    )
     parser.add_argument("--command", help="run only the cases whose command starts with this")
     args = parser.parse_args(argv)
     with contextlib.ExitStack() as stack:
@@ -1250,7 +1275,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         chosen = [k for k in cases if args.command is None or k.command.startswith(args.command)]
         start = time.perf_counter()
-        results = run_corpus(chosen, root.resolve(), args.timeout, progress=True)
+        results = run_corpus(chosen, root.resolve(), args.timeout, True, args.results)
         print(table(results))
         bad = [r for r in results if r.problems]
         print(f"{len(results)} cases in {time.perf_counter() - start:.0f} s; {len(bad)} failed")

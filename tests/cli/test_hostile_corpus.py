@@ -100,3 +100,6 @@ def test_a_sound_case_passes_and_a_broken_one_is_caught(tmp_path: Path) -> None:
     r = hc.Result(valid, 2, "arenaplan: error: x\n")
     hc._judge_files(r, {}, {"o.tflite": ("file", 3, "ab")})
     assert r.problems == ["wrote o.tflite although it failed (exit 2)"]
+    r = hc.Result(valid, 0, "")
+    hc._judge_files(r, {}, {"o.tflite": ("file", 3, "ab"), "stray.bin": ("file", 1, "cd")})
+    assert r.problems == ["wrote stray.bin, which no option names"]
