@@ -53,6 +53,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 import warnings
@@ -985,6 +986,11 @@ def run_in_process(argv: Sequence[str], timeout: float) -> tuple[int | None, str
     err = io.StringIO()
     previous = signal.signal(signal.SIGALRM, _on_alarm)
     signal.setitimer(signal.ITIMER_REAL, timeout)
+    # A command stopped by the alarm may still wait for a child process (leaving a
+    # ``with Popen`` waits for it): 5 s after the alarm, its children are killed.
+    watchdog = threading.Timer(timeout + 5.0, _kill_new_children, (_children(),))
+    watchdog.daemon = True
+    watchdog.start()
     try:
         with (
             contextlib.redirect_stdout(io.StringIO()),
@@ -999,9 +1005,16 @@ def run_in_process(argv: Sequence[str], timeout: float) -> tuple[int | None, str
         code = EXIT_INTERNAL
         err.write("escaped main: " + traceback.format_exc())
     finally:
+        watchdog.cancel()
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
     return code, err.getvalue()
+
+
+def _kill_new_children(before: set[int]) -> None:
+    for pid in _children() - before:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def run_child(
@@ -1114,6 +1127,7 @@ def run_case(case: Case, root: Path, timeout: float) -> Result:
     inputs = {rel: _digest(root / rel) for rel in case.inputs if (root / rel).is_file()}
     problems: list[str] = []
     start = time.perf_counter()
+    children = _children()
     if case.child:
         code, err, problems = run_child(case.argv, root, timeout, case.kill_after)
         if case.kill_after:  # the next run of the same outputs: it must end well and clean up
@@ -1123,6 +1137,10 @@ def run_case(case: Case, root: Path, timeout: float) -> Result:
         with _chdir(root):
             code, err = run_in_process(case.argv, timeout)
     result = Result(case, code, err, problems, time.perf_counter() - start)
+    left = _children() - children
+    if left:  # killed, so that the next cases run alone
+        problems.append(f"left {len(left)} process(es) running: {_command_line(min(left))}")
+        _kill_new_children(children)
     _judge_exit(result)
     _judge_files(result, before, snapshot(out))
     if _names(root) != names:
@@ -1132,6 +1150,28 @@ def run_case(case: Case, root: Path, timeout: float) -> Result:
         if not (root / rel).is_file() or _digest(root / rel) != digest:
             problems.append(f"input {rel} changed")
     return result
+
+
+def _children() -> set[int]:
+    """Live child processes of this one (on Linux; elsewhere none), but for
+    multiprocessing's resource tracker, which lives as long as this process."""
+    found = set()
+    for stat_file in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = stat_file.read_text().rsplit(")", 1)[1].split()
+            pid = int(stat_file.parent.name)
+            ours = int(fields[1]) == os.getpid() and fields[0] != "Z"
+            if ours and "resource_tracker" not in _command_line(pid):
+                found.add(pid)
+    return found
+
+
+def _command_line(pid: int) -> str:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return "?"
+    return raw.replace(b"\0", b" ").decode(errors="replace").strip()[:120]
 
 
 def _judge_exit(r: Result) -> None:
