@@ -512,6 +512,8 @@ INVALID = {
     "writes-constant",
     "two-producers",
     "huge-consistent",
+    "empty-file",
+    "not-a-model",
 }
 
 
