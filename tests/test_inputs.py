@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -30,3 +31,23 @@ def test_missing_directory_and_binary_inputs(tmp_path: Path, read, error, kind) 
         binary.write_bytes(b"\xff\xfe\x00bad")
         with pytest.raises(error, match=f"not a text \\(UTF-8\\) {kind} file"):
             read(binary)
+
+
+@pytest.mark.parametrize(
+    ("read", "error", "kind"),
+    [
+        (read_model, ModelFormatError, ".tflite"),
+        (read_problem, AllocationError, "CSV"),
+        (load_target, TargetError, "TOML"),
+    ],
+)
+def test_a_fifo_or_a_device_is_refused_before_it_is_opened(
+    tmp_path: Path, read, error, kind
+) -> None:
+    """Opening a FIFO with no writer would wait for ever; a device may never end."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(error, match=f"is a FIFO, not a {kind} file"):
+        read(fifo)
+    with pytest.raises(error, match=f"is a character device, not a {kind} file"):
+        read("/dev/zero")
