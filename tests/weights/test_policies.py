@@ -472,3 +472,9 @@ def test_the_weights_table_numbers_operators_as_planned_and_as_given(
         op = r["planned_operator"]
         came = "new" if origin[op] is None else str(origin[op])
         assert (str(op), came, r["opcode"][:8]) in {(a, b, c[:8]) for a, b, c in shown}, r
+
+
+def test_a_group_has_an_upper_limit() -> None:
+    assert parse_weights("groups:65536") == Policy("groups", 65_536)
+    with pytest.raises(UsageError, match="at most 65,536"):
+        parse_weights("groups:99999999999")

@@ -29,7 +29,7 @@ def add_weights_option(p: argparse.ArgumentParser, outputs: bool = True) -> None
         help="where operators read their weights (needs --target): auto (each operator's "
         "policy chosen by estimated time within the fastest memory's capacity), in-place, "
         "whole (copied into the arena before the operator: RESHAPE copies in the model), "
-        "groups[:G] (G output channels at a time, default 16) or groups[:G],double "
+        "groups[:G] (G output channels at a time, 1 to 65,536, default 16) or groups[:G],double "
         "(two buffers, the next group's copy overlapping compute); group buffers are in "
         "the plan for firmware to fill (TFLM does not copy them)",
     )

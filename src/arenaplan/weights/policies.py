@@ -60,6 +60,9 @@ IN_PLACE = Policy("in-place")
 WHOLE = Policy("whole")
 
 
+MAX_GROUP = 65_536  # the largest G of groups:G (output channels; more are one group: whole)
+
+
 def parse_weights(text: str) -> Policy | None:
     """``--weights``: None for "auto", else the policy forced on every operator."""
     word = text.strip()
@@ -70,8 +73,10 @@ def parse_weights(text: str) -> Policy | None:
     head, _, rest = word.partition(",")
     if head.split(":")[0] == "groups" and rest in ("", "double"):
         size = head.partition(":")[2] or str(DEFAULT_GROUP)
-        if size.isdigit() and int(size) > 0:
+        if size.isdigit() and 0 < int(size) <= MAX_GROUP:
             return Policy("groups", int(size), rest == "double")
+        if size.isdigit() and int(size) > 0:
+            raise UsageError(f"--weights {text!r}: G is at most {MAX_GROUP:,} output channels")
     raise UsageError(
         f"--weights {text!r}: expected auto, in-place, whole, groups[:G] or groups[:G],double"
     )
