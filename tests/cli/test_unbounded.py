@@ -174,6 +174,16 @@ def test_profile_and_plan_finish(name: str, tmp_path: Path, capsys) -> None:
         assert not out.exists()
 
 
+def test_verify_refuses_what_this_machine_cannot_run(tmp_path: Path, capsys) -> None:
+    """Two 2 GiB tensors: within TFLM's counts, beyond what verify runs here (it would
+    allocate them and interpret a 2**31-row convolution for minutes)."""
+    path = tmp_path / "conv.tflite"
+    path.write_bytes(conv())
+    assert main(["verify", str(path), str(path), "--trials", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "1,073,741,824 B (1 GiB) verify runs" in err, err
+
+
 def test_the_reader_refuses_what_tflm_cannot_count(tmp_path: Path, capsys) -> None:
     n = Net("too_big")
     x, y = n.act((1, BIG, 1, 1), I16), n.act((1, BIG, 1, 1), I16)

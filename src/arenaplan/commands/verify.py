@@ -62,6 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace, console: Console) -> int:
     from arenaplan.verify import compare_models
+    from arenaplan.verify.host_limit import check_runs_here
     from arenaplan.verify.prove import OWN_BUILD, uses_own_kernels
     from arenaplan.verify.runner import require_tflm
 
@@ -69,6 +70,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
     planned, planned_ir = load_model(args.planned)
     check_model(original_ir, str(args.original))  # both verified before any TFLM run
     check_model(planned_ir, str(args.planned))
+    for ir, path in ((original_ir, args.original), (planned_ir, args.planned)):
+        check_runs_here(ir, str(path))
     build = args.build or (OWN_BUILD if uses_own_kernels(planned_ir) else None)
     if build is not None:
         return _run_native(args, console, build, original, planned)
