@@ -9,7 +9,9 @@ held there.
 
 from __future__ import annotations
 
+import ctypes
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -51,3 +53,15 @@ def held(signals: tuple[int, ...] = ENDING) -> Iterator[Held]:
         yield hold
     finally:
         hold.release()
+
+
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent ends (Linux)
+
+
+def die_with_parent() -> bool:
+    """Ask the kernel to SIGKILL this process when its parent ends, however the parent
+    ends (even by SIGKILL). Linux only: False elsewhere, or if the call failed."""
+    if not sys.platform.startswith("linux"):
+        return False
+    libc = ctypes.CDLL(None, use_errno=True)
+    return libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0

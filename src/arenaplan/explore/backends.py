@@ -14,11 +14,9 @@ die with its parent (``_die_with_parent``), ends too.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import queue
 import signal
-import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -28,7 +26,7 @@ from typing import Any
 
 from arenaplan.errors import UsageError
 from arenaplan.explore.tasks import Task, run_task
-from arenaplan.signals import Held, held
+from arenaplan.signals import Held, die_with_parent, held
 
 BACKENDS = ("inprocess", "pool", "ray")
 
@@ -38,7 +36,6 @@ def run_inprocess(tasks: Sequence[Task]) -> Iterator[dict[str, Any]]:
         yield run_task(t)
 
 
-PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent ends (Linux)
 WATCH_SECONDS = 1.0  # elsewhere: how often a worker looks whether its parent is alive
 POLL_SECONDS = 0.1  # how often the sweep looks for an ending signal while it waits
 
@@ -103,12 +100,10 @@ def _die_with_parent(parent: int) -> None:
     the worker is killed when its parent ends, however it ends (Linux: the kernel
     does it, ``PR_SET_PDEATHSIG``; elsewhere a thread that looks every second)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if sys.platform.startswith("linux"):
-        libc = ctypes.CDLL(None, use_errno=True)
-        if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0:
-            if os.getppid() != parent:  # the parent ended before the call
-                os._exit(1)
-            return
+    if die_with_parent():
+        if os.getppid() != parent:  # the parent ended before the call
+            os._exit(1)
+        return
     threading.Thread(target=_watch, args=(parent,), daemon=True).start()
 
 

@@ -40,6 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
+from arenaplan.signals import die_with_parent
 from arenaplan.verify.runner import Measurement, RunResult
 from arenaplan.verify.worker import explain
 
@@ -321,24 +322,33 @@ def _run(argv: list[str], cwd: Path, timeout: float = RUN_TIMEOUT) -> _Run:
     log = bytearray()
     halted = timed_out = False
     with subprocess.Popen(
-        argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        argv,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        preexec_fn=die_with_parent,  # a killed arenaplan leaves no TFLM process running
     ) as proc:
         assert proc.stderr is not None  # stderr=PIPE
         fd = proc.stderr.fileno()
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                timed_out = True
-                break
-            if not select.select([fd], [], [], left)[0]:
-                continue
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:  # end of stderr: the process ended
-                break
-            log += chunk
-            if HALTED.search(log):
-                halted = True
-                break
+        try:
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    timed_out = True
+                    break
+                if not select.select([fd], [], [], left)[0]:
+                    continue
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:  # end of stderr: the process ended
+                    break
+                log += chunk
+                if HALTED.search(log):
+                    halted = True
+                    break
+        except BaseException:  # Ctrl-C, SIGTERM: the run ends now, not when TFLM does
+            proc.kill()
+            raise
         if timed_out or halted:
             proc.kill()
         status = proc.wait()

@@ -72,7 +72,11 @@ def explain(error: str, log: str) -> str:
 
 
 def serve(conn: Connection) -> None:
-    """Answer requests until the parent closes the pipe."""
+    """Answer requests until the parent closes the pipe (killed with the parent, however
+    it ends: a TFLM run is not left going on alone)."""
+    from arenaplan.signals import die_with_parent
+
+    die_with_parent()
     while True:
         try:
             request = conn.recv()
