@@ -325,3 +325,22 @@ def test_a_tensor_taller_than_a_cascade_takes_is_refused_not_simulated() -> None
     tensors = tuple(tall if t.index == out.index else t for t in sg.tensors)
     with pytest.raises(Uncascadable, match=f"a cascade takes {MAX_ROWS:,}"):
         stage_of(replace(sg, tensors=tensors), op, model.buffers)
+
+
+def test_a_chain_whose_words_leave_int32_is_not_cascaded() -> None:
+    """Absurd scales can give multipliers beyond the kernel's int32 words: refused as a
+    chain (the pass leaves those operators as they are), never an overflow."""
+    from dataclasses import replace as with_
+
+    from arenaplan.builder.ds_cnn import ds_cnn
+    from arenaplan.passes.cascade_chain import _check_words, chain_of
+    from arenaplan.passes.cascade_stage import Uncascadable
+    from arenaplan.reader import read_model_bytes
+
+    model = read_model_bytes(ds_cnn("M"))
+    stage = chain_of(model.subgraphs[0], [0], model.buffers).stages[0]
+    _check_words([stage])
+    low = (-(2**31) - 1, *stage.words[1:])
+    for wide in (with_(stage, quant=(2**31,)), with_(stage, words=low)):
+        with pytest.raises(Uncascadable, match="int32"):
+            _check_words([wide])

@@ -88,3 +88,31 @@ def test_a_dynamic_shape_signature_is_read() -> None:
     x = replace(sg.tensors[0], shape_signature=(-1, 2, 4))
     ok = replace(model, subgraphs=(replace(sg, tensors=(x, *sg.tensors[1:])),))
     assert read_model_bytes(write_model(ok)).subgraphs[0].tensors[0].shape_signature == (-1, 2, 4)
+
+
+def _requantized(scale: float, zero_point: int) -> bytes:
+    """DS-CNN M with its first activation's quantisation replaced."""
+    from arenaplan.builder.ds_cnn import ds_cnn
+    from arenaplan.ir.model import Quantization
+
+    model = read_model_bytes(ds_cnn("M"))
+    sg = model.subgraphs[0]
+    t = next(t for t in sg.tensors if t.quantization is not None and not t.is_constant)
+    tensors = list(sg.tensors)
+    tensors[t.index] = replace(t, quantization=Quantization((scale,), (zero_point,)))
+    return write_model(replace(model, subgraphs=(replace(sg, tensors=tuple(tensors)),)))
+
+
+@pytest.mark.parametrize(
+    ("scale", "zero_point", "words"),
+    [
+        (float("nan"), 0, "quantization scale nan"),
+        (float("inf"), 0, "quantization scale inf"),
+        (-0.5, 0, "quantization scale -0.5"),
+        (0.5, 2**40, "zero point 1,099,511,627,776 (TFLM's are int32)"),
+    ],
+)
+def test_quantization_tflm_cannot_hold_is_refused(scale, zero_point, words) -> None:
+    assert read_model_bytes(_requantized(0.5, 0))  # the edit alone reads
+    with pytest.raises(ModelFormatError, match=words.replace("(", r"\(").replace(")", r"\)")):
+        read_model_bytes(_requantized(scale, zero_point))

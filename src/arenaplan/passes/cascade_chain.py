@@ -99,6 +99,17 @@ def _sources(stages: Sequence[Stage]) -> tuple[int, list[list[int]]]:
     return chain_input, [[made.get(t, INPUT) for t in st.sources] for st in stages]
 
 
+INT32 = range(-(2**31), 2**31)
+
+
+def _check_words(stages: Sequence[Stage]) -> None:
+    """Every word the kernel reads is an int32: a record or quantisation value beyond
+    (from absurd scales or sizes) is a chain the kernel cannot be given."""
+    for st in stages:
+        if any(int(v) not in INT32 for v in (*st.words, *st.quant)):
+            raise Uncascadable("a parameter of the chain does not fit the kernel's int32 words")
+
+
 def _check_leaves(sg: Subgraph, ops: Sequence[int], stages: Sequence[Stage]) -> None:
     """Only the last stage's output is read outside the chain."""
     inside = set(ops)
@@ -122,6 +133,7 @@ def chain_of(
     if not 1 <= len(ops) <= MAX_STAGES:
         raise Uncascadable(f"a chain of {len(ops)} operators (the kernel runs 1 to {MAX_STAGES})")
     stages = [stage_of(sg, sg.operators[i], buffers) for i in ops]
+    _check_words(stages)
     chain_input, sources = _sources(stages)
     _check_leaves(sg, ops, stages)
     records = [list(st.words) for st in stages]

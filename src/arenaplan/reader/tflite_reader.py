@@ -325,6 +325,20 @@ def _check_operator_outputs(sg: Subgraph) -> None:
             )
 
 
+INT32 = range(-(2**31), 2**31)
+
+
+def _check_quantization(scales: np.ndarray, zero_points: tuple[int, ...], where: str) -> None:
+    """Scales finite and not negative, zero points 32-bit (TFLM keeps them as float and
+    int32; a NaN or an infinite scale makes every multiplier derived from it nonsense)."""
+    bad = next((float(x) for x in scales if not math.isfinite(x) or x < 0), None)
+    if bad is not None:
+        raise ModelFormatError(f"{where}: quantization scale {bad} (finite, 0 or more)")
+    wide = next((z for z in zero_points if z not in INT32), None)
+    if wide is not None:
+        raise ModelFormatError(f"{where}: quantization zero point {wide:,} (TFLM's are int32)")
+
+
 def _read_quantization(
     q: tflite.QuantizationParameters | None, budget: _Budget, where: str
 ) -> Quantization | None:
@@ -337,6 +351,7 @@ def _read_quantization(
     budget.take(len(scales), f"{where} scales")
     zero_points = tuple(int(z) for z in zeros) if isinstance(zeros, np.ndarray) else ()
     budget.take(len(zero_points), f"{where} zero points")
+    _check_quantization(scales, zero_points, where)
     return Quantization(tuple(float(x) for x in scales), zero_points, int(q.QuantizedDimension()))
 
 
