@@ -42,16 +42,20 @@ def _ignore(_line: str) -> None:
 
 def run_plan(request: PlanRequest, notify: Notify = _ignore) -> PlanResult:
     """Plan ``request``; ``notify`` receives each warning (a rewrite or copies not
-    proven) as it happens. Raises ``ArenaplanError`` on bad input or no plan."""
+    proven) once the plan stands (none when it fails: the error is the one line).
+    Raises ``ArenaplanError`` on bad input or no plan."""
     target, model = request.target, request.source.model
     if target is not None and request.check_memories:
         check_capacities(model, target, request.caps)
     profile = _profile(request)
-    done = _plan(request, profile, notify)
+    said: list[str] = []  # warnings, said once the plan stands: a refusal is one line
+    done = _plan(request, profile, said.append)
     if request.fit is not None:
         head_only = objective_of(request) == "head"
         records = done.rewrite.records if done.rewrite else ()
         check_fit(request.fit, done.model, done.plan, profile, head_only, records)
+    for line in said:
+        notify(line)
     done = replace(done, figures=_figures(request, done), effect=_effect(request, done))
     if request.outputs is None:
         return done
@@ -208,7 +212,7 @@ def _plan(request: PlanRequest, profile: str, notify: Notify) -> PlanResult:
         weighed = _plan_weights(request, base, profile, notify)
         if weighed is not None:
             return weighed
-    proof = fallback = None
+    proof = None
     if pass_names(request):
         rw = _rewrite(request, profile, base.kernels)
         done = _fit(request, rw.model, _with_aliases(base, rw), profile)
@@ -230,13 +234,11 @@ def _plan(request: PlanRequest, profile: str, notify: Notify) -> PlanResult:
             if not proof.proven:
                 notify(f"arenaplan: rewrite written UNPROVEN: {proof.reason}")
             return replace(done, planned=planned, proof=proof, before=before)
-        fallback = (
+        notify(
             f"arenaplan: the rewrite is not proven in TFLM ({proof.reason}); "
             "planned the model as it is"
         )
     done = replace(_fit(request, original, base, profile), proof=proof)
-    if fallback:  # said once the fallback stands (a refusal of it is the one line)
-        notify(fallback)
     if not request.prove:
         return done
     return replace(done, planned=planned_model_bytes(data, original, done.plan))
@@ -250,7 +252,6 @@ def _plan_weights(
     not proven falls back (said through ``notify``) to the weights of the model as
     given; copies that nothing here can prove (no runtime or build for the kernels),
     to the model as given without them (None), unless ``write_unproven``."""
-    fallback = None
     if pass_names(request):
         rw = _rewrite(request, profile, options.kernels)
         done = _weights_of(request, rw.model, _with_aliases(options, rw), profile, rw.origin)
@@ -262,13 +263,11 @@ def _plan_weights(
         if kept or not (unavailable or rewritten):
             _check_proof(done.proof, request.write_unproven, notify)  # as without passes
             return replace(done, rewrite=rw)
-        fallback = (
+        notify(
             f"arenaplan: the rewrite is not proven in TFLM ({done.proof.reason}); "  # type: ignore[union-attr]
             "planned the weights of the model as it is"
         )
     done = _weights_of(request, request.source.model, options, profile)
-    if fallback:  # said once the fallback stands (a refusal of it is the one line)
-        notify(fallback)
     if done.proof is not None and done.proof.unavailable and not request.write_unproven:
         notify(
             f"arenaplan: the weight copies cannot be proven here ({done.proof.reason}); "
