@@ -1,5 +1,5 @@
-"""Builds the C extensions: the exact search of the offset solver, and the sweep
-first-fit of large problems."""
+"""Builds the C extensions: the exact search of the offset solver, the sweep
+first-fit of large problems, the CSV reader and the solution checker."""
 
 from setuptools import Extension, setup
 
@@ -15,6 +15,16 @@ setup(
             "arenaplan.allocation._sweep",
             sources=["src/arenaplan/allocation/_sweep.c"],
             depends=["src/arenaplan/allocation/_native.h"],
+            extra_compile_args=["-O2", "-std=c99"],
+        ),
+        Extension(
+            "arenaplan.allocation._csvread",
+            sources=["src/arenaplan/allocation/_csvread.c"],
+            extra_compile_args=["-O2", "-std=c99"],
+        ),
+        Extension(
+            "arenaplan.allocation._check",
+            sources=["src/arenaplan/allocation/_check.c"],
             extra_compile_args=["-O2", "-std=c99"],
         ),
     ]

@@ -68,7 +68,34 @@ def dense(n: int, seed: int = 0) -> list[tuple[int, int, int]]:
     return rows
 
 
-GENERATORS = {"realistic": realistic, "dense": dense}
+def _small_size(rng: random.Random) -> int:
+    """Log-uniform bytes in [64, 8 KiB], a multiple of 16."""
+    return max(16, int(math.exp(rng.uniform(math.log(64), math.log(8192)))) // 16 * 16)
+
+
+def short(n: int, seed: int = 0) -> list[tuple[int, int, int]]:
+    """(lower, upper, size) rows: lifetimes of 1-8 steps over n/10 steps, small sizes."""
+    rng = random.Random(seed)
+    steps = max(n // 10, 8)
+    rows = []
+    for _ in range(n):
+        lower = rng.randrange(steps)
+        rows.append((lower, lower + rng.randint(1, 8), _small_size(rng)))
+    return rows
+
+
+def long(n: int, seed: int = 0) -> list[tuple[int, int, int]]:
+    """(lower, upper, size) rows: lifetimes of 1-100 steps over 1,000 steps (about
+    n/20 buffers live at once), small sizes: an 80 MB load at a million."""
+    rng = random.Random(seed)
+    rows = []
+    for _ in range(n):
+        lower = rng.randrange(1000)
+        rows.append((lower, lower + rng.randint(1, 100), _small_size(rng)))
+    return rows
+
+
+GENERATORS = {"realistic": realistic, "dense": dense, "short": short, "long": long}
 
 
 def write_csv(path: Path, rows: list[tuple[int, int, int]]) -> None:

@@ -13,7 +13,11 @@ import io
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
+
+from arenaplan.allocation import _csvread
 from arenaplan.allocation.deadline import Deadline
+from arenaplan.allocation.packing import remember_columns
 from arenaplan.allocation.problem import Buffer, Problem
 from arenaplan.errors import AllocationError
 from arenaplan.inputs import read_text_input
@@ -23,6 +27,7 @@ OPTIONAL = ("alignment", "offset")
 # Every value, and the sum of all sizes plus the largest offset and alignment,
 # stays below 2**62 so that no height or sum overflows the search's int64.
 LIMIT = 1 << 62
+NATIVE_OK, NATIVE_BAD_ROW = 0, 1  # what _csvread.read_rows returns first
 
 
 def _int(text: str, key: str, line: int) -> int:
@@ -77,9 +82,9 @@ def parse_problem(
         raise AllocationError(f"not a readable CSV file: {exc}") from None
 
 
-def _parse(text: str, capacity: int | None, deadline: Deadline | None) -> Problem:
-    reader = csv.reader(io.StringIO(text))
-    header = [h.strip() for h in next(reader, [])]
+def _header(row: list[str]) -> dict[str, int]:
+    """Each column's index in a row; errors name row 1."""
+    header = [h.strip() for h in row]
     missing = [c for c in REQUIRED if c not in header]
     if missing:
         raise AllocationError(
@@ -88,8 +93,76 @@ def _parse(text: str, capacity: int | None, deadline: Deadline | None) -> Proble
     unknown = [c for c in header if c not in REQUIRED + OPTIONAL]
     if unknown:
         raise AllocationError(f"row 1: unknown column(s) {', '.join(unknown)}")
-    cols = {name: k for k, name in enumerate(header)}
-    width = len(header)
+    return {name: k for k, name in enumerate(header)}
+
+
+def _parse(text: str, capacity: int | None, deadline: Deadline | None) -> Problem:
+    """The native reader when the text is plain (``_csvread.c``), else row by row."""
+    problem = _parse_native(text, capacity) if text.isascii() and '"' not in text else None
+    if problem is None:
+        problem = _parse_rows(text, capacity, deadline)
+    if deadline is not None:
+        deadline.expired("reading")
+    return problem
+
+
+def _parse_native(text: str, capacity: int | None) -> Problem | None:
+    """A plain file read in C, or None when the C reader leaves it to Python (it
+    then reads the whole file). A row the C reader does not take is read here
+    alone, so that its error is the one the row-by-row reader gives."""
+    head, _, _ = text.partition("\n")
+    cols = _header(next(csv.reader([head]), []))
+    data = text.encode("ascii")
+    where = tuple(cols.get(k, -1) for k in (*REQUIRED, *OPTIONAL))
+    got = _csvread.read_rows(data, min(len(head) + 1, len(data)), where, len(cols), Buffer)
+    if got[0] == NATIVE_BAD_ROW:
+        _, row, begin, end = got
+        line = data[begin:end].decode("ascii")
+        _buffer(_padded(next(csv.reader([line])), len(cols), row), cols, row)
+        return None  # the C reader is stricter than Python on this row
+    if got[0] != NATIVE_OK:
+        return None
+    buffers = got[1]
+    first, last, size, align, fixed = (np.frombuffer(b, dtype=np.int64) for b in got[2:])
+    _check_ids(buffers)
+    _check_total_columns(size, align, fixed)
+    problem = Problem(buffers, capacity)
+    remember_columns(problem, first, last, size, align, fixed)
+    return problem
+
+
+def _padded(row: list[str], width: int, line: int) -> list[str]:
+    if len(row) > width:
+        raise AllocationError(f"row {line}: more fields than columns")
+    return row + [""] * (width - len(row))
+
+
+def _check_ids(buffers: tuple[Buffer, ...]) -> None:
+    """Ids are unique; else the second of the first repeated pair is named (row k + 2)."""
+    if len({b.id for b in buffers}) == len(buffers):
+        return
+    seen: set[str] = set()
+    for k, b in enumerate(buffers):
+        if b.id in seen:
+            raise AllocationError(f"row {k + 2}: duplicate id {b.id!r}")
+        seen.add(b.id)
+
+
+def _check_total_columns(size: np.ndarray, align: np.ndarray, fixed: np.ndarray) -> None:
+    """As ``_check_total``, on columns (Python ints: the sum may pass int64)."""
+    if not len(size):
+        return
+    total = sum(size.tolist()) + max(int(fixed.max()), 0) + int(align.max())
+    if total >= LIMIT:
+        raise AllocationError(
+            f"the sizes add up to {total:,} bytes, beyond what the solver handles (2**62)"
+        )
+
+
+def _parse_rows(text: str, capacity: int | None, deadline: Deadline | None) -> Problem:
+    reader = csv.reader(io.StringIO(text))
+    cols = _header(next(reader, []))
+    width = len(cols)
     buffers = []
     seen: set[str] = set()
     line = 1  # records, as numbered in messages: the header is row 1, blank lines skipped
@@ -97,19 +170,13 @@ def _parse(text: str, capacity: int | None, deadline: Deadline | None) -> Proble
         if not row:
             continue
         line += 1
-        if len(row) > width:
-            raise AllocationError(f"row {line}: more fields than columns")
-        if len(row) < width:
-            row = row + [""] * (width - len(row))
-        b = _buffer(row, cols, line)
+        b = _buffer(_padded(row, width, line), cols, line)
         if b.id in seen:
             raise AllocationError(f"row {line}: duplicate id {b.id!r}")
         seen.add(b.id)
         buffers.append(b)
         if deadline is not None and line % 65536 == 0:
             deadline.expired("reading")
-    if deadline is not None:
-        deadline.expired("reading")
     _check_total(buffers)
     return Problem(tuple(buffers), capacity)
 

@@ -51,17 +51,61 @@ class Columns:
 
     @classmethod
     def of(cls, problem: Problem) -> Columns:
+        """The columns of ``problem``: those the reader gave or built last time
+        for the same buffers (the same tuple), else built from the buffers."""
+        for bufs, known in _KNOWN:
+            if bufs is problem.buffers:
+                if isinstance(known, Columns):
+                    return known
+                made = cls.from_arrays(*known)
+                _remember(problem, made)
+                return made
         bufs = problem.buffers
         n = len(bufs)
-        first = np.fromiter((b.first for b in bufs), np.int64, n)
-        last = np.fromiter((b.last for b in bufs), np.int64, n)
-        size = np.fromiter((b.size for b in bufs), np.int64, n)
-        align = np.fromiter((b.alignment for b in bufs), np.int64, n)
-        fixed = np.fromiter((-1 if b.offset is None else b.offset for b in bufs), np.int64, n)
+        made = cls.from_arrays(
+            np.fromiter((b.first for b in bufs), np.int64, n),
+            np.fromiter((b.last for b in bufs), np.int64, n),
+            np.fromiter((b.size for b in bufs), np.int64, n),
+            np.fromiter((b.alignment for b in bufs), np.int64, n),
+            np.fromiter((-1 if b.offset is None else b.offset for b in bufs), np.int64, n),
+        )
+        if n >= CACHED_FROM:
+            _remember(problem, made)
+        return made
+
+    @classmethod
+    def from_arrays(
+        cls,
+        first: np.ndarray,
+        last: np.ndarray,
+        size: np.ndarray,
+        align: np.ndarray,
+        fixed: np.ndarray,
+    ) -> Columns:
+        """Columns from int64 arrays (as the fields above), sections computed."""
         bounds = np.unique(np.concatenate((first, last + 1)))
         sec_lo = np.searchsorted(bounds, first).astype(np.int32)
         sec_hi = np.searchsorted(bounds, last + 1).astype(np.int32)
         return cls(first, last, size, align, fixed, sec_lo, sec_hi, max(len(bounds) - 1, 0))
+
+
+# The columns of the last problems seen, by their buffers tuple (compared by
+# identity, and kept alive here so that no other tuple takes its id): building
+# them from a million Buffer objects costs a second, and every phase wants them.
+_KNOWN: list[tuple[tuple, Columns | tuple[np.ndarray, ...]]] = []
+KEPT = 2  # problems remembered
+CACHED_FROM = 10_000  # buffers from which built columns are remembered
+
+
+def _remember(problem: Problem, known: Columns | tuple[np.ndarray, ...]) -> None:
+    _KNOWN[:] = [(b, k) for b, k in _KNOWN if b is not problem.buffers][-(KEPT - 1) :]
+    _KNOWN.append((problem.buffers, known))
+
+
+def remember_columns(problem: Problem, *arrays: np.ndarray) -> None:
+    """Give ``Columns.of`` the int64 arrays (first, last, size, align, fixed) of
+    ``problem`` a reader already has."""
+    _remember(problem, tuple(arrays))
 
 
 def _seconds(deadline: Deadline | None) -> float:
