@@ -19,7 +19,14 @@ from arenaplan.allocation.exact import check_capacity
 from arenaplan.allocation.heuristics import ORDERS, best_greedy, conflict_weight
 from arenaplan.allocation.minimalloc_csv import parse_problem, read_problem
 from arenaplan.allocation.minimize import minimize
-from arenaplan.allocation.packing import Columns, align_up, first_fit, pack, skyline
+from arenaplan.allocation.packing import (
+    Columns,
+    align_up,
+    first_fit,
+    first_packing,
+    pack,
+    skyline,
+)
 from arenaplan.allocation.portfolio import Portfolio
 from arenaplan.allocation.sweep import make_part, table_entries
 from arenaplan.allocation.validate import _all_overlaps, _disjoint
@@ -213,22 +220,29 @@ def _random_problem(n: int, seed: int = 1) -> Problem:
     )
 
 
-def test_a_deadline_before_any_packing_stacks_the_buffers() -> None:
+def test_a_deadline_before_any_order_still_gives_the_first_packing() -> None:
     problem = _random_problem(200)
+    sweep = first_packing(Columns.of(problem))
+    assert (
+        sweep[0] == 0
+        and sweep[1] == first_fit(Columns.of(problem), ORDERS["start"](problem), probes=-1)[1]
+    )
     solution = minimize(problem, deadline=Deadline.after(0.0))
     check_solution(problem, solution.offsets)
-    assert solution.stopped == "preparation" and solution.allocator.startswith("skyline")
-    assert solution.offsets == tuple(skyline(Columns.of(problem)))
+    assert solution.stopped == "preparation" and solution.allocator.startswith("sweep")
+    assert solution.offsets == tuple(sweep[1])
     quick = Portfolio(seconds=0.0).solve(problem)
     check_solution(problem, quick.offsets)
-    assert quick.stopped == "preparation" and quick.allocator == "portfolio:skyline"
+    assert quick.stopped == "preparation" and quick.allocator == "portfolio:start"
+    assert quick.offsets == tuple(sweep[1])
 
 
-def test_each_greedy_order_checks_the_deadline() -> None:
+def test_the_first_packing_comes_first_then_each_order_checks_the_deadline() -> None:
     problem = _random_problem(200)
     late = Deadline.after(0.0)
-    assert best_greedy(problem, deadline=late) is None
-    assert late.ended_by == "greedy:start"  # the sweep of the start order goes first
+    found = best_greedy(problem, deadline=late)
+    assert found == ("start", first_packing(Columns.of(problem))[1])
+    assert late.ended_by == "greedy:size"  # the first order after the sweep
     assert best_greedy(problem, deadline=Deadline.after(None)) is not None
 
 

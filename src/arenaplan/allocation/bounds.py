@@ -7,6 +7,7 @@ import heapq
 
 import numpy as np
 
+from arenaplan.allocation.packing import Columns
 from arenaplan.allocation.problem import Problem
 from arenaplan.errors import AllocationError
 
@@ -28,9 +29,8 @@ def peak_load(problem: Problem) -> tuple[int, int]:
     n = len(bufs)
     if n == 0:
         return 0, 0
-    first = np.fromiter((b.first for b in bufs), np.int64, n)
-    last = np.fromiter((b.last for b in bufs), np.int64, n)
-    size = np.fromiter((b.size for b in bufs), np.int64, n)
+    cols = Columns.of(problem)  # built once per problem, shared with the packers
+    first, last, size = cols.first, cols.last, cols.size
     steps = np.concatenate((first, last + 1))
     delta = np.concatenate((size, -size))
     order = np.lexsort((delta, steps))

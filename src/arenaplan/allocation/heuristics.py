@@ -11,7 +11,7 @@ from collections.abc import Callable
 import numpy as np
 
 from arenaplan.allocation.deadline import Deadline
-from arenaplan.allocation.packing import DONE, Columns, first_fit, sweep_fit
+from arenaplan.allocation.packing import DONE, Columns, first_fit, first_packing
 from arenaplan.allocation.problem import Problem
 
 ColumnOrder = Callable[[Columns], np.ndarray]
@@ -67,32 +67,32 @@ def best_greedy(
 ) -> tuple[str, list[int]] | None:
     """The lowest packing over all orders, bottom-up; ties go to the earlier order.
 
-    The "start" order is packed first, by the sweep (``packing.sweep_fit``,
-    O(n log n)) when it applies, so that even a problem too large for the other
-    orders gets it. Orders are tried until ``deadline``: the best of those
-    finished is returned (None when none finished or none fits ``capacity``)."""
+    The first packing (``packing.first_packing``: the sweep by first step, O(n
+    log n)) is made before anything else and whatever ``deadline`` says, so
+    every problem gets it; it is the "start" order's packing when no buffer is
+    fixed, else "sweep". The other orders are tried until ``deadline``: the
+    best of those finished is returned (None only when none fits ``capacity``
+    or the time ran out before any other fitted)."""
     cols = cols if cols is not None else Columns.of(problem)
-    early = None
-    if deadline is None or not deadline.expired("greedy:start"):
-        early = sweep_fit(cols, COLUMN_ORDERS["start"](cols), capacity, deadline)
     found: dict[str, list[int]] = {}
+    first = "sweep" if (cols.fixed >= 0).any() else "start"
+    status, offsets = first_packing(cols, capacity)
+    if status == DONE and offsets is not None:
+        found[first] = offsets
     for name, order in COLUMN_ORDERS.items():
         phase = f"greedy:{name}"
-        if name == "start" and early is not None:
-            status, offsets = early
-        elif deadline is not None and deadline.expired(phase):
+        if name in found:
+            continue
+        if deadline is not None and deadline.expired(phase):
             break
-        else:
-            status, offsets = first_fit(cols, order(cols), capacity, deadline)
+        status, offsets = first_fit(cols, order(cols), capacity, deadline)
         if status == DONE and offsets is not None:
             found[name] = offsets
         elif deadline is not None and deadline.expired(phase):
             break
-    if early is not None and early[0] == DONE and early[1] is not None:
-        found.setdefault("start", early[1])
     best: tuple[int, str, list[int]] | None = None
     sizes = cols.size.tolist()
-    for name in COLUMN_ORDERS:  # ties go to the earlier order
+    for name in (first, *COLUMN_ORDERS):  # ties go to the earlier order
         if name in found:
             height = max((o + s for o, s in zip(found[name], sizes, strict=True)), default=0)
             if best is None or height < best[0]:

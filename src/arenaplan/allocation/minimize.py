@@ -25,7 +25,7 @@ from arenaplan.allocation.deadline import Deadline
 from arenaplan.allocation.exact import Feasibility, SearchParams, check_capacity, prepare
 from arenaplan.allocation.heuristics import COLUMN_ORDERS, best_greedy
 from arenaplan.allocation.improve import squeaky_wheel
-from arenaplan.allocation.packing import Columns, skyline
+from arenaplan.allocation.packing import Columns, first_packing
 from arenaplan.allocation.problem import Problem, Solution, height_of
 from arenaplan.allocation.tiling import is_perfect, perfect_packing
 from arenaplan.allocation.validate import check_solution
@@ -113,9 +113,8 @@ def minimize(
 
     ``deadline`` (shared with the caller's earlier phases) overrides ``seconds``;
     ``greedy`` (order name, offsets) is a first packing the caller already has.
-    When it passes before any first-fit order finishes, the fallback is the
-    ``skyline`` packing (no gap search): an answer, rarely a good one, and
-    ``how`` says so."""
+    When it passes before any first-fit order finishes, the answer is the
+    first packing (``packing.first_packing``), and ``how`` says so."""
     params = params or SearchParams()
     deadline = deadline if deadline is not None else Deadline.after(seconds)
     deadline.keep_back(len(problem.buffers))
@@ -183,7 +182,7 @@ def _improve(cols: Columns, state: _State, deadline: Deadline, share: float) -> 
 def _start(
     problem: Problem, cols: Columns, deadline: Deadline, greedy: tuple[str, list[int]] | None
 ) -> _State:
-    """The bounds and the best greedy packing, or the skyline packing if time ran out first."""
+    """The bounds and the best greedy packing, or the first packing if time ran out first."""
     lo = lower_bound(problem)
     if greedy is None and deadline.expired("preparation"):
         return _fallback(problem, cols, lo)
@@ -196,8 +195,8 @@ def _start(
 
 
 def _fallback(problem: Problem, cols: Columns, lo: int) -> _State:
-    offsets = skyline(cols)
-    how = "skyline: the time limit passed before any first-fit order finished"
+    _, offsets = first_packing(cols)  # no capacity: always done
+    how = "sweep: the time limit passed before any other first-fit order"
     return _State(lo, height_of(problem, offsets), offsets, how)
 
 

@@ -168,6 +168,35 @@ def sweep_fit(
     return DONE, np.frombuffer(raw, dtype=np.int64).tolist()
 
 
+def first_packing(cols: Columns, capacity: int | None = None) -> tuple[int, list[int] | None]:
+    """The packing every solve has before any other phase, whatever its time
+    limit: first-fit by first step (ties: larger first) as a sweep (``_sweep.c``,
+    O(n log n), no deadline). Fixed buffers keep their offsets and the free
+    ones are swept above the highest of them (rounded up to the largest
+    alignment, a power of two, so every free offset stays aligned): valid, tight
+    when nothing is fixed. (status, offsets) as ``first_fit``: ``DONE`` or
+    ``OVER_CAPACITY``."""
+    is_fixed = cols.fixed >= 0
+    free = np.flatnonzero(~is_fixed)
+    base = 0
+    if is_fixed.any():
+        top = int((cols.fixed + cols.size)[is_fixed].max())
+        base = align_up(top, int(cols.align.max()))
+    if capacity is not None and capacity < base:
+        return OVER_CAPACITY, None
+    room = -1 if capacity is None else capacity - base  # < 0: no limit
+    order = free[np.lexsort((-cols.size[free], cols.first[free]))]
+    code, raw = _sweep.sweep_fit(
+        cols.first[order], cols.last[order], cols.size[order], cols.align[order],
+        np.arange(len(order), dtype=np.int32), room, 0.0,
+    )  # fmt: skip
+    if code != DONE:
+        return code, None
+    offsets = np.where(is_fixed, cols.fixed, 0)
+    offsets[order] = np.frombuffer(raw, dtype=np.int64) + base
+    return DONE, offsets.tolist()
+
+
 def pack(problem: Problem, order: Sequence[int], capacity: int | None = None) -> list[int] | None:
     """Place buffers in ``order`` (fixed ones first); None if ``capacity`` is exceeded."""
     _, offsets = first_fit(Columns.of(problem), order, capacity)

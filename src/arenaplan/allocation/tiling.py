@@ -35,9 +35,12 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+import numpy as np
+
 from arenaplan.allocation.deadline import Deadline
 from arenaplan.allocation.exact import SearchParams, check_capacity
 from arenaplan.allocation.heuristics import best_greedy
+from arenaplan.allocation.packing import Columns
 from arenaplan.allocation.problem import Buffer, Problem
 from arenaplan.allocation.validate import check_solution
 
@@ -70,14 +73,26 @@ class Block:
 def is_perfect(problem: Problem, bound: int) -> bool:
     """Does a packing at ``bound`` leave no byte free (and can blocks keep every
     buffer aligned: every size a multiple of every alignment)?"""
-    bufs = [b for b in problem.buffers if b.size > 0]
-    if not bufs or any(b.offset is not None for b in problem.buffers):
+    cols = Columns.of(problem)  # numpy columns: a million buffers in milliseconds
+    used = cols.size > 0
+    if not used.any() or (cols.fixed >= 0).any():
         return False
-    align = max(b.alignment for b in bufs)
-    if any(align % b.alignment or b.size % align for b in bufs):
+    size, align_of = cols.size[used], cols.align[used]
+    align = int(align_of.max())
+    if (align % align_of).any() or (size % align).any():
         return False
-    span = max(b.last for b in bufs) - min(b.first for b in bufs) + 1
-    return sum(b.size * (b.last - b.first + 1) for b in bufs) == bound * span
+    first, last = cols.first[used], cols.last[used]
+    span = int(last.max()) - int(first.min()) + 1
+    area = sum((size * (last - first + 1)).tolist(), 0) if _fits_int64(size, span) else None
+    if area is None:  # products beyond int64: Python integers
+        rows = zip(size.tolist(), first.tolist(), last.tolist(), strict=True)
+        area = sum(s * (b - a + 1) for s, a, b in rows)
+    return area == bound * span
+
+
+def _fits_int64(size: np.ndarray, span: int) -> bool:
+    """Is every size x width product below 2**63 (a width is at most ``span``)?"""
+    return int(size.max()) * span < 1 << 63
 
 
 def perfect_packing(
