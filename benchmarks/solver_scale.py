@@ -5,15 +5,19 @@ generated problems of 1k to 1M buffers.
                                       [--kinds realistic,dense] [--time-limit 30]
                                       [--keep DIR]
 
-Two families, fixed seeds:
+Four families, fixed seeds:
   realistic  lifetimes like a network's: most buffers live 1-8 steps, one in
              seven a third of the schedule (n/2 steps); sizes log-uniform from
              64 bytes to 1 MiB, 16-byte aligned
   dense      first and last steps uniform over 1,000 steps; same sizes
+  short      lifetimes of 1-8 steps over n/10 steps; sizes log-uniform 64 B-8 KiB
+  long       lifetimes of 1-100 steps over 1,000 steps; same sizes (an 80 MB load
+             at a million buffers)
 Each run is ``arenaplan solve F --time-limit S --json`` in a child process:
 wall time, the child's peak resident memory (getrusage), the height against
 the max-load bound, and the phase the time limit ended (if any). The issue's
-figures (before this work, same machine, --time-limit 30) are printed beside.
+figures (before this work, same machine; issue 12 at --time-limit 30, issue 23
+at 10) are printed beside. Report the machine's load with the table.
 """
 
 from __future__ import annotations
@@ -38,6 +42,9 @@ BEFORE = {  # (kind, buffers) -> the issue's figures: wall, peak memory, outcome
     ("realistic", 100_000): "81.4 s, 106 MB, greedy +5.9%",
     ("dense", 5_000): "40.9 s, 814 MB, greedy +2.0%",
     ("dense", 100_000): "no answer in 600 s",
+    # before issue 23 (7176255), --time-limit 10, load 9 on 2 cores: the skyline fallback
+    ("short", 1_000_000): "26.6 s, 623 MB, 9,906x the bound",
+    ("long", 1_000_000): "35.1 s, 686 MB, 19.6x the bound",
 }
 
 
@@ -147,8 +154,9 @@ def main() -> int:
     parser.add_argument("--keep", type=Path, help="write the CSV files here (else a temp dir)")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
-    table = Table(title=f"arenaplan solve --time-limit {args.time_limit:g}")
-    for col in ("problem", "buffers", "wall s", "peak MB", "outcome", "before (issue 12)"):
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    table = Table(title=f"arenaplan solve --time-limit {args.time_limit:g} (load {load})")
+    for col in ("problem", "buffers", "wall s", "peak MB", "x bound", "outcome", "before"):
         table.add_column(col, justify="left" if col in ("problem", "outcome") else "right")
     with tempfile.TemporaryDirectory() as tmp:
         folder = args.keep or Path(tmp)
@@ -159,7 +167,11 @@ def main() -> int:
                 if not path.exists():
                     write_csv(path, GENERATORS[kind](n))
                 r = run_solve(path, args.time_limit)
-                row = (kind, f"{n:,}", f"{r['wall']:.1f}", f"{r['peak_mb']:,.0f}", outcome(r))
+                ratio = r["height"] / max(r["lower_bound"], 1) if r["code"] == 0 else math.nan
+                row = (
+                    kind, f"{n:,}", f"{r['wall']:.1f}", f"{r['peak_mb']:,.0f}", f"{ratio:.3f}",
+                    outcome(r),
+                )  # fmt: skip
                 table.add_row(*row, BEFORE.get((kind, n), ""))
                 print(" | ".join(row), flush=True)
     Console(width=160).print(table)

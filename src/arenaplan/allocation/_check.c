@@ -92,17 +92,27 @@ static int32_t pop(Heap *h) {
   return top;
 }
 
+/* A buffer in the sweep's order, with what the sweep reads of it. */
+typedef struct {
+  int64_t first, last;
+  int32_t rank; /* its place by offset, 1-based */
+} Step;
+
 /* 0 when no two of the m rectangles [first, last] x [lo, hi) overlap, 1 when
- * two do, -1 out of memory. */
+ * two do, -1 out of memory. The sweep reads its buffers in order (Step) and
+ * the live neighbours' bytes by rank (lo_at, hi_at): no scattered reads but
+ * the tree's. */
 static int overlapping(int32_t m, const int64_t *first, const int64_t *last, const int64_t *lo,
                        const int64_t *hi) {
   size_t n = (size_t)(m ? m : 1);
   Keyed *by_lo = malloc(n * sizeof(Keyed)), *by_first = malloc(n * sizeof(Keyed));
-  int32_t *rank = malloc(n * sizeof(int32_t)), *at = malloc((n + 1) * sizeof(int32_t));
-  int32_t *fen = calloc(n + 1, sizeof(int32_t));
+  int32_t *rank = malloc(n * sizeof(int32_t)), *fen = calloc(n + 1, sizeof(int32_t));
+  int64_t *lo_at = malloc((n + 1) * sizeof(int64_t)), *hi_at = malloc((n + 1) * sizeof(int64_t));
+  Step *steps = malloc(n * sizeof(Step));
   Heap h = {malloc(n * sizeof(int64_t)), malloc(n * sizeof(int32_t)), 0};
   int found = -1;
-  if (!by_lo || !by_first || !rank || !at || !fen || !h.last || !h.rank) goto done;
+  if (!by_lo || !by_first || !rank || !fen || !lo_at || !hi_at || !steps || !h.last || !h.rank)
+    goto done;
   for (int32_t k = 0; k < m; k++) {
     by_lo[k] = (Keyed){lo[k], k};
     by_first[k] = (Keyed){first[k], k};
@@ -110,21 +120,29 @@ static int overlapping(int32_t m, const int64_t *first, const int64_t *last, con
   qsort(by_lo, n, sizeof(Keyed), by_key);
   qsort(by_first, n, sizeof(Keyed), by_key);
   for (int32_t r = 0; r < m; r++) {
-    rank[by_lo[r].idx] = r + 1; /* ranks are 1-based */
-    at[r + 1] = by_lo[r].idx;
+    int32_t k = by_lo[r].idx;
+    rank[k] = r + 1;
+    lo_at[r + 1] = lo[k];
+    hi_at[r + 1] = hi[k];
+  }
+  for (int32_t q = 0; q < m; q++) {
+    int32_t k = by_first[q].idx;
+    steps[q] = (Step){first[k], last[k], rank[k]};
   }
   found = 0;
   for (int32_t q = 0; q < m && !found; q++) {
-    int32_t b = by_first[q].idx, r = rank[b];
-    while (h.n > 0 && h.last[0] < first[b]) fen_add(fen, m, pop(&h), -1);
+    const Step *s = &steps[q];
+    int32_t r = s->rank;
+    while (h.n > 0 && h.last[0] < s->first) fen_add(fen, m, pop(&h), -1);
     int32_t below = fen_prefix(fen, r - 1);
-    if (below > 0 && hi[at[fen_kth(fen, m, below)]] > lo[b]) found = 1;
-    if (below < h.n && lo[at[fen_kth(fen, m, below + 1)]] < hi[b]) found = 1;
+    if (below > 0 && hi_at[fen_kth(fen, m, below)] > lo_at[r]) found = 1;
+    if (below < h.n && lo_at[fen_kth(fen, m, below + 1)] < hi_at[r]) found = 1;
     fen_add(fen, m, r, 1);
-    push(&h, last[b], r);
+    push(&h, s->last, r);
   }
 done:
-  free(by_lo), free(by_first), free(rank), free(at), free(fen), free(h.last), free(h.rank);
+  free(by_lo), free(by_first), free(rank), free(fen), free(lo_at), free(hi_at), free(steps);
+  free(h.last), free(h.rank);
   return found;
 }
 
