@@ -176,7 +176,7 @@ def solutions(draw) -> tuple[Problem, list[int | None]]:
     return Problem.of(buffers, capacity), offsets
 
 
-@settings(max_examples=1500, deadline=None, derandomize=True)
+@settings(max_examples=700, deadline=None, derandomize=True)
 @given(solutions())
 def test_the_native_check_agrees_with_the_python_sentences(case) -> None:
     problem, offsets = case
@@ -218,3 +218,24 @@ def test_the_checker_shares_no_code_with_the_packers() -> None:
     assert '#include "_native.h"' not in source
     validate = (folder / "validate.py").read_text()
     assert not re.search(r"import .*(packing|_sweep|_search|heuristics)", validate)
+
+
+def _outcome(parse, text: str) -> Problem | str:
+    try:
+        return parse(text)
+    except AllocationError as exc:
+        return str(exc)
+
+
+@settings(max_examples=700, deadline=None, derandomize=True)
+@given(
+    st.sampled_from(
+        ["id,lower,upper,size", "id,lower,upper,size,alignment,offset", "size,id,upper,lower"]
+    ),
+    st.lists(st.text(alphabet="0123456789-+ ,ab\t_", max_size=24), max_size=6),
+    st.sampled_from(["\n", "\r\n"]),
+)
+def test_any_plain_text_gets_the_row_by_row_answer_or_error(head, rows, end) -> None:
+    text = end.join([head, *rows]) + end
+    native = _outcome(mcsv.parse_problem, text)
+    assert native == _outcome(lambda t: mcsv._parse_rows(t, None, None), text)
