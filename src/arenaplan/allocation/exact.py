@@ -197,7 +197,8 @@ def check_capacity(
     progress: Progress | None = None,
     prepared: Prepared | None = None,
 ) -> Feasibility:
-    """Is there a packing of ``problem`` within ``capacity`` bytes?
+    """Is there a packing of ``problem`` within ``capacity`` bytes, by the exact
+    search alone (``minimize.decide`` runs every phase of minimising first)?
 
     ``prepared``: the parts from ``prepare`` (made here when not given, within
     ``seconds``)."""
@@ -205,7 +206,7 @@ def check_capacity(
     why = fixed_conflict(problem, capacity)
     if why:
         return Feasibility("infeasible", capacity, reason=why)
-    why = _load_conflict(problem, capacity)
+    why = load_conflict(problem, capacity)
     if why:
         return Feasibility("infeasible", capacity, reason=why, seconds=clock.elapsed())
     if prepared is None:
@@ -245,7 +246,7 @@ def check_capacity(
     )
 
 
-def _load_conflict(problem: Problem, capacity: int) -> str | None:
+def load_conflict(problem: Problem, capacity: int) -> str | None:
     """More bytes live at one step than ``capacity``: the cheapest proof."""
     load, step = peak_load(problem)
     if load <= capacity:

@@ -17,15 +17,23 @@ search gets the rest of the time.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from arenaplan.allocation.bounds import check_fixed, lower_bound
 from arenaplan.allocation.deadline import Deadline
-from arenaplan.allocation.exact import Feasibility, SearchParams, check_capacity, prepare
+from arenaplan.allocation.exact import (
+    Feasibility,
+    SearchParams,
+    check_capacity,
+    fixed_conflict,
+    load_conflict,
+    prepare,
+)
 from arenaplan.allocation.heuristics import COLUMN_ORDERS, best_greedy
 from arenaplan.allocation.improve import squeaky_wheel
-from arenaplan.allocation.packing import Columns, first_packing
+from arenaplan.allocation.packing import DONE, Columns, first_packing
 from arenaplan.allocation.problem import Problem, Solution, height_of
 from arenaplan.allocation.tiling import is_perfect, perfect_packing
 from arenaplan.allocation.validate import check_solution
@@ -198,6 +206,86 @@ def _fallback(problem: Problem, cols: Columns, lo: int) -> _State:
     _, offsets = first_packing(cols)  # no capacity: always done
     how = "sweep: the time limit passed before any other first-fit order"
     return _State(lo, height_of(problem, offsets), offsets, how)
+
+
+def decide(
+    problem: Problem,
+    capacity: int,
+    params: SearchParams | None = None,
+    seconds: float | None = None,
+    progress: Progress | None = None,
+    deadline: Deadline | None = None,
+) -> Feasibility:
+    """Is there a packing of ``problem`` within ``capacity`` bytes? Every phase of
+    ``minimize``, cheapest first, each ending the decision once it fits:
+
+    1. proofs: fixed buffers that stick out or overlap, more bytes live at one
+       step than ``capacity`` (``infeasible``);
+    2. the start order's sweep (O(n log n)), then every greedy order;
+    3. the tiling rebuild, when a packing at the bound leaves no byte free;
+    4. the local search towards the bound (large problems, or parts too large
+       for the exact search: then it gets all the time);
+    5. the exact search at ``capacity`` itself, for the time left.
+
+    ``deadline`` (shared with the caller's earlier phases) overrides ``seconds``.
+    A packing returned is checked against ``capacity``; ``reason`` names the
+    phase that found it ("greedy:start", "tiling", "improve", "exact")."""
+    params = params or SearchParams()
+    deadline = deadline if deadline is not None else Deadline.after(seconds)
+    deadline.keep_back(len(problem.buffers))
+    why = fixed_conflict(problem, capacity) or load_conflict(problem, capacity)
+    if why:
+        return _answer(problem, capacity, deadline, "infeasible", why)
+    cols = Columns.of(problem)
+    quick = _sweep_within(cols, capacity, deadline)
+    if quick is not None:
+        return _answer(problem, capacity, deadline, "feasible", "greedy:start", quick)
+    state = _start(problem, cols, deadline, None)
+    if state.ub > capacity and state.lo < state.ub and is_perfect(problem, state.lo):
+        _tile(problem, state, params, deadline)
+    prepared = prepare(problem, params, deadline) if state.ub > capacity else None
+    if prepared is not None and (prepared.too_large or len(problem.buffers) >= LARGE):
+        # aimed at the bound, as when minimising: blaming only the bytes above
+        # the capacity moves too few buffers (measured: stuck at the greedy height)
+        _improve(cols, state, deadline, 1.0 if prepared.too_large else IMPROVE_SLICE)
+    if state.ub <= capacity:
+        return _answer(problem, capacity, deadline, "feasible", state.how, state.offsets)
+    if prepared is None:
+        deadline.stop("preparation")
+        why = "time limit reached while preparing the search"
+        return _answer(problem, capacity, deadline, "unknown", why)
+    if prepared.too_large:
+        return _answer(problem, capacity, deadline, "unknown", prepared.too_large)
+    answer = check_capacity(problem, capacity, params, deadline.left(), progress, prepared)
+    if answer.status == "unknown":
+        deadline.stop("search")
+    how = "exact" if answer.status == "feasible" else answer.reason
+    return _answer(problem, capacity, deadline, answer.status, how, answer.offsets, answer.nodes)
+
+
+def _sweep_within(cols: Columns, capacity: int, deadline: Deadline) -> list[int] | None:
+    """The first packing (``packing.first_packing``: O(n log n), before any deadline
+    check, fixed buffers kept) if it fits ``capacity``; None if not."""
+    status, offsets = first_packing(cols, capacity)
+    return offsets if status == DONE else None
+
+
+def _answer(
+    problem: Problem,
+    capacity: int,
+    deadline: Deadline,
+    status: str,
+    reason: str,
+    offsets: tuple[int, ...] | list[int] | None = None,
+    nodes: int = 0,
+) -> Feasibility:
+    """The decision; a packing is checked within ``capacity`` first (never an
+    unchecked one)."""
+    if offsets is not None:
+        check_solution(Problem(problem.buffers, capacity), offsets)
+        offsets = tuple(offsets)
+    seconds = time.monotonic() - deadline.started
+    return Feasibility(status, capacity, offsets, reason, nodes, seconds)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,8 +1,9 @@
 """``arenaplan solve PROBLEM.csv [--capacity N] [--time-limit S] -o SOLUTION.csv``.
 
 Without ``--capacity``: minimise the height (best packing and proven bound at the
-time limit). With it: is there a packing within N bytes? Exit status 0 with a
-packing, 1 when proven infeasible, 3 when the time ran out first.
+time limit). With it: is there a packing within N bytes? The same phases decide
+it (``minimize.decide``). Exit status 0 with a packing, 1 when proven
+infeasible, 3 when the time ran out first.
 
 One deadline covers every phase (reading, preparation, each greedy order, the
 search); the answer names the phase it cut short. Two fixed buffers that
@@ -21,13 +22,11 @@ from rich.console import Console
 
 from arenaplan.allocation.bounds import check_fixed
 from arenaplan.allocation.deadline import Deadline
-from arenaplan.allocation.exact import Feasibility, SearchParams, check_capacity, fixed_conflict
-from arenaplan.allocation.heuristics import best_greedy
+from arenaplan.allocation.exact import Feasibility, SearchParams
 from arenaplan.allocation.minimalloc_csv import LIMIT as CSV_LIMIT
 from arenaplan.allocation.minimalloc_csv import format_solution, read_problem
-from arenaplan.allocation.minimize import minimize
+from arenaplan.allocation.minimize import decide, minimize
 from arenaplan.allocation.problem import Problem, Solution
-from arenaplan.allocation.validate import check_solution
 from arenaplan.errors import UsageError
 from arenaplan.export.files import Outputs
 from arenaplan.units import SIZE_HELP, seconds_arg, size_arg
@@ -188,26 +187,8 @@ def _decide(
     outputs: Outputs,
     deadline: Deadline,
 ) -> int:
-    """Fixed buffers first (infeasible at once if they overlap or stick out), then
-    first-fit orders (cheap), then the exact search, on one deadline."""
-    why = fixed_conflict(problem, args.capacity)
-    greedy = None
-    if not why and not deadline.expired("preparation"):
-        greedy = best_greedy(problem, args.capacity, deadline)
-    if why:
-        answer = Feasibility("infeasible", args.capacity, reason=why)
-    elif greedy is not None:
-        check_solution(Problem(problem.buffers, args.capacity), greedy[1])
-        answer = Feasibility(
-            "feasible", args.capacity, tuple(greedy[1]), reason=f"greedy:{greedy[0]}"
-        )
-    else:
-        left = deadline.left()
-        answer = check_capacity(problem, args.capacity, params, left, progress)
-        if answer.status == "unknown" and answer.reason == "time limit reached":
-            deadline.stop("search")
-        elif answer.status == "unknown":
-            deadline.expired("preparation")
+    """Every phase of minimising, on one deadline (``minimize.decide``)."""
+    answer = decide(problem, args.capacity, params, progress=progress, deadline=deadline)
     seconds = time.monotonic() - deadline.started
     if args.json:
         print(json.dumps(_decision(problem, answer, deadline, seconds)))
@@ -216,7 +197,7 @@ def _decide(
             outputs.add(args.output, format_solution(problem, answer.offsets).encode())
             outputs.write_all()
         if not args.quiet:
-            console.print(f"feasible at {args.capacity:,} ({seconds:.2f} s)")
+            console.print(f"feasible at {args.capacity:,} ({answer.reason}; {seconds:.2f} s)")
         return 0
     if not args.quiet:
         ended = f" (the time limit ended {deadline.ended_by})" if deadline.ended_by else ""
