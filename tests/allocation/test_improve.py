@@ -102,3 +102,16 @@ def test_capacities_tried_are_multiples_of_the_sizes_gcd() -> None:
         cap, _ = _next_try(state, last)  # type: ignore[arg-type]
         caps.append(cap)
     assert all(c % 1024 == 0 and state.lo <= c < state.ub for c in caps)
+
+
+def test_the_answer_says_why_the_exact_search_did_not_run_when_the_rounds_use_all_the_time(
+    monkeypatch,
+) -> None:
+    problem = _network_like(4000, 2)  # 1,000 rounds of 4,000 buffers: far beyond 2 s
+    from arenaplan.allocation import exact
+
+    monkeypatch.setattr(exact, "MAX_SEARCH_BUFFERS", 100)  # every part too large
+    sol = minimize(problem, seconds=2)
+    check_solution(problem, sol.offsets)
+    assert sol.stopped == "improve"
+    assert "beyond the exact search's limits" in sol.allocator

@@ -135,6 +135,8 @@ def minimize(
     prepared = prepare(problem, params, deadline) if state.lo < state.ub else None
     if prepared is not None and (prepared.too_large or len(problem.buffers) >= LARGE):
         _improve(cols, state, deadline, 1.0 if prepared.too_large else IMPROVE_SLICE)
+    if prepared is not None:
+        state.note = prepared.too_large  # said even when the local search took all the time
     last: Feasibility | None = None
     while state.lo < state.ub:
         left = deadline.left()
@@ -142,7 +144,6 @@ def minimize(
             deadline.stop("search")
             break
         if prepared is None or prepared.too_large:
-            state.note = "" if prepared is None else prepared.too_large
             break
         cap, share = _next_try(state, last)
         left = deadline.left()
