@@ -12,9 +12,10 @@ realistic and dense kinds). arenaplan minimises (``minimize``) within the time
 limit; of omnimalloc, ``default`` is its default allocator (the greedy
 portfolio, no time budget), ``supermalloc`` and ``telamalloc`` get the same
 time limit as arenaplan. Every packing is checked by arenaplan's validator
-("invalid" otherwise). Per peer: its height / arenaplan's and its seconds /
-arenaplan's (below 1: the peer is lower or faster). Run on demand; it is not
-part of the tests, and omnimalloc is an extra of the benchmarks only.
+("invalid" otherwise; "error": the peer refused the problem). Per peer: its
+height / arenaplan's and its seconds / arenaplan's (below 1: the peer is lower
+or faster). Run on demand; it is not part of the tests, and omnimalloc is an
+extra of the benchmarks only.
 """
 
 from __future__ import annotations
@@ -89,15 +90,18 @@ def problems(sets: list[str], sizes: list[int]) -> Iterator[tuple[str, str, Prob
                     yield name, f"{kind}-{n:,}", Problem.of(bufs)
 
 
-def timed(run: Run, problem: Problem) -> tuple[int | None, float]:
-    """(height, or None when the packing is invalid or refused; seconds)."""
+def timed(run: Run, problem: Problem) -> tuple[int | str, float]:
+    """(height, or why there is none: "invalid" packing, or the peer's "error"; seconds)."""
     start = time.perf_counter()
     try:
         offsets = run(problem)
-        seconds = time.perf_counter() - start
+    except (RuntimeError, ValueError, MemoryError):  # omnimalloc refusing the problem
+        return "error", time.perf_counter() - start
+    seconds = time.perf_counter() - start
+    try:
         check_solution(problem, offsets)
-    except (AllocationError, ValueError):
-        return None, time.perf_counter() - start
+    except AllocationError:
+        return "invalid", seconds
     return height_of(problem, offsets), seconds
 
 
@@ -128,12 +132,12 @@ def main(argv: list[str] | None = None) -> int:
         if problem is None:
             continue  # a traces instance without ../shared/models
         ours, seconds = timed(lambda p: list(minimize(p, seconds=args.time_limit).offsets), problem)
-        assert ours is not None  # minimize validates its own answer
+        assert isinstance(ours, int)  # minimize validates its own answer
         cells = [set_name, label, f"{len(problem.buffers):,}", f"{live_bytes_bound(problem):,}",
                  f"{ours:,}", f"{seconds:.2f}"]  # fmt: skip
         for run in runs.values():
             height, theirs = timed(run, problem)
-            cells += ["invalid" if height is None else f"{height / ours:.3f}x",
+            cells += [height if isinstance(height, str) else f"{height / ours:.3f}x",
                       f"{theirs / max(seconds, 1e-3):.2f}x"]  # fmt: skip
         table.add_row(*cells)
         console.print(" | ".join(cells), style="dim")  # progress, one line an instance
