@@ -12,7 +12,8 @@ realistic and dense kinds). arenaplan minimises (``minimize``) within the time
 limit; of omnimalloc, ``default`` is its default allocator (the greedy
 portfolio, no time budget), ``supermalloc`` and ``telamalloc`` get the same
 time limit as arenaplan. Every packing is checked by arenaplan's validator
-("invalid" otherwise; "error": the peer refused the problem). Per peer: its
+("invalid" otherwise; "error": the peer refused the problem or went beyond
+``--peer-memory``, each peer running in a child process). Per peer: its
 height / arenaplan's and its seconds / arenaplan's (below 1: the peer is lower
 or faster). Run on demand; it is not part of the tests, and omnimalloc is an
 extra of the benchmarks only.
@@ -21,9 +22,12 @@ extra of the benchmarks only.
 from __future__ import annotations
 
 import argparse
+import multiprocessing
+import resource
 import sys
 import time
 from collections.abc import Callable, Iterator
+from multiprocessing.connection import Connection
 from pathlib import Path
 
 from rich.console import Console
@@ -90,12 +94,44 @@ def problems(sets: list[str], sizes: list[int]) -> Iterator[tuple[str, str, Prob
                     yield name, f"{kind}-{n:,}", Problem.of(bufs)
 
 
+def _child(run: Run, problem: Problem, limit: int, out: Connection) -> None:
+    """Run a peer under an address-space limit (bytes); send its offsets or None."""
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    try:
+        out.send(run(problem))
+    except (RuntimeError, ValueError, MemoryError):  # omnimalloc refusing the problem
+        out.send(None)
+
+
+def isolated(run: Run, limit: int) -> Run:
+    """``run`` in a forked child process under ``limit`` bytes of memory, so that a
+    peer running out of memory is an "error" row, not the end of the benchmark
+    (omnimalloc on 100,000 dense buffers grew to 24 GB)."""
+
+    def go(problem: Problem) -> list[int]:
+        ctx = multiprocessing.get_context("fork")
+        receive, send = ctx.Pipe(duplex=False)
+        child = ctx.Process(target=_child, args=(run, problem, limit, send))
+        child.start()
+        send.close()
+        try:
+            offsets = receive.recv()
+        except EOFError:  # the child died (killed, or out of memory in native code)
+            offsets = None
+        child.join()
+        if offsets is None:
+            raise RuntimeError("the peer failed or ran out of memory")
+        return offsets
+
+    return go
+
+
 def timed(run: Run, problem: Problem) -> tuple[int | str, float]:
     """(height, or why there is none: "invalid" packing, or the peer's "error"; seconds)."""
     start = time.perf_counter()
     try:
         offsets = run(problem)
-    except (RuntimeError, ValueError, MemoryError):  # omnimalloc refusing the problem
+    except RuntimeError:
         return "error", time.perf_counter() - start
     seconds = time.perf_counter() - start
     try:
@@ -112,9 +148,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scale-sizes", default="100000")
     ap.add_argument("--peers", default="default,supermalloc,telamalloc")
     ap.add_argument("--only", default="", help="instances whose name contains this")
+    ap.add_argument("--peer-memory", type=float, default=8.0, help="GB each peer run may use")
     args = ap.parse_args(argv)
     try:
         runs = peers(args.peers.split(","), args.time_limit)
+        limit = int(args.peer_memory * 1e9)
+        runs = {name: isolated(run, limit) for name, run in runs.items()}
     except ImportError:
         print("omnimalloc is not installed: pip install -r requirements-peers.txt", file=sys.stderr)
         return 2
