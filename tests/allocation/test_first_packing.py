@@ -9,6 +9,7 @@ import io
 import json
 import random
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -160,3 +161,14 @@ def test_solve_at_a_vanishing_time_limit_answers_with_the_first_packing(tmp_path
     assert summary["how"].startswith("sweep")
     offsets = [int(r["offset"]) for r in csv.DictReader(out.open())]
     assert offsets[-1] == 0 and min(offsets[:-1]) >= 64  # the free ones swept above the pinned one
+
+
+def test_the_time_kept_back_grows_with_the_buffers_and_the_writing() -> None:
+    """4 us a buffer for the check, the print and the exit; 1 us more to write a
+    solution file (a million buffers: 4 s and 5 s of a limit, not 8 s)."""
+    kept = []
+    for writing in (False, True):
+        d = Deadline.after(10.0)
+        d.keep_back(1_000_000, writing=writing)
+        kept.append(d.reserve)
+    assert kept == pytest.approx([4.0, 5.0])

@@ -117,7 +117,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     outputs.claim(args.output, "-o")
     params = _params(args.disable)
     problem = read_problem(args.problem, deadline=deadline)
-    deadline.keep_back(len(problem.buffers) * (2 if args.output else 1))
+    deadline.keep_back(len(problem.buffers), writing=args.output is not None)
     if args.capacity is None:
         check_fixed(problem)  # with --capacity: "infeasible", with the two named
     progress = _Progress(console, args.quiet)
