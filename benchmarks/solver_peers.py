@@ -8,7 +8,7 @@
 Sets: MiniMalloc's challenging A-K (``../shared/benchmarks/minimalloc``), the
 generated families packed at their bound (``solver_decide.py``'s held-out ten,
 ``solver_hard.py``'s ten) and the scale problems (``solver_scale.py``'s
-realistic and dense kinds). arenaplan minimises (``minimize``) within the time
+realistic, dense, short and long kinds). arenaplan minimises (``minimize``) within the time
 limit; of omnimalloc, ``default`` is its default allocator (the greedy
 portfolio, no time budget), ``supermalloc`` and ``telamalloc`` get the same
 time limit as arenaplan. Every packing is checked by arenaplan's validator
@@ -34,7 +34,7 @@ from rich.console import Console
 from rich.table import Table
 from solver_decide import held_out
 from solver_hard import instances
-from solver_scale import dense, realistic
+from solver_scale import GENERATORS
 
 from arenaplan.allocation.bounds import live_bytes_bound
 from arenaplan.allocation.minimalloc_csv import read_problem
@@ -85,7 +85,7 @@ def problems(sets: list[str], sizes: list[int]) -> Iterator[tuple[str, str, Prob
             for label, problem in held_out() if name == "held-out" else instances():
                 yield name, label, problem
         elif name == "scale":
-            for kind, make in (("realistic", realistic), ("dense", dense)):
+            for kind, make in GENERATORS.items():  # realistic, dense, short, long
                 for n in sizes:
                     rows = make(n)
                     bufs = [
