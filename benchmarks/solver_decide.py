@@ -31,26 +31,12 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
-from solver_hard import Rect, _split, _write, instances, merged_traces, tiling
+from solver_hard import Rect, _write, instances, merged_traces, rects, tiling
 
 from arenaplan.allocation.bounds import live_bytes_bound
 from arenaplan.allocation.minimize import decide, minimize
 from arenaplan.allocation.problem import Buffer, Problem
 from arenaplan.allocation.validate import check_solution
-
-
-def rects(n: int, seed: int, pinwheel: bool, steps: int = 400, height: int = 1 << 20) -> list:
-    """About ``n`` rectangles (first, last, offset, bytes) tiling ``steps x height``."""
-    rng = random.Random(seed)
-    pieces: list[Rect] = [(0, steps - 1, 0, height)]
-    while len(pieces) < n:
-        k = max(range(len(pieces)), key=lambda i: (pieces[i][1] - pieces[i][0] + 1) * pieces[i][3])
-        r = pieces.pop(k)
-        if r[1] == r[0] and r[3] == 1:
-            pieces.append(r)
-            break
-        pieces += _split(rng, r, pinwheel)
-    return pieces
 
 
 def _problem(pieces: list[Rect], scale: int = 1, aligns: tuple[int, ...] = (1,)) -> Problem:

@@ -61,8 +61,8 @@ def _split(rng: random.Random, r: Rect, pinwheel: bool) -> list[Rect]:
     return [(t0, t1, y0, k), (t0, t1, y0 + k, h - k)]
 
 
-def tiling(n: int, seed: int, pinwheel: bool, steps: int = 400, height: int = 1 << 20) -> Problem:
-    """About ``n`` buffers tiling ``steps x height`` exactly."""
+def rects(n: int, seed: int, pinwheel: bool, steps: int = 400, height: int = 1 << 20) -> list:
+    """About ``n`` rectangles (first, last, offset, bytes) tiling ``steps x height``."""
     rng = random.Random(seed)
     pieces: list[Rect] = [(0, steps - 1, 0, height)]
     while len(pieces) < n:
@@ -72,6 +72,12 @@ def tiling(n: int, seed: int, pinwheel: bool, steps: int = 400, height: int = 1 
             pieces.append(r)
             break
         pieces += _split(rng, r, pinwheel)
+    return pieces
+
+
+def tiling(n: int, seed: int, pinwheel: bool, steps: int = 400, height: int = 1 << 20) -> Problem:
+    """About ``n`` buffers tiling ``steps x height`` exactly."""
+    pieces = rects(n, seed, pinwheel, steps, height)
     return Problem(tuple(Buffer(f"b{i}", t0, t1, h) for i, (t0, t1, _, h) in enumerate(pieces)))
 
 

@@ -9,6 +9,7 @@ import random
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kits.tilings import Piece, tiling_pieces
 from testkit import shared_path
 
 from arenaplan.allocation import Buffer, Problem, check_solution
@@ -19,38 +20,9 @@ from arenaplan.allocation.heuristics import best_greedy
 from arenaplan.allocation.minimize import decide, minimize
 from arenaplan.cli import main
 
-Piece = tuple[int, int, int]  # first step, last step (inclusive), bytes
-
-
-def _split(rng: random.Random, r: Piece, pinwheel: bool) -> list[Piece]:
-    """``r`` cut along time or bytes, or (``pinwheel``) into five around a centre."""
-    t0, t1, h = r
-    w = t1 - t0 + 1
-    if pinwheel and w >= 3 and h >= 3 and rng.random() < 0.35:
-        a, b = rng.randint(1, w - 2), rng.randint(1, h - 2)
-        c, d = rng.randint(a + 1, w - 1), rng.randint(b + 1, h - 1)
-        bottom, right, top = (t0, t0 + c - 1, b), (t0 + c, t1, d), (t0 + a, t1, h - d)
-        return [bottom, right, top, (t0, t0 + a - 1, h - b), (t0 + a, t0 + c - 1, d - b)]
-    if w > 1 and (h == 1 or rng.random() < 0.5):
-        k = rng.randint(1, w - 1)
-        return [(t0, t0 + k - 1, h), (t0 + k, t1, h)]
-    k = rng.randint(1, h - 1)
-    return [(t0, t1, k), (t0, t1, h - k)]
-
 
 def _pieces(n: int, seed: int, pinwheel: bool, steps: int = 400, height: int = 1 << 20):
-    """About ``n`` pieces tiling ``steps x height`` bytes exactly, shuffled."""
-    rng = random.Random(seed)
-    pieces: list[Piece] = [(0, steps - 1, height)]
-    while len(pieces) < n:
-        k = max(range(len(pieces)), key=lambda i: (pieces[i][1] - pieces[i][0] + 1) * pieces[i][2])
-        r = pieces.pop(k)
-        if r[0] == r[1] and r[2] == 1:
-            pieces.append(r)
-            break
-        pieces += _split(rng, r, pinwheel)
-    rng.shuffle(pieces)
-    return pieces
+    return tiling_pieces(n, seed, pinwheel, steps, height)
 
 
 def _problem(pieces: list[Piece], scale: int = 1, aligns: tuple[int, ...] = (1,)) -> Problem:

@@ -3,9 +3,8 @@ where there is none."""
 
 from __future__ import annotations
 
-import random
-
 import pytest
+from kits.tilings import tiling_pieces
 
 from arenaplan.allocation import Buffer, Problem, check_solution
 from arenaplan.allocation.bounds import live_bytes_bound
@@ -13,41 +12,9 @@ from arenaplan.allocation.deadline import Deadline
 from arenaplan.allocation.minimize import minimize
 from arenaplan.allocation.tiling import is_perfect, perfect_packing, reduce_blocks
 
-Rect = tuple[int, int, int]  # first step, last step (inclusive), bytes
-
-
-def _cut(rng: random.Random, r: Rect, pinwheel: bool) -> list[Rect]:
-    """Split ``r`` along time or bytes, or (``pinwheel``) into five around a centre."""
-    t0, t1, h = r
-    w = t1 - t0 + 1
-    if pinwheel and w >= 3 and h >= 3 and rng.random() < 0.35:
-        a, b = rng.randint(1, w - 2), rng.randint(1, h - 2)
-        c, d = rng.randint(a + 1, w - 1), rng.randint(b + 1, h - 1)
-        return [
-            (t0, t0 + c - 1, b),  # bottom
-            (t0 + c, t1, d),  # right
-            (t0 + a, t1, h - d),  # top
-            (t0, t0 + a - 1, h - b),  # left
-            (t0 + a, t0 + c - 1, d - b),  # centre
-        ]
-    if w > 1 and (h == 1 or rng.random() < 0.5):
-        k = rng.randint(1, w - 1)
-        return [(t0, t0 + k - 1, h), (t0 + k, t1, h)]
-    k = rng.randint(1, h - 1)
-    return [(t0, t1, k), (t0, t1, h - k)]
-
 
 def _tiling(n: int, seed: int, pinwheel: bool, height: int = 1 << 16) -> Problem:
-    rng = random.Random(seed)
-    pieces: list[Rect] = [(0, 399, height)]
-    while len(pieces) < n:
-        k = max(range(len(pieces)), key=lambda i: (pieces[i][1] - pieces[i][0] + 1) * pieces[i][2])
-        r = pieces.pop(k)
-        if r[0] == r[1] and r[2] == 1:
-            pieces.append(r)
-            break
-        pieces += _cut(rng, r, pinwheel)
-    rng.shuffle(pieces)
+    pieces = tiling_pieces(n, seed, pinwheel, 400, height)
     return Problem.of([Buffer(f"p{i}", t0, t1, h) for i, (t0, t1, h) in enumerate(pieces)])
 
 
