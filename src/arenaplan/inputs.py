@@ -46,16 +46,22 @@ def _check_regular(path: Path, kind: str, error: type[ArenaplanError]) -> None:
                 f"(at most {MAX_INPUT:,})"
             )
         return
-    what = next((words for test, words in _NOT_FILES if test(st.st_mode)), "not a regular file")
-    raise error(f"{path}: is {what}, not a {kind} file")
+    raise error(f"{path}: is {file_kind(st.st_mode)}, not a {kind} file")
 
 
-_NOT_FILES = (
-    (stat.S_ISFIFO, "a FIFO"),
-    (stat.S_ISSOCK, "a socket"),
+_KINDS = (
     (stat.S_ISCHR, "a character device"),
     (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISLNK, "a symbolic link"),
 )
+
+
+def file_kind(mode: int) -> str:
+    """What a file that is not regular is, in words ("a FIFO"), from its ``st_mode``
+    (inputs here, outputs in ``export.files``)."""
+    return next((words for test, words in _KINDS if test(mode)), "not a regular file")
 
 
 def read_text_input(path: str | Path, kind: str, error: type[ArenaplanError]) -> str:

@@ -29,6 +29,7 @@ from glob import escape as glob_escape
 from pathlib import Path
 
 from arenaplan.errors import UsageError
+from arenaplan.inputs import file_kind
 from arenaplan.signals import held
 
 STDOUT = "-"
@@ -113,13 +114,6 @@ class Outputs:
 
 
 TMP_SUFFIX = ".arenaplan-tmp"  # the temporary files ``write_all`` renames into place
-_KINDS = (
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISFIFO, "a FIFO"),
-    (stat.S_ISSOCK, "a socket"),
-    (stat.S_ISLNK, "a symbolic link"),
-)
 
 
 def _not_regular(path: Path) -> str | None:
@@ -130,7 +124,7 @@ def _not_regular(path: Path) -> str | None:
         return None  # absent: a new file
     if stat.S_ISREG(mode):
         return None
-    return next((words for test, words in _KINDS if test(mode)), "not a regular file")
+    return file_kind(mode)
 
 
 def _clean_stale(path: Path) -> None:
