@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from arenaplan.errors import UsageError
-from arenaplan.placement.memories import kib, target_memory
+from arenaplan.placement.memories import check_within, target_memory
 from arenaplan.targets import Target, load_builtin, load_target
 from arenaplan.tflm.kernel_sets import KERNEL_WORDS, KERNELS, REFERENCE
 from arenaplan.units import parse_size
@@ -70,9 +70,5 @@ def parse_memories(specs: list[str], target: Target | None) -> dict[str, int]:
         if name in caps:
             raise UsageError(f"--memory {name} is given twice")
         caps[name] = parse_size(size, f"--memory {name}")
-        if caps[name] > memory.capacity:
-            raise UsageError(
-                f"--memory {spec}: {name} of {target.name} has only "  # type: ignore[union-attr]
-                f"{kib(memory.capacity)}; a plan for more would not fit the chip"
-            )
+        check_within(caps[name], memory, target, f"--memory {spec}")  # type: ignore[arg-type]
     return caps

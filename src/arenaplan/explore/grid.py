@@ -85,16 +85,11 @@ def policy_words(text: str) -> list[str]:
 def check_sizes(sizes: Sequence[int], targets: Mapping[str, Target]) -> None:
     """Every size one each target's fastest memory can have (the rule of ``plan
     --memory``: a plan for more would not fit the chip)."""
-    from arenaplan.placement.memories import kib
+    from arenaplan.placement.memories import check_within
 
-    for name, target in targets.items():
-        fast = target.fastest()
-        too_big = [s for s in sizes if s > fast.capacity]
-        if too_big:
-            raise UsageError(
-                f"--sram {too_big[0]:,} B: {fast.name} of {name} has only "
-                f"{kib(fast.capacity)}; a plan for more would not fit the chip"
-            )
+    for target in targets.values():
+        for size in sizes:
+            check_within(size, target.fastest(), target, f"--sram {size:,} B")
 
 
 def check_count(*counts: int) -> None:

@@ -27,6 +27,16 @@ def kib(n: int) -> str:
     return f"{n:,} B" if n < 1024 else f"{n:,} B ({n / 1024:g} KiB)"
 
 
+def check_within(size: int, memory: Memory, target: Target, option: str) -> None:
+    """A size asked of ``memory`` (``option`` says where) that it really has: a plan for
+    more would not fit the chip (``plan --memory``, ``explore --sram``)."""
+    if size > memory.capacity:
+        raise UsageError(
+            f"{option}: {memory.name} of {target.name} has only {kib(memory.capacity)}; "
+            "a plan for more would not fit the chip"
+        )
+
+
 def target_memory(target: Target, name: str, holds: str, option: str) -> Memory:
     """The memory ``name`` of ``target``, which must be allowed to hold ``holds`` data."""
     try:
