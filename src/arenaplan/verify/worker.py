@@ -72,11 +72,9 @@ def explain(error: str, log: str) -> str:
 
 
 def serve(conn: Connection) -> None:
-    """Answer requests until the parent closes the pipe (killed with the parent, however
-    it ends: a TFLM run is not left going on alone)."""
-    from arenaplan.signals import die_with_parent
-
-    die_with_parent()
+    """Answer requests until the parent closes the pipe. (Not told to die with its
+    parent: Linux's parent-death signal follows the thread that started the process,
+    and this long-lived worker may be started from a thread that ends first.)"""
     while True:
         try:
             request = conn.recv()
