@@ -14,6 +14,7 @@ from testkit import model_params
 
 from arenaplan.errors import ModelFormatError, PassError
 from arenaplan.ir import DType, Model, Operator, Options, Tensor
+from arenaplan.ir.model import SignatureDef
 from arenaplan.ir.verifier import _SHAPE_RULES, check_model, ir_problems, verify_ir
 from arenaplan.reader import read_model_bytes
 
@@ -376,3 +377,65 @@ def test_data_flow_is_linear_in_the_operators() -> None:
     chain = f"0 -> 1 -> 2 -> 3 -> ... -> {n - 2} -> {n - 1} -> 0 (40,000 operators)"
     assert ring[0].endswith(f"a cycle, operators {chain} each read what the next one writes")
     assert ring[1].endswith("a cycle, operator 2 depends on this one through the data")
+
+
+# ---- the model's tables: signature defs, metadata, offline plan --------------------
+
+
+def _signed() -> Model:
+    model = _model("keras_residual_relu_int8")
+    sg = model.subgraphs[0]
+    sd = SignatureDef("serving_default", 0, (("x", sg.inputs[0]),), (("y", sg.outputs[0]),))
+    return replace(model, signature_defs=(sd,))
+
+
+def _one_problem(model: Model) -> str:
+    found = ir_problems(model)
+    assert len(found) == 1, found
+    return found[0]
+
+
+def test_a_signature_def_is_well_formed() -> None:
+    assert ir_problems(_signed()) == []
+
+
+def test_a_signature_output_beyond_the_tensors() -> None:
+    model = _signed()
+    n = len(model.subgraphs[0].tensors)
+    sd = replace(model.signature_defs[0], outputs=(("y", n),))
+    problem = _one_problem(replace(model, signature_defs=(sd,)))
+    assert problem == (
+        f"signature def 0 ('serving_default'): output 'y' is tensor {n}, but subgraph 0 "
+        f"has {n} tensors"
+    )
+
+
+def test_a_signature_input_that_is_not_a_subgraph_input() -> None:
+    model = _signed()
+    inner = model.subgraphs[0].operators[0].outputs[0]
+    sd = replace(model.signature_defs[0], inputs=(("x", inner),))
+    assert "input 'x' is tensor" in _one_problem(replace(model, signature_defs=(sd,)))
+    assert "not an input of subgraph 0" in _one_problem(replace(model, signature_defs=(sd,)))
+
+
+def test_a_signature_of_a_missing_subgraph_and_repeated_names_and_keys() -> None:
+    model = _signed()
+    sd = model.signature_defs[0]
+    assert "names subgraph 3, but there are 1" in _one_problem(
+        replace(model, signature_defs=(replace(sd, subgraph=3),))
+    )
+    twice = replace(sd, outputs=(*sd.outputs, *sd.outputs))
+    assert "output 'y' is named twice" in _one_problem(replace(model, signature_defs=(twice,)))
+    assert "its key is another signature def's" in _one_problem(
+        replace(model, signature_defs=(sd, sd))
+    )
+
+
+def test_metadata_beyond_the_buffers_and_an_offline_plan_of_another_length() -> None:
+    model = _signed()
+    n = len(model.buffers)
+    assert _one_problem(replace(model, metadata=(("m", n),))) == (
+        f"metadata 'm' uses buffer {n}, but there are {n} buffers"
+    )
+    short = replace(model, offline_plan=(0,) * (model.tensor_count - 1))
+    assert "the offline plan has" in _one_problem(short)

@@ -7,6 +7,10 @@ Checked, in this order (each later check may index what an earlier one vouched f
 
 1. indices: positions of subgraphs, tensors and operators; tensor indices of
    operators and of subgraph inputs/outputs; buffers; called subgraphs;
+   the model's tables: each signature def names a subgraph, its inputs are inputs
+   of that subgraph and its outputs outputs of it (what LiteRT's signature runner
+   feeds and reads), keys and names once each; metadata buffers exist; an offline
+   plan has one offset per tensor;
 2. data flow: every non-constant, non-variable input is a subgraph input or the
    output of an earlier operator (a read of a later operator's output is a cycle
    when that operator depends, through the data, on the reader); no tensor is
@@ -58,6 +62,7 @@ def ir_problems(model: Model) -> list[str]:
     found = _index_problems(model)
     if found:
         return found  # the checks below index tensors freely
+    found += _table_problems(model)
     for sg in model.subgraphs:
         found += _dataflow_problems(sg)
     found += operator_problems(model)
@@ -118,6 +123,51 @@ def _op_index_problems(model: Model, op: Operator, n: int) -> list[str]:
     for key, value in op.options.items:
         if key.endswith("subgraph_index") and isinstance(value, int) and not 0 <= value < n_sub:
             found.append(f"{key} is {value}, but the model has {n_sub} subgraphs")
+    return found
+
+
+def _table_problems(model: Model) -> list[str]:
+    """Signature defs, metadata and the offline plan against the subgraphs."""
+    found = []
+    keys: set[str] = set()
+    n_sub = len(model.subgraphs)
+    for i, sd in enumerate(model.signature_defs):
+        where = f"signature def {i} ({sd.key!r})"
+        if sd.key in keys:
+            found.append(f"{where}: its key is another signature def's")
+        keys.add(sd.key)
+        if not 0 <= sd.subgraph < n_sub:
+            found.append(f"{where}: names subgraph {sd.subgraph}, but there are {n_sub}")
+            continue
+        sg = model.subgraphs[sd.subgraph]
+        for kind, pairs, boundary in (
+            ("input", sd.inputs, sg.inputs),
+            ("output", sd.outputs, sg.outputs),
+        ):
+            names: set[str] = set()
+            for name, t in pairs:
+                if name in names:
+                    found.append(f"{where}: {kind} {name!r} is named twice")
+                names.add(name)
+                if not 0 <= t < len(sg.tensors):
+                    found.append(
+                        f"{where}: {kind} {name!r} is tensor {t}, but subgraph {sd.subgraph} "
+                        f"has {len(sg.tensors)} tensors"
+                    )
+                elif t not in boundary:
+                    found.append(
+                        f"{where}: {kind} {name!r} is tensor {t} ({sg.tensors[t].name!r}), "
+                        f"not an {kind} of subgraph {sd.subgraph}"
+                    )
+    n_buffers = len(model.buffers) or len(model.buffer_sizes)
+    for name, b in model.metadata:
+        if n_buffers and not 0 <= b < n_buffers:
+            found.append(f"metadata {name!r} uses buffer {b}, but there are {n_buffers} buffers")
+    plan = model.offline_plan
+    if plan is not None and len(plan) != model.tensor_count:
+        found.append(
+            f"the offline plan has {len(plan)} offsets, the model {model.tensor_count} tensors"
+        )
     return found
 
 

@@ -2,8 +2,9 @@
 
 Passes describe their rewrite with ``SubgraphEdit`` and ``finish`` returns a new
 ``Model`` (the input is never touched): operators in the order they were added,
-tensors no operator or subgraph boundary refers to any more dropped, the rest
-renumbered, new constant data appended as new buffers. A rewritten model has new
+tensors no operator, subgraph boundary or signature def refers to any more dropped,
+the rest renumbered (the subgraph's inputs and outputs and every signature def of
+the subgraph with them), new constant data appended as new buffers. A rewritten model has new
 tensors, so an offline plan it carried no longer applies and is dropped. Each
 operator added names the operator of the old subgraph it stands for, or None for
 a new one; ``origin`` gives them as the pass's origin (``passes.base``).
@@ -18,7 +19,15 @@ from dataclasses import replace
 import numpy as np
 
 from arenaplan.ir.dtypes import DType
-from arenaplan.ir.model import Model, Operator, Options, OptionValue, Subgraph, Tensor
+from arenaplan.ir.model import (
+    Model,
+    Operator,
+    Options,
+    OptionValue,
+    SignatureDef,
+    Subgraph,
+    Tensor,
+)
 from arenaplan.passes.base import Origin, origin_of_subgraphs
 
 OFFLINE_PLAN = "OfflineMemoryAllocation"
@@ -127,14 +136,30 @@ class SubgraphEdit:
         return replace(
             self.model,
             subgraphs=subgraphs,
+            signature_defs=tuple(
+                self._signature(sd, new_index) for sd in self.model.signature_defs
+            ),
             buffers=self.model.buffers + tuple(self.buffers),
             buffer_sizes=self.model.buffer_sizes + tuple(len(b) for b in self.buffers),
             metadata=tuple((n, b) for n, b in self.model.metadata if n != OFFLINE_PLAN),
             offline_plan=None,
         )
 
+    def _signature(self, sd: SignatureDef, new_index: dict[int, int]) -> SignatureDef:
+        """``sd`` with this subgraph's tensor indices renumbered (others untouched)."""
+        if sd.subgraph != self.sg.index:
+            return sd
+        return replace(
+            sd,
+            inputs=tuple((name, new_index[t]) for name, t in sd.inputs),
+            outputs=tuple((name, new_index[t]) for name, t in sd.outputs),
+        )
+
     def _used(self) -> list[int]:
         used = set(self.sg.inputs) | set(self.sg.outputs)
+        for sd in self.model.signature_defs:
+            if sd.subgraph == self.sg.index:
+                used.update(t for _, t in (*sd.inputs, *sd.outputs))
         for op in self.ops:
             used.update(i for i in (*op.inputs, *op.outputs, *op.intermediates) if i >= 0)
         return sorted(used)
