@@ -78,8 +78,8 @@ class Net:
     def custom(self, code: str, ins: list[int], outs: list[int], **options) -> None:
         self.b.add_operator(f"custom:{code}", ins, outs, custom_options=flexbuffers.Dumps(options))
 
-    def done(self, ins: list[int], outs: list[int]) -> bytes:
-        self.b.set_io(ins, outs)
+    def done(self, ins: list[int], outs: list[int], signature: str | None = None) -> bytes:
+        self.b.set_io(ins, outs, signature)
         return self.b.finish()
 
 

@@ -113,7 +113,8 @@ def _layer(
 
 
 def demo_model(seed: int = 0) -> bytes:
-    """The demo network as `.tflite` bytes (the same bytes for the same seed)."""
+    """The demo network as `.tflite` bytes (the same bytes for the same seed), with a
+    ``serving_default`` signature def as TensorFlow's converter writes one."""
     net = _Net(seed)
     x = net.rng.uniform(-1, 1, INPUT_SHAPE).astype(np.float32)
     xt = (
@@ -177,5 +178,5 @@ def demo_model(seed: int = 0) -> bytes:
         "softmax", (1, CLASSES), DType.INT8, quantization=Quantization((1 / 256,), (-128,))
     )
     net.b.add_operator("SOFTMAX", [lt[0]], [out], {"beta": 1.0})
-    net.b.set_io([xt[0]], [out])
+    net.b.set_io([xt[0]], [out], "serving_default")
     return net.b.finish()

@@ -57,8 +57,10 @@ class _Net(Int8Net):
         return y
 
 
-def ds_cnn(size: str = "M") -> bytes:
-    """DS-CNN ``size`` ("M" or "L") as .tflite bytes (the same bytes every call)."""
+def ds_cnn(size: str = "M", signature: str | None = None) -> bytes:
+    """DS-CNN ``size`` ("M" or "L") as .tflite bytes (the same bytes every call);
+    ``signature``: the key of a signature def over its input and output, as
+    TensorFlow's converter writes (None: none)."""
     if size not in SIZES:
         raise UsageError(f"unknown DS-CNN size {size!r} (known: {', '.join(SIZES)})")
     c, stride, blocks = SIZES[size]
@@ -77,5 +79,5 @@ def ds_cnn(size: str = "M") -> bytes:
     n.b.add_operator("RESHAPE", [p, shape], [r], {"new_shape": (1, c)})
     out = n.act((1, CLASSES))
     n.b.add_operator("FULLY_CONNECTED", [r, n.weights((CLASSES, c), 0), n.bias(CLASSES)], [out])
-    n.b.set_io([x], [out])
+    n.b.set_io([x], [out], signature)
     return n.b.finish()

@@ -66,11 +66,17 @@ class _Net(Int8Net):
 
 
 def mobilenet_v1(
-    alpha: float = 1.0, size: int = 224, channels: int = 3, classes: int = 1000
+    alpha: float = 1.0,
+    size: int = 224,
+    channels: int = 3,
+    classes: int = 1000,
+    signature: str | None = None,
 ) -> bytes:
     """MobileNetV1 (width ``alpha``, ``size`` x ``size`` x ``channels`` input,
     ``classes`` outputs) as .tflite bytes; the defaults' bytes are those of the
-    3-channel, 1000-class model built before the two parameters existed."""
+    3-channel, 1000-class model built before the two parameters existed.
+    ``signature``: the key of a signature def over its input and output, as
+    TensorFlow's converter writes (None: none)."""
     n = _Net(f"mobilenet_v1_{alpha}_{size}")
     x = n.act((1, size, size, channels))
     c = _width(32, alpha)
@@ -80,12 +86,13 @@ def mobilenet_v1(
         y, hw = n.conv(y, hw, c, _width(c_out, alpha), 1, 1)
         c = _width(c_out, alpha)
     out = n.head(y, hw, c, classes)
-    n.b.set_io([x], [out])
+    n.b.set_io([x], [out], signature)
     return n.b.finish()
 
 
-def mobilenet_v2(alpha: float = 1.0, size: int = 224) -> bytes:
-    """MobileNetV2 (width ``alpha``, ``size`` x ``size`` x 3 input) as .tflite bytes."""
+def mobilenet_v2(alpha: float = 1.0, size: int = 224, signature: str | None = None) -> bytes:
+    """MobileNetV2 (width ``alpha``, ``size`` x ``size`` x 3 input) as .tflite bytes;
+    ``signature`` as for ``mobilenet_v1``."""
     n = _Net(f"mobilenet_v2_{alpha}_{size}")
     x = n.act((1, size, size, 3))
     c = _width(32, alpha)
@@ -105,5 +112,5 @@ def mobilenet_v2(alpha: float = 1.0, size: int = 224) -> bytes:
     last = _width(1280, max(alpha, 1.0))
     y, hw = n.conv(y, hw, c, last, 1, 1)
     out = n.head(y, hw, last)
-    n.b.set_io([x], [out])
+    n.b.set_io([x], [out], signature)
     return n.b.finish()

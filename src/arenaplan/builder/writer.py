@@ -18,7 +18,15 @@ from arenaplan.builder.options import to_options
 from arenaplan.errors import UsageError
 from arenaplan.export.tflite_writer import write_model
 from arenaplan.ir.dtypes import DType
-from arenaplan.ir.model import Model, Operator, Options, Quantization, Subgraph, Tensor
+from arenaplan.ir.model import (
+    Model,
+    Operator,
+    Options,
+    Quantization,
+    SignatureDef,
+    Subgraph,
+    Tensor,
+)
 
 _CUSTOM = "custom:"  # opcode prefix of a custom operator: "custom:SignalWindow"
 _VERSION = 1  # operator code version of every operator built here
@@ -46,6 +54,7 @@ class ModelBuilder:
         self.metadata: list[tuple[str, int]] = []
         self.inputs: tuple[int, ...] = ()
         self.outputs: tuple[int, ...] = ()
+        self.signature: str | None = None
 
     def add_tensor(
         self,
@@ -97,8 +106,14 @@ class ModelBuilder:
         )
         return len(self.ops) - 1
 
-    def set_io(self, inputs: Sequence[int], outputs: Sequence[int]) -> None:
+    def set_io(
+        self, inputs: Sequence[int], outputs: Sequence[int], signature: str | None = None
+    ) -> None:
+        """The subgraph's inputs and outputs; ``signature``: also a signature def of
+        that key over them, as TensorFlow's converter writes one (inputs named after
+        their tensors, outputs ``output_0``, ``output_1``, ...)."""
         self.inputs, self.outputs = tuple(inputs), tuple(outputs)
+        self.signature = signature
 
     def add_metadata(self, name: str, data: bytes) -> None:
         self.buffers.append(bytes(data))
@@ -115,7 +130,15 @@ class ModelBuilder:
             metadata=tuple(self.metadata),
             buffer_sizes=tuple(len(raw) for raw in self.buffers),
             buffers=tuple(self.buffers),
+            signature_defs=self._signature_defs(),
         )
+
+    def _signature_defs(self) -> tuple[SignatureDef, ...]:
+        if self.signature is None:
+            return ()
+        ins = tuple((self.tensors[t].name, t) for t in self.inputs)
+        outs = tuple((f"output_{k}", t) for k, t in enumerate(self.outputs))
+        return (SignatureDef(self.signature, 0, ins, outs),)
 
     def finish(self) -> bytes:
         return write_model(self.model())

@@ -13,13 +13,27 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from arenaplan.errors import PlanValidationError, TflmRefusesError, UsageError
+from arenaplan.errors import (
+    ArenaplanError,
+    ModelFormatError,
+    PlanValidationError,
+    TflmRefusesError,
+    UsageError,
+)
 from arenaplan.export.figures import Figures, check_chosen, figures_of
 from arenaplan.export.offline_plan import with_offline_plan
 from arenaplan.ir.model import Model
 from arenaplan.pipeline.outputs import render
 from arenaplan.pipeline.request import Notify, PlanRequest, PlanResult
-from arenaplan.pipeline.rewrite import FIT_CASCADE, FIT_PASSES, Rewrite, check_fit, run_rewrite
+from arenaplan.pipeline.rewrite import (
+    FIT_CASCADE,
+    FIT_PASSES,
+    Rewrite,
+    candidates,
+    check_fit,
+    fit_figure,
+    run_rewrite,
+)
 from arenaplan.placement import Plan, PlanOptions, plan_model
 from arenaplan.placement.memories import check_arena_memory, check_capacities, fit_to_target
 from arenaplan.reader import read_model_bytes
@@ -157,9 +171,13 @@ def pass_names(request: PlanRequest) -> tuple[str, ...]:
 
 
 def planned_model_bytes(data: bytes, model: Model, plan: Plan) -> bytes:
-    """The model with the plan's offline metadata, checked by reading it back."""
+    """The model with the plan's offline metadata, checked by reading it back (a
+    model arenaplan wrote that does not read back is arenaplan's bug, exit 70)."""
     out = with_offline_plan(data, plan.offline_offsets)
-    again = read_model_bytes(out)
+    try:
+        again = read_model_bytes(out)
+    except ModelFormatError as exc:
+        raise PlanValidationError([f"the written model does not read back: {exc}"]) from None
     if again.subgraphs != model.subgraphs or again.offline_plan != plan.offline_offsets:
         raise PlanValidationError(
             ["the written model does not read back as the input plus the plan"]
@@ -167,8 +185,8 @@ def planned_model_bytes(data: bytes, model: Model, plan: Plan) -> bytes:
     return out
 
 
-def _rewrite(request: PlanRequest, profile: str, kernels: str) -> Rewrite:
-    """Run the passes; the bands minimise ``objective_of(request)``."""
+def _rewrite(request: PlanRequest, profile: str, kernels: str, names: tuple[str, ...]) -> Rewrite:
+    """Run the passes ``names``; the bands minimise ``objective_of(request)``."""
     objective = objective_of(request)
     options = {
         "max_extra_macs": request.max_extra_macs,
@@ -180,7 +198,33 @@ def _rewrite(request: PlanRequest, profile: str, kernels: str) -> Rewrite:
     }
     if request.step_pixels is not None:
         options["step_pixels"] = request.step_pixels
-    return run_rewrite(request.source.model, pass_names(request), options)
+    return run_rewrite(request.source.model, names, options)
+
+
+def _ranked(
+    request: PlanRequest, profile: str, options: PlanOptions
+) -> list[tuple[Rewrite, PlanResult]]:
+    """Each pass list ``candidates`` gives for the passes asked for, run and planned
+    (not proven), best first: the least figure ``fit`` bounds, ties in the order of
+    ``candidates``. A list whose plan is refused (the target's memories) drops out,
+    unless every one is: then the first refusal is the error."""
+    head_only = objective_of(request) == "head"
+    scored: list[tuple[int, int, Rewrite, PlanResult]] = []
+    refused: list[ArenaplanError] = []
+    for k, names in enumerate(candidates(pass_names(request))):
+        rw = _rewrite(request, profile, options.kernels, names)
+        try:
+            done = _fit(request, rw.model, _with_aliases(options, rw), profile)
+        except ArenaplanError as exc:
+            if exc.exit_code == PlanValidationError.exit_code:  # a bug: never hidden
+                raise
+            refused.append(exc)
+            continue
+        done = replace(done, rewrite=rw, origin=_moved(rw.origin, request.source.model))
+        scored.append((fit_figure(done.model, done.plan, profile, head_only), k, rw, done))
+    if not scored:
+        raise refused[0]
+    return [(rw, done) for _, _, rw, done in sorted(scored, key=lambda x: x[:2])]
 
 
 def _with_aliases(options: PlanOptions, rw: Rewrite) -> PlanOptions:
@@ -213,10 +257,8 @@ def _plan(request: PlanRequest, profile: str, notify: Notify) -> PlanResult:
         if weighed is not None:
             return weighed
     proof = None
-    if pass_names(request):
-        rw = _rewrite(request, profile, base.kernels)
-        done = _fit(request, rw.model, _with_aliases(base, rw), profile)
-        done = replace(done, rewrite=rw, origin=_moved(rw.origin, original))
+    ranked = _ranked(request, profile, base) if pass_names(request) else []
+    for k, (rw, done) in enumerate(ranked):
         if not request.prove:
             return done
         plan = done.plan
@@ -234,9 +276,11 @@ def _plan(request: PlanRequest, profile: str, notify: Notify) -> PlanResult:
             if not proof.proven:
                 notify(f"arenaplan: rewrite written UNPROVEN: {proof.reason}")
             return replace(done, planned=planned, proof=proof, before=before)
+        names = ",".join(r.name for r in rw.records)
+        then = "the next best rewrite" if k + 1 < len(ranked) else "the model as it is"
         notify(
-            f"arenaplan: the rewrite is not proven in TFLM ({proof.reason}); "
-            "planned the model as it is"
+            f"arenaplan: the rewrite ({names}) is not proven in TFLM ({proof.reason}); "
+            f"planned {then}"
         )
     done = replace(_fit(request, original, base, profile), proof=proof)
     if not request.prove:
@@ -253,7 +297,7 @@ def _plan_weights(
     given; copies that nothing here can prove (no runtime or build for the kernels),
     to the model as given without them (None), unless ``write_unproven``."""
     if pass_names(request):
-        rw = _rewrite(request, profile, options.kernels)
+        rw = _ranked(request, profile, options)[0][0]
         done = _weights_of(request, rw.model, _with_aliases(options, rw), profile, rw.origin)
         proven = done.proof is None or done.proof.proven
         unavailable = done.proof is not None and done.proof.unavailable

@@ -4,6 +4,12 @@
 prove it), reorder, inplace and bands, the cascades only when the model does not fit
 as it is, the bands at the least extra MACs that reach the size. Proving a rewrite in TFLM is the
 pipeline's next step (``pipeline.plan``).
+
+The best plan wins: a list with cascade is compared with the same list without
+bands and without cascade (``candidates``), each planned, and the smallest figure
+``fit`` bounds (``fit_figure``: the whole arena, or the head) is kept; on a tie the
+list with fewer custom operators and passes. Cascades stop where their stages do;
+bands may reach further on the model without them, and the other way round.
 """
 
 from __future__ import annotations
@@ -55,6 +61,30 @@ def run_rewrite(model: Model, names: tuple[str, ...], options: dict[str, object]
     return Rewrite(new, tuple(records), aliases, clobber, origin)
 
 
+def candidates(names: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """The pass lists to compare for ``names``, in the order ties are broken (the
+    first wins): without cascade (stock kernels only), then without bands, then
+    ``names`` itself. A list without cascade is ``[names]``."""
+    if "cascade" not in names:
+        return [names]
+    plain = tuple(n for n in names if n != "cascade")
+    no_bands = tuple(n for n in names if n != "bands")
+    out: list[tuple[str, ...]] = []
+    for c in (plain, no_bands, names):
+        if c not in out:
+            out.append(c)
+    return out
+
+
+def fit_figure(model: Model, plan: Plan, profile: str, head_only: bool) -> int:
+    """What ``fit`` bounds and the chooser compares: the head alone, or the smallest
+    arena TFLM needs for it (head + tail, and TFLM's planning room)."""
+    if head_only:
+        return plan.arena
+    n_planned = len(plan.tensors) + len(plan.scratch)
+    return min_arena_estimate(model, plan.arena, n_planned, profile, plan.kernels).bytes
+
+
 def check_fit(
     fit: int,
     model: Model,
@@ -67,15 +97,13 @@ def check_fit(
     the persistent part lives elsewhere) must be at most ``fit`` bytes. Else the
     error gives the figure in parts (head, its kernel scratch, tail) and the limit the
     bands pass met (``records``: the passes that ran)."""
-    n_planned = len(plan.tensors) + len(plan.scratch)
     scratch = _scratch_peak(plan)
     head = f"head {plan.arena:,} B (kernel scratch {scratch:,} B of it)"
+    figure = fit_figure(model, plan, profile, head_only)
     if head_only:
-        figure, what = plan.arena, head
+        what = head
     else:
-        estimate = min_arena_estimate(model, plan.arena, n_planned, profile, plan.kernels)
         tail = tail_estimate(model, profile, kernels=plan.kernels).bytes
-        figure = estimate.bytes
         what = f"{head} + tail {tail:,} B"
         if figure > plan.arena + tail:
             what += f" + {figure - plan.arena - tail:,} B TFLM needs while it plans"

@@ -1,0 +1,79 @@
+"""The best plan wins: ``--fit`` and a pass list with cascade compare the plan with
+cascades against the plans without them (and without bands) and keep the smallest
+whole arena (the head with ``--objective head``); ``--fit SIZE`` succeeds whenever
+any of those lists reaches SIZE, and never gives more than reorder,inplace,bands.
+
+Planned without proof (``prove=False``): the choice is the pipeline's, whatever
+runtime is installed; the proofs of cascaded models are tests/tflm's."""
+
+from __future__ import annotations
+
+import pytest
+from kits.keras_like import KERAS_LIKE
+from kits.opmodels import SHAPED
+
+from arenaplan.builder.demo import demo_model
+from arenaplan.builder.ds_cnn import ds_cnn
+from arenaplan.errors import ArenaplanError
+from arenaplan.pipeline import PlanRequest, run_plan
+from arenaplan.pipeline.request import Source
+from arenaplan.pipeline.rewrite import candidates
+from arenaplan.reader import read_model_bytes
+
+MODELS = {
+    "demo": demo_model,
+    "ds_cnn_m": lambda: ds_cnn("M"),
+    **KERAS_LIKE,
+    "keras_residual_relu_int8": SHAPED["keras_residual_relu_int8"],
+}
+BANDS = ("reorder", "inplace", "bands")
+ALL = ("cascade", *BANDS)
+
+
+def _source(name: str) -> Source:
+    data = MODELS[name]()
+    return Source(data, read_model_bytes(data), f"{name}.tflite")
+
+
+def _whole(source: Source, **options) -> int:
+    """The whole arena (head + tail) of the plan ``options`` ask for."""
+    done = run_plan(PlanRequest(source, prove=False, **options))
+    (array,) = done.figures.arrays
+    return array.bytes
+
+
+def test_candidates_put_the_stock_kernels_first_for_ties() -> None:
+    assert candidates(BANDS) == [BANDS]
+    assert candidates(ALL) == [BANDS, ("cascade", "reorder", "inplace"), ALL]
+    assert candidates(("cascade",)) == [(), ("cascade",)]
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_passes_with_cascade_never_lose_to_the_passes_without(name: str) -> None:
+    source = _source(name)
+    assert _whole(source, passes=ALL) <= _whole(source, passes=BANDS)
+    assert _whole(source, passes=("cascade",)) <= _whole(source)
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_fit_reaches_what_bands_alone_reach_and_never_more(name: str) -> None:
+    source = _source(name)
+    bands = _whole(source, passes=BANDS)
+    assert _whole(source, fit=bands) <= bands
+
+
+def test_fit_below_every_list_names_the_size() -> None:
+    source = _source("keras_residual_relu_int8")
+    below = min(_whole(source, passes=ALL), _whole(source, passes=BANDS)) - 1
+    with pytest.raises(ArenaplanError, match="--fit"):
+        _whole(source, fit=below)
+
+
+def test_fit_by_the_head_compares_heads() -> None:
+    source = _source("bn_classifier")
+    heads = []
+    for passes in (BANDS, ALL):
+        done = run_plan(PlanRequest(source, prove=False, passes=passes, objective="head"))
+        heads.append(done.figures.head)
+    fitted = run_plan(PlanRequest(source, prove=False, fit=min(heads), objective="head"))
+    assert fitted.figures.head <= min(heads)
