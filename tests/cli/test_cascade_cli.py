@@ -89,7 +89,7 @@ def _cascaded_file(dscnn: Path, tmp_path: Path, **edits: int) -> Path:
     for key, value in edits.items():
         k = int(key.split("_")[1])
         blob[4 * k : 4 * k + 4] = value.to_bytes(4, "little", signed=True)
-    options = bytes(flexbuffers.Dumps({"version": 1, "chain": bytes(blob)}))
+    options = bytes(flexbuffers.Dumps({"version": 2, "chain": bytes(blob)}))
     ops = tuple(replace(o, custom_options=options) if o is op else o for o in sg.operators)
     bad = replace(cascaded, subgraphs=(replace(sg, operators=ops),))
     path = tmp_path / "bad.tflite"
@@ -111,3 +111,31 @@ def test_the_pass_writes_the_same_bytes_every_time(dscnn: Path) -> None:
     once = write_model(run_passes(model, [make_pass("cascade", {})])[0])
     again = write_model(run_passes(model, [make_pass("cascade", {})])[0])
     assert once == again
+
+
+@pytest.mark.parametrize("with_source", [False, True])
+def test_the_summary_ends_with_the_kernel_the_model_needs(
+    dscnn: Path, tmp_path: Path, capsys, with_source: bool
+) -> None:
+    """A written model with the cascade operator: the last lines name the kernel, where
+    its source is (or the option that writes it) and the line that registers it."""
+    out = tmp_path / "out.tflite"
+    cmd = ["plan", str(dscnn), "--passes", "cascade", "-o", str(out), "--write-unproven"]
+    folder = tmp_path / "fw"
+    if with_source:
+        folder.mkdir()
+        cmd += ["--kernel-source", str(folder)]
+    assert main(cmd) == 0
+    assert "ARENAPLAN_CASCADE" in {op.opcode for op in read_model(out).subgraphs[0].operators}
+    # the terminal's lines wrapped (long paths too): compared without white space
+    last = "".join(capsys.readouterr().out.split()).split("setthetensorarena")[-1]
+    assert "needsarenaplan'skernelARENAPLAN_CASCADE" in last
+    assert 'AddCustom("ARENAPLAN_CASCADE",tflite::Register_ARENAPLAN_CASCADE());' in last
+    where = f"itssourceisin{folder}" if with_source else "--kernel-sourceDIRwrites"
+    assert where in last
+
+
+def test_no_kernel_words_for_a_model_without_the_cascade(dscnn: Path, tmp_path: Path, capsys):
+    out = tmp_path / "out.tflite"
+    assert main(["plan", str(dscnn), "-o", str(out)]) == 0
+    assert "ARENAPLAN_CASCADE" not in capsys.readouterr().out

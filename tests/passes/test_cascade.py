@@ -182,7 +182,7 @@ def test_pass_writes_valid_cascades(name: str) -> None:
         words = [
             int.from_bytes(blob[k : k + 4], "little", signed=True) for k in range(0, len(blob), 4)
         ]
-        assert options["version"] == 1 and words[0] == 1 and words[3] == RECORD_WORDS
+        assert options["version"] == 2 and words[0] == 2 and words[3] == RECORD_WORDS
         assert len(words) == HEADER_WORDS + words[1] * RECORD_WORDS
     back = read_model_bytes(write_model(cascaded))  # the writer keeps the operator
     assert [op.opcode for op in back.subgraphs[0].operators] == [op.opcode for op in ops]

@@ -56,7 +56,7 @@ KINDS = {
 }
 ELEMENTWISE = ("ADD", "RELU", "RELU6", "LEAKY_RELU", "MUL", "SUB")  # row y reads row y
 TWO_INPUTS = ("ADD", "MUL", "SUB")
-HEADER_WORDS, STAGE_WORDS = 4, 40
+HEADER_WORDS, STAGE_WORDS = 4, 48
 ADD_LEFT_SHIFT = 20  # TFLM's add_common.cc for int8
 
 
@@ -163,7 +163,7 @@ class HandChain:
         words = dict.fromkeys(range(STAGE_WORDS), 0)
         words.update({0: KINDS[kind], 1: src0, 2: src1, 3: in_h, 4: in_w, 5: in_c})
         words.update({6: out[0], 7: out[1], 8: out[2], 9: 1, 10: 1, 11: 1, 12: 1, 13: 1, 14: 1})
-        words.update({17: 1, 18: -1, 19: -1, 20: -1, 27: -1})
+        words.update({17: 1, 18: -1, 19: -1, 20: -1, 27: -1, 40: -1})
         words[21] = -self._quant(src0)[1]
         words[22] = quant[1]
         words[23], words[24] = -128, 127
@@ -386,7 +386,7 @@ class HandChain:
             if st.kind == "MEAN_ROWS":
                 records[s][27] = offset
                 offset += 4 * st.shape[2]
-        header = [1, len(self.stages), offset, STAGE_WORDS]
+        header = [2, len(self.stages), offset, STAGE_WORDS]
         for (s, f), v in (words or {}).items():
             if s == "header":
                 header[f] = v
@@ -418,7 +418,7 @@ class HandChain:
             self.stages[s].words[f] = index
         blob = self.blob(full_rings, words, steps)
         custom = (
-            options if options is not None else flexbuffers.Dumps({"version": 1, "chain": blob})
+            options if options is not None else flexbuffers.Dumps({"version": 2, "chain": blob})
         )
         y = self._act(b, "output", self.stages[-1].shape, self.stages[-1].quant)
         b.add_operator(f"custom:{CUSTOM}", inputs, [y], custom_options=custom)
@@ -639,7 +639,7 @@ def test_hand_chain_is_bit_identical(variant: str, name: str, layout: str) -> No
 
 # Broken chains: Prepare refuses each with one line (the runner reports "allocate").
 BROKEN = {
-    "version": {("header", 0): 2},
+    "version": {("header", 0): 1},
     "record_words": {("header", 3): 41},
     "no_stages": {("header", 1): 0},
     "kind": {(1, 0): 13},  # the first code after the kinds
@@ -657,6 +657,9 @@ BROKEN = {
     "quant_is_the_bias": {(0, 20): 2},
     "clamp": {(0, 23): 5, (0, 24): 4},
     "reserved": {(3, 39): 1},
+    "reserved_last": {(3, 47): 1},
+    "constant_operand": {(3, 40): 1},
+    "element_type": {(3, 45): 1},
     "add_second_source": {(3, 2): 5},
     "pool_window_in_padding": {(5, 15): 3},
     "pad_shape": {(6, 6): 2},
@@ -708,8 +711,8 @@ def test_prepare_refuses_bad_elementwise_parameters(case: str) -> None:
     [
         b"",
         flexbuffers.Dumps({"version": 2, "chain": b"\0" * 16}),
-        flexbuffers.Dumps({"version": 1}),
-        flexbuffers.Dumps({"version": 1, "chain": b"\1\0\0\0"}),
+        flexbuffers.Dumps({"version": 2}),
+        flexbuffers.Dumps({"version": 2, "chain": b"\2\0\0\0"}),
         flexbuffers.Dumps([1, 2]),
     ],
     ids=["none", "version", "no_chain", "short_chain", "not_a_map"],

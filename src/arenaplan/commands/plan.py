@@ -24,6 +24,7 @@ from arenaplan.commands.rewrite import add_pass_options
 from arenaplan.commands.weights import add_weights_option, check_weights_args, print_weights
 from arenaplan.errors import UsageError
 from arenaplan.export.files import Outputs
+from arenaplan.export.kernel_source import firmware_lines, needs_kernel
 from arenaplan.export.summary import print_rewrite, print_summary
 from arenaplan.pipeline import PlanRequest, PlanResult, Wanted, read_source, run_plan
 from arenaplan.targets import Target
@@ -233,6 +234,10 @@ def run(args: argparse.Namespace, console: Console) -> int:
 
     assert done.figures is not None  # the pipeline makes them for every plan
     console.print(target_arena_line(done.figures), style="bold")
+    if args.output is not None and needs_kernel(done.model):
+        folder = str(args.kernel_source) if args.kernel_source is not None else None
+        for line in firmware_lines(folder):
+            console.print(line, style="bold")
     return 0
 
 

@@ -47,9 +47,9 @@ namespace {
 // ---------------------------------------------------------------------------
 // The chain blob: little-endian int32 words, a header then one record per stage.
 
-constexpr int32_t kFormatVersion = 1;  // header word 0 and the options' "version"
+constexpr int32_t kFormatVersion = 2;  // header word 0 and the options' "version"
 constexpr int kHeaderWords = 4;
-constexpr int kStageWords = 40;
+constexpr int kStageWords = 48;
 constexpr int kMaxStages = 64;  // next[] is on Eval's stack: 4 bytes per stage
 
 enum HeaderWord { kHVersion = 0, kHStages = 1, kHScratchBytes = 2, kHStageWords = 3 };
@@ -117,10 +117,18 @@ enum Field {
   kOutputShift,
   kPadValue,         // PAD: the int8 value of the rows and columns added
   kBlockRows,        // rows computed per step (0 or 1: one; MEAN_ROWS: 0 or 1)
-  kReserved1,
+  kReserved1,        // 38, 39: reserved, 0
   kReserved2,
+  kConstInput,       // 40: input index of a constant second operand, -1 none (not yet: -1)
+  kConstStrideH,     // 41..43: its element strides per output row, column, channel
+  kConstStrideW,
+  kConstStrideC,
+  kConstFirst,       // 44: 1 when the constant is the operator's first input
+  kElementType,      // 45: the stage's activations: 0 int8 (not yet: 0)
+  kReserved3,        // 46, 47: reserved, 0
+  kReserved4,
 };
-static_assert(kReserved2 + 1 == kStageWords, "a stage record is 40 words");
+static_assert(kReserved4 + 1 == kStageWords, "a stage record is 48 words");
 
 // The little-endian int32 at p (the blob has any alignment).
 inline int32_t LoadWord(const uint8_t* p) {
@@ -137,7 +145,7 @@ inline int32_t Word(const uint8_t* blob, int32_t stage, Field field) {
   return LoadWord(blob + 4 * (kHeaderWords + kStageWords * stage + field));
 }
 
-// One stage record, decoded; used only in leaf functions (160 bytes of stack).
+// One stage record, decoded; used only in leaf functions (192 bytes of stack).
 struct Stage {
   int32_t words[kStageWords];
   int32_t operator[](Field field) const { return words[field]; }
@@ -176,7 +184,7 @@ bool FailStage(int32_t stage, const char* what) {
   return false;
 }
 
-// The options {"version": 1, "chain": blob} and the blob's header, into `chain`.
+// The options {"version": 2, "chain": blob} and the blob's header, into `chain`.
 // `verify`: check the FlexBuffer's structure first (Prepare; Eval reads the same
 // bytes again).
 bool ParseOptions(const TfLiteNode* node, bool verify, Chain* chain_out) {
@@ -193,7 +201,7 @@ bool ParseOptions(const TfLiteNode* node, bool verify, Chain* chain_out) {
   const flexbuffers::Map map = root.AsMap();
   const flexbuffers::Reference version = map["version"];
   if (!version.IsIntOrUint() || version.AsInt64() != kFormatVersion) {
-    return Fail("the options' \"version\" is not 1");
+    return Fail("the options' \"version\" is not 2");
   }
   const flexbuffers::Reference chain = map["chain"];
   if (!chain.IsBlob()) return Fail("the options have no \"chain\" blob");
@@ -201,8 +209,8 @@ bool ParseOptions(const TfLiteNode* node, bool verify, Chain* chain_out) {
   const uint8_t* words = blob.data();
   const size_t bytes = blob.size();
   if (bytes < 4 * kHeaderWords) return Fail("the chain blob is shorter than its header");
-  if (Header(words, kHVersion) != kFormatVersion) return Fail("the chain's format is not 1");
-  if (Header(words, kHStageWords) != kStageWords) return Fail("stage records are not 40 words");
+  if (Header(words, kHVersion) != kFormatVersion) return Fail("the chain's format is not 2");
+  if (Header(words, kHStageWords) != kStageWords) return Fail("stage records are not 48 words");
   const int32_t stages = Header(words, kHStages);
   if (stages < 1 || stages > kMaxStages) return Fail("the chain has 0 or more than 64 stages");
   if (bytes != 4 * static_cast<size_t>(kHeaderWords + kStageWords * stages)) {
@@ -441,8 +449,12 @@ bool CheckStage(MicroContext* micro_context, TfLiteNode* node, const Chain& chai
       st[kOutC] < 1) {
     return FailStage(s, "a dimension is < 1");
   }
-  if (st[kReserved1] != 0 || st[kReserved2] != 0) {
+  if (st[kReserved1] != 0 || st[kReserved2] != 0 || st[kReserved3] != 0 || st[kReserved4] != 0) {
     return FailStage(s, "reserved words are not 0");
+  }
+  if (st[kConstInput] != -1 || st[kConstStrideH] != 0 || st[kConstStrideW] != 0 ||
+      st[kConstStrideC] != 0 || st[kConstFirst] != 0 || st[kElementType] != 0) {
+    return FailStage(s, "a constant operand or an element type this kernel does not run");
   }
   if (st[kBlockRows] < 0 || st[kBlockRows] > st[kOutH] ||
       (st[kKind] == kMeanRows && st[kBlockRows] > 1)) {

@@ -1,7 +1,7 @@
 """The ``ARENAPLAN_CASCADE`` operator's options: the chain blob (docs/cascade.md).
 
-Custom options are a FlexBuffers map ``{"version": 1, "chain": blob}``; the blob
-is little-endian int32 words, a 4-word header then one 40-word record per stage.
+Custom options are a FlexBuffers map ``{"version": 2, "chain": blob}``; the blob
+is little-endian int32 words, a 4-word header then one 48-word record per stage.
 Here: the word indices, the kinds, and ``encode``/``decode``. Who reads the blob
 (the kernel's facts, the traffic model) decodes it here; the pass writes it here.
 """
@@ -18,9 +18,9 @@ from arenaplan.ir.custom import custom_options
 from arenaplan.ir.model import Operator
 
 OPCODE = "ARENAPLAN_CASCADE"
-VERSION = 1
+VERSION = 2
 HEADER_WORDS = 4
-RECORD_WORDS = 40
+RECORD_WORDS = 48
 MAX_STAGES = 64  # the kernel keeps one row counter per stage on its stack
 MEAN_ROWS = "MEAN_ROWS"  # an average pool over the whole input, summed row by row
 KINDS = {
@@ -56,6 +56,13 @@ ALPHA_MULT, ALPHA_SHIFT = 32, 33  # LEAKY_RELU: the alpha branch's multiplier an
 OUT_MULT, OUT_SHIFT = 34, 35  # ADD, SUB; RELU, LEAKY_RELU (identity branch), MUL: output's
 PAD_VALUE = 36
 BLOCK_ROWS = 37  # rows a stage computes per step (0 or 1: one)
+# 38, 39 reserved (0)
+CONST_IN = 40  # input index of a constant second operand (-1: none; src1 names the other)
+CONST_STRIDE_H, CONST_STRIDE_W, CONST_STRIDE_C = 41, 42, 43  # its strides in elements
+CONST_FIRST = 44  # 1: the constant is the operator's first input (SUB: c - x)
+ELEMENT_TYPE = 45  # the stage's activations: 0 int8
+# 46, 47 reserved (0)
+ELEMENT_TYPES = {"INT8": 0}
 INPUT_SRC = -1  # a source word naming the operator's input 0 (kept whole)
 # header words
 H_VERSION, H_STAGES, H_SCRATCH, H_RECORD = 0, 1, 2, 3

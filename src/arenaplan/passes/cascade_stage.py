@@ -22,6 +22,7 @@ from arenaplan.ir.cascade_format import (
     ALPHA_MULT,
     ALPHA_SHIFT,
     BIAS_IN,
+    CONST_IN,
     DEPTH_MULT,
     DIL_H,
     DIL_W,
@@ -148,7 +149,7 @@ def _base(x: Tensor, y: Tensor, kind: str) -> list[int]:
     w[OUT_H], w[OUT_W], w[OUT_C] = y.shape[1:]
     for k in (FILTER_H, FILTER_W, STRIDE_H, STRIDE_W, DIL_H, DIL_W, DEPTH_MULT):
         w[k] = 1
-    w[FILTER_IN] = w[BIAS_IN] = w[QUANT_IN] = w[ACC_OFFSET] = -1
+    w[FILTER_IN] = w[BIAS_IN] = w[QUANT_IN] = w[ACC_OFFSET] = w[CONST_IN] = -1
     w[IN_OFFSET] = -_scale_zp(x)[1]
     w[OUT_OFFSET] = _scale_zp(y)[1]
     return w
