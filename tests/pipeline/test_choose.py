@@ -15,9 +15,10 @@ from kits.opmodels import SHAPED
 from arenaplan.builder.demo import demo_model
 from arenaplan.builder.ds_cnn import ds_cnn
 from arenaplan.errors import ArenaplanError
+from arenaplan.passes import make_pass, run_passes
 from arenaplan.pipeline import PlanRequest, run_plan
 from arenaplan.pipeline.request import Source
-from arenaplan.pipeline.rewrite import candidates
+from arenaplan.pipeline.rewrite import candidates, run_rewrites
 from arenaplan.reader import read_model_bytes
 
 MODELS = {
@@ -77,3 +78,14 @@ def test_fit_by_the_head_compares_heads() -> None:
         heads.append(done.figures.head)
     fitted = run_plan(PlanRequest(source, prove=False, fit=min(heads), objective="head"))
     assert fitted.figures.head <= min(heads)
+
+
+def test_lists_that_share_passes_run_them_once_with_the_same_result() -> None:
+    """``run_rewrites`` reuses (cascade, reorder, inplace) for the list with bands:
+    the same models, records and origins as each list run on its own."""
+    model = _source("demo").model
+    lists = candidates(ALL)
+    for names, rw in zip(lists, run_rewrites(model, lists, {}), strict=True):
+        alone, records = run_passes(model, [make_pass(n, {}) for n in names])
+        assert rw.model == alone and [r.name for r in rw.records] == list(names)
+        assert [r.origin for r in rw.records] == [r.origin for r in records]

@@ -27,6 +27,7 @@ from arenaplan.export.files import Outputs
 from arenaplan.export.kernel_source import firmware_lines, needs_kernel
 from arenaplan.export.summary import print_rewrite, print_summary
 from arenaplan.pipeline import PlanRequest, PlanResult, Wanted, read_source, run_plan
+from arenaplan.pipeline.plan import objective_of
 from arenaplan.targets import Target
 from arenaplan.tflm.tail import PROFILES
 from arenaplan.units import SIZE_HELP, seconds_arg
@@ -253,7 +254,8 @@ def _print(console: Console, request: PlanRequest, done: PlanResult) -> None:
         assert done.figures is not None  # the pipeline makes them for every plan
         print_weights(console, done.weights, done.proof, done.figures, done.origin)
     else:
-        print_rewrite(console, records, done.proof, done.effect)
+        what = "head" if objective_of(request) == "head" else "whole arena"
+        print_rewrite(console, records, done.proof, done.effect, done.compared, what)
     if request.target is not None:
         from arenaplan.export.memories_summary import print_memories
 

@@ -188,11 +188,18 @@ def print_rewrite(
     records: Sequence[PassRecord],
     proof: Proof | None,
     effect: RewriteEffect | None = None,
+    compared: Sequence[tuple[tuple[str, ...], int]] = (),
+    what: str = "whole arena",
 ) -> None:
-    """One line per pass that ran, the proof of the rewritten model, and what the
+    """One line per pass that ran, the pass lists compared (``compared``: each with
+    its ``what`` figure, best first), the proof of the rewritten model, and what the
     rewrite changed against the model as given (``effect``)."""
     for r in records:
         console.print(f"pass {r.name}: {escape(r.note)}")
+    if len(compared) > 1:
+        lists = "; ".join(f"{','.join(names) or 'none'} {figure:,} B" for names, figure in compared)
+        kept = ",".join(r.name for r in records) or "none"
+        console.print(f"pass lists planned ({what}): {lists}; kept {kept}")
     if proof is None:
         return
     if not proof.proven:

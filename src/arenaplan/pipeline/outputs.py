@@ -186,6 +186,12 @@ def _extra_json(done: PlanResult, blob: WeightsBlob | None) -> dict[str, object]
     ]
     proof = done.proof.as_dict() if done.proof else None
     moved = {} if done.origin is None else {"operator_origin": list(done.origin)}
+    if done.compared:  # the pass lists planned beside the one kept (best first)
+        kept = [r.name for r in records]
+        moved["pass_lists"] = [
+            {"passes": list(names), "estimate": figure, "kept": list(names) == kept}
+            for names, figure in done.compared
+        ]
     if done.weights is not None and blob is not None:
         from arenaplan.weights.outputs import weights_json
 

@@ -32,7 +32,7 @@ from arenaplan.pipeline.rewrite import (
     candidates,
     check_fit,
     fit_figure,
-    run_rewrite,
+    run_rewrites,
 )
 from arenaplan.placement import Plan, PlanOptions, plan_model
 from arenaplan.placement.memories import check_arena_memory, check_capacities, fit_to_target
@@ -185,8 +185,10 @@ def planned_model_bytes(data: bytes, model: Model, plan: Plan) -> bytes:
     return out
 
 
-def _rewrite(request: PlanRequest, profile: str, kernels: str, names: tuple[str, ...]) -> Rewrite:
-    """Run the passes ``names``; the bands minimise ``objective_of(request)``."""
+def _rewrites(
+    request: PlanRequest, kernels: str, profile: str, lists: list[tuple[str, ...]]
+) -> list[Rewrite]:
+    """Run each pass list of ``lists``; the bands minimise ``objective_of(request)``."""
     objective = objective_of(request)
     options = {
         "max_extra_macs": request.max_extra_macs,
@@ -198,7 +200,7 @@ def _rewrite(request: PlanRequest, profile: str, kernels: str, names: tuple[str,
     }
     if request.step_pixels is not None:
         options["step_pixels"] = request.step_pixels
-    return run_rewrite(request.source.model, names, options)
+    return run_rewrites(request.source.model, lists, options)
 
 
 def _ranked(
@@ -211,8 +213,8 @@ def _ranked(
     head_only = objective_of(request) == "head"
     scored: list[tuple[int, int, Rewrite, PlanResult]] = []
     refused: list[ArenaplanError] = []
-    for k, names in enumerate(candidates(pass_names(request))):
-        rw = _rewrite(request, profile, options.kernels, names)
+    lists = candidates(pass_names(request))
+    for k, rw in enumerate(_rewrites(request, options.kernels, profile, lists)):
         try:
             done = _fit(request, rw.model, _with_aliases(options, rw), profile)
         except ArenaplanError as exc:
@@ -224,7 +226,9 @@ def _ranked(
         scored.append((fit_figure(done.model, done.plan, profile, head_only), k, rw, done))
     if not scored:
         raise refused[0]
-    return [(rw, done) for _, _, rw, done in sorted(scored, key=lambda x: x[:2])]
+    ranked = sorted(scored, key=lambda x: x[:2])
+    compared = tuple((lists[k], figure) for figure, k, _, _ in ranked) if len(lists) > 1 else ()
+    return [(rw, replace(done, compared=compared)) for _, _, rw, done in ranked]
 
 
 def _with_aliases(options: PlanOptions, rw: Rewrite) -> PlanOptions:

@@ -144,3 +144,6 @@ class PlanResult:
     effect: RewriteEffect | None = None  # a proven rewrite against the model as given
     origin: Origin | None = None
     files: dict[str, bytes] = field(default_factory=dict)
+    # the pass lists compared (``pipeline.rewrite.candidates``) with the figure each
+    # planned to (the whole arena, or the head), best first; () when one list ran
+    compared: tuple[tuple[tuple[str, ...], int], ...] = ()

@@ -14,6 +14,7 @@ bands may reach further on the model without them, and the other way round.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -51,14 +52,32 @@ class Rewrite:
 def run_rewrite(model: Model, names: tuple[str, ...], options: dict[str, object]) -> Rewrite:
     """Run the passes ``names`` with ``options`` (each pass takes those that are its
     fields: max_extra_macs, fit, clobber_inputs, profile, objective, kernels)."""
+    return run_rewrites(model, [names], options)[0]
+
+
+def run_rewrites(
+    model: Model, lists: Sequence[tuple[str, ...]], options: dict[str, object]
+) -> list[Rewrite]:
+    """``run_rewrite`` of each list, each pass run once for the lists that begin
+    with the same passes (a pass is a pure function of its input and options)."""
     from arenaplan.passes import make_pass, run_passes
-    from arenaplan.passes.base import identity
+    from arenaplan.passes.base import compose, identity
     from arenaplan.passes.inplace import alias_options
 
-    new, records = run_passes(model, [make_pass(name, options) for name in names])
-    aliases, clobber = alias_options(names, bool(options.get("clobber_inputs", False)))
-    origin = records[-1].origin if records else identity(new)
-    return Rewrite(new, tuple(records), aliases, clobber, origin)
+    done: dict[tuple[str, ...], tuple[Model, tuple[PassRecord, ...]]] = {(): (model, ())}
+    out = []
+    for names in lists:
+        k = max(i for i in range(len(names) + 1) if names[:i] in done)
+        current, records = done[names[:k]]
+        for i in range(k, len(names)):
+            current, (record,) = run_passes(current, [make_pass(names[i], options)])
+            before = records[-1].origin if records else identity(model)
+            records = (*records, dataclasses.replace(record, origin=compose(before, record.origin)))
+            done[names[: i + 1]] = (current, records)
+        aliases, clobber = alias_options(names, bool(options.get("clobber_inputs", False)))
+        origin = records[-1].origin if records else identity(current)
+        out.append(Rewrite(current, records, aliases, clobber, origin))
+    return out
 
 
 def candidates(names: tuple[str, ...]) -> list[tuple[str, ...]]:
