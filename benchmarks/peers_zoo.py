@@ -60,17 +60,32 @@ DEFAULT_MODELS = Path.home() / ".cache" / "arenaplan" / "keras_zoo"
 PROFILE = "arm32"
 BANDS = "reorder,inplace,bands"
 CASCADE = "cascade,reorder,inplace"
-STAGES = {"CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D", "PAD", "ADD",
-          "SUB", "MUL", "RELU", "RELU6", "LEAKY_RELU", "MEAN"}  # fmt: skip
+STAGES = {
+    "CONV_2D",
+    "DEPTHWISE_CONV_2D",
+    "AVERAGE_POOL_2D",
+    "MAX_POOL_2D",
+    "PAD",
+    "ADD",
+    "SUB",
+    "MUL",
+    "RELU",
+    "RELU6",
+    "LEAKY_RELU",
+    "MEAN",
+}
 ELEMENTWISE2 = {"ADD", "SUB", "MUL"}
 # the figures of the held-out models each one stands for (None: not given)
 ISSUE = {
     "mobilenet_v2_0.35_96": {"naive": None, "vela": 62_208, "xformer": 150_320},
     "resnet8_32": {"naive": None, "vela": 35_840, "xformer": 37_016},
-    "bn_classifier": {"naive": 153_600, "bands": (100_432, 115_972), "vela": 84_480,
-                      "xformer": 112_424},  # fmt: skip
-    "residual_fullres": {"naive": 262_144, "whole": 263_284, "vela": 169_984,
-                         "xformer": 264_824},  # fmt: skip
+    "bn_classifier": {
+        "naive": 153_600,
+        "bands": (100_432, 115_972),
+        "vela": 84_480,
+        "xformer": 112_424,
+    },
+    "residual_fullres": {"naive": 262_144, "whole": 263_284, "vela": 169_984, "xformer": 264_824},
     "unet_denoiser_int16": {"naive": 13_440, "whole": 25_216},
 }
 RUN_TFLM = """
@@ -123,8 +138,9 @@ def _command(text: str | None) -> list[str] | None:
 def arenaplan(cmd: list[str], model: Path, extra: list[str], tmp: Path) -> Run:
     out = tmp / "plan.json"
     out.unlink(missing_ok=True)
-    proc = subprocess.run([*cmd, "plan", str(model), "--json", str(out), "-q", *extra],
-                          capture_output=True, text=True)  # fmt: skip
+    proc = subprocess.run(
+        [*cmd, "plan", str(model), "--json", str(out), "-q", *extra], capture_output=True, text=True
+    )
     lines = [x for x in (proc.stderr + proc.stdout).splitlines() if x.strip()]
     if proc.returncode or not out.exists():
         return Run(rc=proc.returncode, error=" | ".join(lines[-3:]))
@@ -145,12 +161,16 @@ def arenaplan(cmd: list[str], model: Path, extra: list[str], tmp: Path) -> Run:
 
 
 def vela(cmd: list[str], model: Path, tmp: Path) -> tuple[int | None, str]:
-    proc = subprocess.run([*cmd, str(model), "--optimise", "Size", "--output-dir",
-                           str(tmp / "vela")], capture_output=True, text=True)  # fmt: skip
+    proc = subprocess.run(
+        [*cmd, str(model), "--optimise", "Size", "--output-dir", str(tmp / "vela")],
+        capture_output=True,
+        text=True,
+    )
     text = proc.stdout + proc.stderr
     found = re.search(r"Total SRAM used\s+([\d.]+) KiB", text)
-    config = re.findall(r"(Accelerator configuration|System configuration|Memory mode)\s+(\S+)",
-                        text)  # fmt: skip
+    config = re.findall(
+        r"(Accelerator configuration|System configuration|Memory mode)\s+(\S+)", text
+    )
     cpu = len(re.findall(r"Placing on CPU instead", text))
     where = ", ".join(v for _, v in config)
     if not found:
@@ -161,14 +181,18 @@ def vela(cmd: list[str], model: Path, tmp: Path) -> tuple[int | None, str]:
 
 def xformer(cmd: list[str], model: Path, tmp: Path) -> tuple[int | None, int | None, str]:
     def arena(options: list[str]) -> tuple[int | None, str]:
-        proc = subprocess.run([*cmd, *options, "-o", str(tmp / "x.tflite"), str(model)],
-                              capture_output=True, text=True)  # fmt: skip
+        proc = subprocess.run(
+            [*cmd, *options, "-o", str(tmp / "x.tflite"), str(model)],
+            capture_output=True,
+            text=True,
+        )
         found = re.search(r"Tensor arena size\s*:\s*(\d+)", proc.stdout + proc.stderr)
         return (int(found.group(1)), "") if found else (None, f"exit {proc.returncode}")
 
     plain, why = arena([])
-    proc = subprocess.run([*cmd, "--xcore-run-memory-analysis", str(model)],
-                          capture_output=True, text=True)  # fmt: skip
+    proc = subprocess.run(
+        [*cmd, "--xcore-run-memory-analysis", str(model)], capture_output=True, text=True
+    )
     found = re.search(r"^(--xcore-op-split-tensor-arena=1 .*)$", proc.stdout, re.M)
     split, options = None, "no split suggested"
     if found:
@@ -178,8 +202,9 @@ def xformer(cmd: list[str], model: Path, tmp: Path) -> tuple[int | None, int | N
 
 
 def tflm_runs(model: Path) -> str:
-    proc = subprocess.run([sys.executable, "-c", RUN_TFLM, str(model)],
-                          capture_output=True, text=True)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", RUN_TFLM, str(model)], capture_output=True, text=True
+    )
     if proc.returncode == 0:
         return "yes"
     lines = [x for x in (proc.stderr + proc.stdout).splitlines() if x.strip()]
@@ -229,15 +254,22 @@ def describe(path: Path) -> dict[str, Any]:
     signatures = []
     for s in range(model.SignatureDefsLength()):
         sd = model.SignatureDefs(s)
-        signatures.append({
-            "key": sd.SignatureKey().decode(),
-            "inputs": [sd.Inputs(j).Name().decode() for j in range(sd.InputsLength())],
-            "outputs": [sd.Outputs(j).Name().decode() for j in range(sd.OutputsLength())],
-        })  # fmt: skip
+        signatures.append(
+            {
+                "key": sd.SignatureKey().decode(),
+                "inputs": [sd.Inputs(j).Name().decode() for j in range(sd.InputsLength())],
+                "outputs": [sd.Outputs(j).Name().decode() for j in range(sd.OutputsLength())],
+            }
+        )
     inputs = [tensor(g.Inputs(i))[:3] for i in range(g.InputsLength())]
     outputs = [tensor(g.Outputs(i))[:3] for i in range(g.OutputsLength())]
-    return {"operators": dict(ops), "inputs": inputs, "outputs": outputs,
-            "signatures": signatures, "outside_stages": dict(outside)}  # fmt: skip
+    return {
+        "operators": dict(ops),
+        "inputs": inputs,
+        "outputs": outputs,
+        "signatures": signatures,
+        "outside_stages": dict(outside),
+    }
 
 
 def measure(model: Path, args: argparse.Namespace) -> dict[str, Any]:
@@ -253,13 +285,15 @@ def measure(model: Path, args: argparse.Namespace) -> dict[str, Any]:
         vela_cmd, xcore_cmd = _command(args.vela), _command(args.xcore_opt)
         row["vela"], row["vela_note"] = vela(vela_cmd, model, tmp) if vela_cmd else (None, "")
         row["xformer"], row["xformer_split"], row["xformer_note"] = (
-            xformer(xcore_cmd, model, tmp) if xcore_cmd else (None, None, ""))  # fmt: skip
+            xformer(xcore_cmd, model, tmp) if xcore_cmd else (None, None, "")
+        )
         if row["vela"] and not args.no_fit:
             row["fit"] = arenaplan(cmd, model, ["--fit", str(row["vela"]), *unproven], tmp)
         kernel = tmp / "kernel"
         kernel.mkdir()
-        row["cascade"] = arenaplan(cmd, model, ["--passes", CASCADE, "--kernel-source",
-                                                str(kernel), *unproven], tmp)  # fmt: skip
+        row["cascade"] = arenaplan(
+            cmd, model, ["--passes", CASCADE, "--kernel-source", str(kernel), *unproven], tmp
+        )
         survey = arenaplan(cmd, model, ["--passes", "cascade", *unproven], tmp)
         row["cascade_pass"] = [p for p in survey.data.get("passes", []) if p["name"] == "cascade"]
         if survey.rc:
@@ -281,20 +315,28 @@ def report(row: dict[str, Any]) -> None:
     print("operators: " + ", ".join(f"{k} {v}" for k, v in row["operators"].items()))
     print(f"TFLM (PyPI tflite-micro) runs it: {row['tflm']}")
     naive: Run = row["naive"]
-    print(f"naive head / whole      {naive.text()}  (lower bound {_fmt(row['lower_bound'])}; "
-          f"issue: {_fmt(issue.get('naive'))}"
-          f"{' / ' + _fmt(issue['whole']) if 'whole' in issue else ''})")  # fmt: skip
+    print(
+        f"naive head / whole      {naive.text()}  (lower bound {_fmt(row['lower_bound'])}; "
+        f"issue: {_fmt(issue.get('naive'))}"
+        f"{' / ' + _fmt(issue['whole']) if 'whole' in issue else ''})"
+    )
     bands_issue = issue.get("bands")
-    print(f"bands head / whole      {row['bands'].text()}"
-          + (f"  (issue: {bands_issue[0]:,} / {bands_issue[1]:,})" if bands_issue else ""))  # fmt: skip
+    print(
+        f"bands head / whole      {row['bands'].text()}"
+        + (f"  (issue: {bands_issue[0]:,} / {bands_issue[1]:,})" if bands_issue else "")
+    )
     if "fit" in row:
         print(f"--fit {row['vela']:,} head / whole  {row['fit'].text()}")
     print(f"cascade head / whole    {row['cascade'].text()}")
-    print(f"Vela SRAM               {_fmt(row['vela'])}  ({row['vela_note']}; "
-          f"issue: {_fmt(issue.get('vela'))})")  # fmt: skip
-    print(f"xformer arena           {_fmt(row['xformer'])}; with its suggested split "
-          f"{_fmt(row['xformer_split'])} ({row['xformer_note']}; issue: "
-          f"{_fmt(issue.get('xformer'))})")  # fmt: skip
+    print(
+        f"Vela SRAM               {_fmt(row['vela'])}  ({row['vela_note']}; "
+        f"issue: {_fmt(issue.get('vela'))})"
+    )
+    print(
+        f"xformer arena           {_fmt(row['xformer'])}; with its suggested split "
+        f"{_fmt(row['xformer_split'])} ({row['xformer_note']}; issue: "
+        f"{_fmt(issue.get('xformer'))})"
+    )
     for p in row["cascade_pass"]:
         print(f"cascade pass: {p.get('note') or p.get('error')}  stats {p.get('stats', '')}")
     print(f"outside every cascade stage: {sum(row['outside_stages'].values())} operator(s)")
@@ -309,8 +351,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--arenaplan", default="arenaplan", help="arenaplan command")
     parser.add_argument("--vela", default="vela", help="vela command")
     parser.add_argument("--xcore-opt", default="xcore-opt", help="xformer's xcore-opt command")
-    parser.add_argument("--write-unproven", action="store_true",
-                        help="pass --write-unproven to the cascade and --fit runs")  # fmt: skip
+    parser.add_argument(
+        "--write-unproven",
+        action="store_true",
+        help="pass --write-unproven to the cascade and --fit runs",
+    )
     parser.add_argument("--no-fit", action="store_true", help="skip --fit")
     parser.add_argument("--json", type=Path, help="write every figure here")
     args = parser.parse_args(argv)
@@ -328,11 +373,13 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()
         rows.append(row)
     if args.json:
+
         def plain(x: Any) -> Any:
             return {k: v for k, v in vars(x).items() if k != "data"} if isinstance(x, Run) else x
 
-        args.json.write_text(json.dumps([{k: plain(v) for k, v in r.items()} for r in rows],
-                                        indent=1))  # fmt: skip
+        args.json.write_text(
+            json.dumps([{k: plain(v) for k, v in r.items()} for r in rows], indent=1)
+        )
     return 0
 
 

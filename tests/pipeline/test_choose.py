@@ -89,3 +89,20 @@ def test_lists_that_share_passes_run_them_once_with_the_same_result() -> None:
         alone, records = run_passes(model, [make_pass(n, {}) for n in names])
         assert rw.model == alone and [r.name for r in rw.records] == list(names)
         assert [r.origin for r in rw.records] == [r.origin for r in records]
+
+
+def test_the_summary_and_the_json_say_which_list_was_kept(tmp_path, capsys) -> None:
+    import json
+
+    from arenaplan.cli import main
+
+    model, plan_json = tmp_path / "bn.tflite", tmp_path / "plan.json"
+    model.write_bytes(MODELS["bn_classifier"]())
+    cmd = ["plan", str(model), "--passes", ",".join(ALL), "--json", str(plan_json)]
+    assert main([*cmd, "-o", str(tmp_path / "out.tflite"), "--write-unproven"]) == 0
+    lists = json.loads(plan_json.read_text())["pass_lists"]
+    assert sorted(tuple(x["passes"]) for x in lists) == sorted(candidates(ALL))
+    assert [x["estimate"] for x in lists] == sorted(x["estimate"] for x in lists)
+    assert [x["kept"] for x in lists] == [True, False, False]
+    out = "".join(capsys.readouterr().out.split())
+    assert "passlistsplanned(wholearena):" in out and f"kept{','.join(lists[0]['passes'])}" in out
