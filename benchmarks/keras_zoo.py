@@ -2,6 +2,7 @@
 
     python -m venv tfvenv && tfvenv/bin/pip install -r benchmarks/requirements-keras.txt
     tfvenv/bin/python benchmarks/keras_zoo.py [--out DIR] [--only NAME,...] [--float-io]
+        [--raw-batch-norm]
 
 Writes ``NAME.tflite`` for each model below into ``--out`` (default
 ``~/.cache/arenaplan/keras_zoo``) and a ``SHA256SUMS`` beside them; ``--float-io``
@@ -18,8 +19,12 @@ signature as Keras gives it) with full-integer post-training quantisation
 (``Optimize.DEFAULT``, a representative dataset of 16 seeded random samples) and
 integer inputs and outputs. Weights are random but seeded
 (``keras.utils.set_random_seed`` after ``keras.backend.clear_session``, so each
-model's file does not depend on which others are built): running the script twice
-writes byte-identical files.
+model's file does not depend on which others are built), and every
+BatchNormalization's moving mean and variance are set to the statistics of one
+batch of the representative samples, as training leaves them (``--raw-batch-norm``
+keeps Keras' initial 0 and 1: through MobileNetV2's random layers the activations
+then shrink until the logits' scale is about 1e-8, and TFLM's SOFTMAX Prepare aborts
+the process). Running the script twice writes byte-identical files.
 
 Models (int8 unless said; the sizes were tuned to come close to the figures of the
 held-out models they stand for):
@@ -232,14 +237,41 @@ def _representative(model: Any, spec: Spec) -> Callable[[], Iterator[Any]]:
     return samples
 
 
-def export(spec: Spec, float_io: bool) -> bytes:
+def _calibrate_batch_norm(keras: Any, model: Any, spec: Spec) -> None:
+    """Set every BatchNormalization's moving mean and variance to the statistics of
+    one batch of the representative samples, layer after layer (as training would
+    leave them): with Keras' initial ones (0 and 1) activations shrink through a deep
+    random network until the converter gives the logits a scale near 1e-8, whose
+    SOFTMAX TFLM refuses by aborting the process."""
+    import numpy as np
+
+    norms = [x for x in model.layers if isinstance(x, keras.layers.BatchNormalization)]
+    if not norms:
+        return
+    batches = list(_representative(model, spec)())
+    if isinstance(batches[0], dict):
+        batch = {k: np.concatenate([b[k] for b in batches]) for k in batches[0]}
+    else:
+        batch = [np.concatenate([b[i] for b in batches]) for i in range(len(batches[0]))]
+    momenta = [x.momentum for x in norms]
+    for layer in norms:
+        layer.momentum = 0.0
+    model(batch if len(batch) > 1 else batch[0], training=True)
+    for layer, momentum in zip(norms, momenta, strict=True):
+        layer.momentum = momentum
+
+
+def export(spec: Spec, float_io: bool, calibrate: bool = True) -> bytes:
     """The .tflite of one model: built afresh, seeded, converted."""
     import keras
     import tensorflow as tf
 
     keras.backend.clear_session()
     keras.utils.set_random_seed(SEED)
+    tf.config.experimental.enable_op_determinism()
     model = spec.build(keras)
+    if calibrate:
+        _calibrate_batch_norm(keras, model, spec)
     converter = tf.lite.TFLiteConverter.from_keras_model(model)
     converter.optimizations = [tf.lite.Optimize.DEFAULT]
     converter.representative_dataset = _representative(model, spec)
@@ -263,6 +295,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="also write NAME.float_io.tflite (float32 inputs and outputs)",
     )
+    parser.add_argument(
+        "--raw-batch-norm",
+        action="store_true",
+        help="keep Keras' initial batch-norm statistics (MobileNetV2 then aborts TFLM)",
+    )
     args = parser.parse_args(argv)
     names = [m.name for m in MODELS]
     wanted = args.only.split(",") if args.only else names
@@ -283,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         for float_io in (False, True) if args.float_io else (False,):
             path = args.out / f"{spec.name}{'.float_io' if float_io else ''}.tflite"
-            data = export(spec, float_io)
+            data = export(spec, float_io, not args.raw_batch_norm)
             path.write_bytes(data)
             digest = hashlib.sha256(data).hexdigest()
             lines[path.name] = digest

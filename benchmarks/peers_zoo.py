@@ -154,9 +154,14 @@ def arenaplan(cmd: list[str], model: Path, extra: list[str], tmp: Path) -> Run:
         head = fw.get("head", data["arena"]["size"])
         tail = fw.get("tail", data["persistent"][PROFILE]["tail"])
     proof = data.get("proof") or {}
-    note = "" if proof.get("proven", True) else f"unproven: {proof.get('reason')}"
-    if lines and not note:
-        note = lines[-1]
+    if not any(p.get("changed") for p in data.get("passes") or []):
+        note = "model unchanged" if data.get("passes") else ""
+    elif proof.get("proven"):
+        note = f"proven: {proof.get('runtime')}"
+    else:
+        note = f"unproven: {proof.get('reason')}"
+    if lines:
+        note = f"{note}; {lines[-1]}" if note else lines[-1]
     return Run(head, head + tail, proc.returncode, note=note, data=data)
 
 
@@ -228,7 +233,8 @@ def describe(path: Path) -> dict[str, Any]:
         t = g.Tensors(i)
         buf = model.Buffers(t.Buffer())
         const = buf is not None and buf.DataLength() > 0
-        return t.Name().decode(), type_names[t.Type()], t.ShapeAsNumpy().tolist() or [], const
+        shape = [t.Shape(j) for j in range(t.ShapeLength())]
+        return t.Name().decode(), type_names[t.Type()], shape, const
 
     ops: Counter[str] = Counter()
     outside: Counter[str] = Counter()
