@@ -2,6 +2,7 @@
 after bands and after the cascade pass, measured in TFLM built from source.
 
     python benchmarks/cascade.py [--models DIR] [--no-instructions] [--only NAME]
+    python benchmarks/cascade.py --stops [--models DIR]
 
 Needs TFLM built from source (``python scripts/build_tflm.py --variants
 host-reference,arm32-reference``) and valgrind for the instruction counts. Models:
@@ -24,6 +25,14 @@ Bytes, arm32 profile, TFLM's reference kernels:
                    cascaded (change): the measured counterpart of the estimate
     proven         outputs bit-identical to the original's in host-reference (3 random
                    inputs) and arm32-reference (1), and both measured heads = the plan
+
+``--stops`` (no TFLM needed): what stops the cascades' chains, the survey. Over every
+model of ../shared/models, every model the project builds (MobileNetV1 and V2, DS-CNN
+M and L, the demo, tests/kits/keras_like.py's networks), every .tflite of ``--models
+DIR`` and of ~/.cache/arenaplan/keras_zoo (benchmarks/keras_zoo.py's Keras exports)
+when present: each operator no chain takes, grouped by operator and reason (the
+stage's refusal, or a stage no run takes), how often and in how many models; then
+per model its operators, those in chains and those left out.
 """
 
 from __future__ import annotations
@@ -37,9 +46,12 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from arenaplan.builder.demo import demo_model
 from arenaplan.builder.ds_cnn import ds_cnn
 from arenaplan.builder.mobilenet import mobilenet_v1, mobilenet_v2
+from arenaplan.errors import ArenaplanError
 from arenaplan.export.figures import placed_seconds
+from arenaplan.passes.cascade import chain_stops
 from arenaplan.pipeline import PlanRequest, PlanResult, Source, run_plan
 from arenaplan.reader import read_model_bytes
 from arenaplan.targets.load import load_builtin
@@ -47,7 +59,9 @@ from arenaplan.verify.compare import compare_models
 from arenaplan.verify.instructions import instructions_available, invoke_instructions
 from arenaplan.verify.native import NativeRunner, native_available
 
-DEFAULT_MODELS = Path(__file__).resolve().parents[2] / "shared" / "models"
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_MODELS = ROOT.parent / "shared" / "models"
+ZOO = Path.home() / ".cache" / "arenaplan" / "keras_zoo"  # benchmarks/keras_zoo.py's exports
 BANDS = ("reorder", "inplace", "bands")
 CASCADE = ("cascade", "reorder", "inplace")
 PROFILE = "arm32"
@@ -151,12 +165,59 @@ def _row(source: Source, count: bool) -> tuple[list[str], dict[str, int]]:
     return row, {"head": after.plan.arena, "whole": _whole(after)}
 
 
+def _survey_models(extra: Path) -> Iterator[tuple[str, bytes]]:
+    """The survey's models: built, the test kits' Keras-like ones, then files."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from kits.keras_like import KERAS_LIKE  # the test kits live outside the package
+
+    for name, build in (*BUILT, ("demo", demo_model), *KERAS_LIKE.items()):
+        yield name, build()
+    folders = [DEFAULT_MODELS, extra, ZOO]
+    for folder in dict.fromkeys(f.resolve() for f in folders if f.is_dir()):
+        for path in sorted(folder.glob("*.tflite")):
+            yield path.stem.split("__")[-1], path.read_bytes()
+
+
+def _stops(extra: Path) -> int:
+    """The survey: what stops the chains, grouped, and per model."""
+    groups: dict[tuple[str, str], list] = {}  # (opcode, why) -> [stops, {models}]
+    per_model = Table(title="per model")
+    for col in ("model", "operators", "in chains", "left out"):
+        per_model.add_column(col, justify="left" if col == "model" else "right")
+    for name, data in _survey_models(extra):
+        try:
+            model = read_model_bytes(data)
+        except ArenaplanError as exc:
+            print(f"{name}: not read ({exc})", file=sys.stderr)
+            continue
+        sg = model.subgraphs[0]
+        stops = chain_stops(sg, model.buffers)
+        for index, why in stops:
+            entry = groups.setdefault((sg.operators[index].opcode, why), [0, set()])
+            entry[0] += 1
+            entry[1].add(name)
+        n = len(sg.operators)
+        per_model.add_row(name, str(n), str(n - len(stops)), str(len(stops)))
+    table = Table(title="what stops the chains (operators no cascade takes)")
+    for col in ("operator", "why", "stops", "models"):
+        table.add_column(col, justify="right" if col in ("stops", "models") else "left")
+    for (opcode, why), (count, names) in sorted(groups.items(), key=lambda g: -g[1][0]):
+        table.add_row(opcode, why, str(count), str(len(names)))
+    console = Console(width=200)
+    console.print(table)
+    console.print(per_model)
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", type=Path, default=DEFAULT_MODELS)
     parser.add_argument("--no-instructions", action="store_true", help="skip callgrind")
     parser.add_argument("--only", help="the models whose name contains this")
+    parser.add_argument("--stops", action="store_true", help="the survey of what stops chains")
     args = parser.parse_args()
+    if args.stops:
+        return _stops(args.models)
     for variant in ("host-reference", "arm32-reference"):
         why = native_available(variant)
         if why is not None:

@@ -83,6 +83,27 @@ def longest_chains(sg: Subgraph, buffers: Sequence[bytes]) -> list[list[int]]:
     return chains
 
 
+LEFT_OUT = (
+    "a stage, but no run takes it (another activation enters, or its output is read beside the run)"
+)
+
+
+def chain_stops(sg: Subgraph, buffers: Sequence[bytes]) -> list[tuple[int, str]]:
+    """Every operator of ``sg`` that no run of ``longest_chains`` takes, and why in a
+    few words: the reason it has no stage, or ``LEFT_OUT``."""
+    taken = {i for run in longest_chains(sg, buffers) for i in run}
+    stops = []
+    for op in sg.operators:
+        if op.index in taken:
+            continue
+        try:
+            stage_of(sg, op, buffers)
+            stops.append((op.index, LEFT_OUT))
+        except Uncascadable as exc:
+            stops.append((op.index, str(exc)))
+    return stops
+
+
 def _valid(sg: Subgraph, a: int, e: int) -> bool:
     """Operators a..e are one cascade (checked without sizing its rings)."""
     made = {sg.operators[i].outputs[0] for i in range(a, e + 1)}
