@@ -3,11 +3,13 @@ estimated from its chain: the data terms of each stage's loops.
 
 Each stage computes each element of its output once, with the arithmetic of the
 stock kernel it stands for, so its data terms are that kernel's (``traffic_tflm``)
-with two changes: an intermediate tensor is read from and written to the
-operator's scratch buffer (its rings) instead of a tensor, and the per-channel
+with three changes: an intermediate tensor is read from and written to the
+operator's scratch buffer (its rings) instead of a tensor; the per-channel
 multipliers and shifts are read from the stage's constant tensor (flash) instead
-of the persistent arena. Fixed per-invoke terms are not measured for this kernel,
-so every figure is an estimate (``exact`` False).
+of the persistent arena; a constant operand that broadcasts is spread, a row at a
+time, into a row of the scratch (a load from the constant and a store an element)
+and read from there. Fixed per-invoke terms are not measured for this kernel, so
+every figure is an estimate (``exact`` False).
 """
 
 from __future__ import annotations
@@ -21,6 +23,14 @@ from arenaplan.ir.model import Tensor
 def _where(c: KernelCounts, src: int) -> Tensor | Key | None:
     """The operator's input (src -1) or its scratch buffer (a stage's ring)."""
     return c.i(0) if src == f.INPUT_SRC else c.scratch(0)
+
+
+def _second(c: KernelCounts, w: tuple[int, ...]) -> Tensor | Key | None:
+    """Where a two-operand stage reads its second operand: an activation (src1), or
+    its constant (flash) row by row, or that row spread into the scratch."""
+    if w[f.CONST_IN] < 0:
+        return _where(c, w[f.SRC1])
+    return c.i(w[f.CONST_IN]) if f.const_row_in_place(w) else c.scratch(0)
 
 
 def _stage(c: KernelCounts, w: tuple[int, ...], last: bool) -> None:
@@ -41,10 +51,14 @@ def _stage(c: KernelCounts, w: tuple[int, ...], last: bool) -> None:
     elif kind in f.ELEMENTWISE:  # each input element read once (both inputs': two)
         c.load(src, outputs)
         if kind in f.TWO_INPUTS:
-            c.load(_where(c, w[f.SRC1]), outputs)
+            c.load(_second(c, w), outputs)
+        if w[f.CONST_IN] >= 0 and not f.const_row_in_place(w):
+            # the constant's row spread into the scratch, then read from there
+            c.load(c.i(w[f.CONST_IN]), outputs)
+            c.store(c.scratch(0), outputs)
     elif kind == "PAD":
         c.load(src, ih * iw * ic)
-    else:  # MEAN_ROWS: each input element added to its channel's sum
+    else:  # MEAN_ROWS, MEAN: each input element added to its channel's sum
         c.load(src, ih * iw * ic)
         c.load(c.scratch(0), ih * iw * ic, 4)
         c.store(c.scratch(0), ih * iw * ic + oc, 4)

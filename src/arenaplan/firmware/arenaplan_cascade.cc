@@ -15,8 +15,9 @@
 //
 // Arithmetic. That of TFLM's reference int8 kernels (reference_integer_ops::
 // ConvPerChannel, DepthwiseConvPerChannel, AveragePool, MaxPool, AddFunc, Mul;
-// reference_ops::Pad, SubElementwise, QuantizeLeakyRelu; ReluQuantized,
-// Relu6Quantized), with TFLM's own MultiplyByQuantizedMultiplier*, so each
+// reference_ops::Pad, SubElementwise, QuantizeLeakyRelu, MaximumMinimumBroadcastSlow,
+// QuantizedMeanOrSum; ReluQuantized, Relu6Quantized; a constant operand as the
+// broadcast kernels read it), with TFLM's own MultiplyByQuantizedMultiplier*, so each
 // stage's output is bit-identical to the operator it replaced. In a CMSIS-NN
 // build (CMSIS_NN defined), CONV_2D and DEPTHWISE_CONV_2D run by CMSIS-NN's int8
 // wrappers on windows of rows, as TFLM's CMSIS-NN kernels run the whole operators
@@ -67,10 +68,19 @@ enum Kind : int32_t {
   kLeakyRelu = 10,
   kMul = 11,
   kSub = 12,
+  kMinimum = 13,
+  kMaximum = 14,
+  kMean = 15,
 };
 
-// Kinds whose second source is src1 (row y of both sources makes output row y).
-inline bool TwoInputs(int32_t kind) { return kind == kAdd || kind == kMul || kind == kSub; }
+// Kinds of two operands: the second is src1 (row y of both sources makes output row
+// y), or a constant (const_in, src1 -1).
+inline bool TwoInputs(int32_t kind) {
+  return kind == kAdd || kind == kMul || kind == kSub || kind == kMinimum || kind == kMaximum;
+}
+
+// Kinds that sum every row of their input for their one output row.
+inline bool WholeInput(int32_t kind) { return kind == kMeanRows || kind == kMean; }
 
 // Kinds whose output row y reads row y of src0 (and of src1) only.
 inline bool Elementwise(int32_t kind) {
@@ -106,21 +116,23 @@ enum Field {
   kActMax,
   kRingRows,         // slots of the output ring; 0 for the last stage
   kRingOffset,       // bytes from the scratch start, a multiple of 4
-  kAccOffset,        // MEAN_ROWS: bytes of its int32[out_c] sums; -1 otherwise
-  kInput2Offset,     // ADD, SUB, MUL: minus src1's zero point
+  kAccOffset,        // MEAN_ROWS, MEAN: bytes of their int32[out_c] sums; a constant
+                     // operand not read in place: bytes of its row spread; -1 otherwise
+  kInput2Offset,     // ADD, SUB, MUL: minus the second operand's zero point
   kLeftShift,        // ADD, SUB
   kInput1Multiplier,  // ADD, SUB
   kInput1Shift,
   kInput2Multiplier,  // ADD, SUB; LEAKY_RELU: the alpha branch's
   kInput2Shift,
-  kOutputMultiplier,  // ADD, SUB, MUL, RELU; LEAKY_RELU: the identity branch's
+  kOutputMultiplier,  // ADD, SUB, MUL, RELU, MEAN; LEAKY_RELU: the identity branch's
   kOutputShift,
   kPadValue,         // PAD: the int8 value of the rows and columns added
   kBlockRows,        // rows computed per step (0 or 1: one; MEAN_ROWS: 0 or 1)
   kReserved1,        // 38, 39: reserved, 0
   kReserved2,
-  kConstInput,       // 40: input index of a constant second operand, -1 none (not yet: -1)
-  kConstStrideH,     // 41..43: its element strides per output row, column, channel
+  kConstInput,       // 40: input index of a constant operand, -1 none (then src1 is -1)
+  kConstStrideH,     // 41..43: its element strides per output row, column, channel (0:
+                     // broadcast)
   kConstStrideW,
   kConstStrideC,
   kConstFirst,       // 44: 1 when the constant is the operator's first input
@@ -238,6 +250,12 @@ bool IsImage(const TfLiteTensor* tensor, int32_t h, int32_t w, int32_t c) {
          tensor->dims->data[2] == w && tensor->dims->data[3] == c;
 }
 
+// An int8 tensor of shape [1, c] (MEAN's output without keep_dims)?
+bool IsVector(const TfLiteTensor* tensor, int32_t c) {
+  return tensor != nullptr && tensor->type == kTfLiteInt8 && tensor->dims != nullptr &&
+         tensor->dims->size == 2 && tensor->dims->data[0] == 1 && tensor->dims->data[1] == c;
+}
+
 // Multipliers >= 0 then shifts in [-31, 30]: MultiplyByQuantizedMultiplier's range.
 bool QuantValid(const TfLiteTensor& tensor, int32_t channels) {
   const int32_t* q = tensor.data.i32;
@@ -300,6 +318,65 @@ bool Scaling(int32_t multiplier, int32_t shift) {
 // MultiplyByQuantizedMultiplierSmallerThanOneExp's: multiplier >= 0, shift in [-31, 0].
 bool SmallerThanOne(int32_t multiplier, int32_t shift) {
   return multiplier >= 0 && shift >= -31 && shift <= 0;
+}
+
+// A constant operand's row lies as an output row (channel stride 1, column stride
+// out_c, where those are above 1): read in place; otherwise spread into the scratch
+// row at acc_offset, a row at a time.
+bool ConstRowInPlace(const Stage& st) {
+  return (st[kOutC] == 1 || st[kConstStrideC] == 1) &&
+         (st[kOutW] == 1 || st[kConstStrideW] == st[kOutC]);
+}
+
+bool SpreadsConst(const Stage& st) { return st[kConstInput] >= 0 && !ConstRowInPlace(st); }
+
+// Quantised per tensor: one scale (TFLM fills params from it).
+bool PerTensor(const TfLiteTensor& tensor) {
+  if (tensor.quantization.type != kTfLiteAffineQuantization) return false;
+  const auto* q = static_cast<const TfLiteAffineQuantization*>(tensor.quantization.params);
+  return q != nullptr && q->scale != nullptr && q->scale->size == 1;
+}
+
+// The constant operand's words (docs/cascade.md, words 40-44): none, or a constant
+// of a two-operand kind, src1 -1, strides >= 0 whose last element
+// (out_h-1)*stride_h + (out_w-1)*stride_w + (out_c-1)*stride_c lies inside the int8
+// tensor; for ADD, SUB, MUL quantised per tensor, its zero point minus the offset
+// word of its side (MINIMUM and MAXIMUM compare raw values).
+bool CheckConstOperand(MicroContext* micro_context, TfLiteNode* node, int32_t s,
+                       const Stage& st) {
+  const int32_t index = st[kConstInput];
+  if (index == -1) {
+    if (st[kConstStrideH] != 0 || st[kConstStrideW] != 0 || st[kConstStrideC] != 0 ||
+        st[kConstFirst] != 0) {
+      return FailStage(s, "const_stride_h/w/c or const_first set without a constant operand");
+    }
+    return true;
+  }
+  if (!TwoInputs(st[kKind])) return FailStage(s, "a constant operand for a kind of one operand");
+  if (st[kSrc1] != -1) return FailStage(s, "src1 is not -1 beside a constant operand");
+  if (st[kConstFirst] != 0 && st[kConstFirst] != 1) return FailStage(s, "const_first is not 0 or 1");
+  if (st[kConstStrideH] < 0 || st[kConstStrideW] < 0 || st[kConstStrideC] < 0) {
+    return FailStage(s, "a constant's stride is negative");
+  }
+  if (index < 1 || index >= NumInputs(node)) {
+    return FailStage(s, "the constant's input index is out of range");
+  }
+  const int64_t last = int64_t{st[kOutH] - 1} * st[kConstStrideH] +
+                       int64_t{st[kOutW] - 1} * st[kConstStrideW] +
+                       int64_t{st[kOutC] - 1} * st[kConstStrideC];
+  const bool scaled = st[kKind] == kAdd || st[kKind] == kSub || st[kKind] == kMul;
+  const int32_t offset = st[kConstFirst] == 1 ? st[kInputOffset] : st[kInput2Offset];
+  TfLiteTensor* tensor = micro_context->AllocateTempInputTensor(node, index);
+  bool ok = tensor != nullptr && tensor->type == kTfLiteInt8 && ElementCount(*tensor) > last;
+  if (ok && scaled) ok = PerTensor(*tensor) && tensor->params.zero_point == -offset;
+  if (tensor != nullptr) micro_context->DeallocateTempTfLiteTensor(tensor);
+  if (!ok) {
+    MicroPrintf("ARENAPLAN_CASCADE: stage %d: input %d (the constant) is not int8 with more "
+                "than %d elements%s",
+                static_cast<int>(s), static_cast<int>(index), static_cast<int>(last),
+                scaled ? ", quantised per tensor, zero point minus its offset word" : "");
+  }
+  return ok;
 }
 
 // The source `src` of stage `s` is the input tensor or an earlier stage, of the
@@ -410,6 +487,17 @@ bool CheckKind(MicroContext* micro_context, TfLiteNode* node, int32_t s, const S
         return FailStage(s, "MEAN_ROWS's output is not [1, 1, 1, in_c]");
       }
       return true;
+    case kMinimum:
+    case kMaximum:
+      if (!SameShape(st)) return FailStage(s, "MINIMUM's or MAXIMUM's output shape is not its inputs'");
+      return true;
+    case kMean:
+      if (st[kOutH] != 1 || st[kOutW] != 1 || st[kOutC] != st[kInC] ||
+          !Scaling(st[kOutputMultiplier], st[kOutputShift])) {
+        return FailStage(s, "MEAN's output is not [1, 1, in_c] or its multiplier or shift is "
+                            "out of range");
+      }
+      return true;
     default:
       return FailStage(s, "unknown kind");
   }
@@ -431,9 +519,13 @@ bool CheckBuffers(const Chain& chain, int32_t s, const Stage& st) {
       return FailStage(s, "the ring is not inside the scratch buffer (or not 4-aligned)");
     }
   }
-  if (st[kKind] == kMeanRows) {
+  if (WholeInput(st[kKind])) {
     if (!InScratch(chain, st[kAccOffset], 4 * int64_t{st[kOutC]})) {
-      return FailStage(s, "the MEAN_ROWS sums are not inside the scratch buffer");
+      return FailStage(s, "the MEAN_ROWS or MEAN sums are not inside the scratch buffer");
+    }
+  } else if (SpreadsConst(st)) {
+    if (!InScratch(chain, st[kAccOffset], int64_t{st[kOutW]} * st[kOutC])) {
+      return FailStage(s, "the constant's row is not inside the scratch buffer");
     }
   } else if (st[kAccOffset] != -1) {
     return FailStage(s, "acc_offset is not -1");
@@ -452,13 +544,10 @@ bool CheckStage(MicroContext* micro_context, TfLiteNode* node, const Chain& chai
   if (st[kReserved1] != 0 || st[kReserved2] != 0 || st[kReserved3] != 0 || st[kReserved4] != 0) {
     return FailStage(s, "reserved words are not 0");
   }
-  if (st[kConstInput] != -1 || st[kConstStrideH] != 0 || st[kConstStrideW] != 0 ||
-      st[kConstStrideC] != 0 || st[kConstFirst] != 0 || st[kElementType] != 0) {
-    return FailStage(s, "a constant operand or an element type this kernel does not run");
-  }
+  if (st[kElementType] != 0) return FailStage(s, "an element type this kernel does not run");
   if (st[kBlockRows] < 0 || st[kBlockRows] > st[kOutH] ||
-      (st[kKind] == kMeanRows && st[kBlockRows] > 1)) {
-    return FailStage(s, "block_rows is not in 0..out_h (MEAN_ROWS: 0 or 1)");
+      (WholeInput(st[kKind]) && st[kBlockRows] > 1)) {
+    return FailStage(s, "block_rows is not in 0..out_h (MEAN_ROWS, MEAN: 0 or 1)");
   }
   if (s < chain.stages - 1 && st[kBlockRows] > 1 && st[kRingRows] % st[kBlockRows] != 0) {
     return FailStage(s, "ring_rows is not a multiple of block_rows");
@@ -468,10 +557,11 @@ bool CheckStage(MicroContext* micro_context, TfLiteNode* node, const Chain& chai
     return FailStage(s, "the clamp or the offsets are outside int8");
   }
   if (!CheckSource(chain, input, s, st, st[kSrc0])) return false;
-  if (TwoInputs(st[kKind])) {
+  if (!CheckConstOperand(micro_context, node, s, st)) return false;
+  if (TwoInputs(st[kKind]) && st[kConstInput] == -1) {
     if (!CheckSource(chain, input, s, st, st[kSrc1])) return false;
   } else if (st[kSrc1] != -1) {
-    return FailStage(s, "src1 is not -1 for a kind other than ADD, MUL, SUB");
+    return FailStage(s, "src1 is not -1 for a kind of one operand");
   }
   return CheckKind(micro_context, node, s, st) && CheckBuffers(chain, s, st);
 }
@@ -489,10 +579,15 @@ bool CheckChain(MicroContext* micro_context, TfLiteNode* node, const Chain& chai
   if (!ok) return false;
   const int32_t last = chain.stages - 1;
   TfLiteTensor* output = micro_context->AllocateTempOutputTensor(node, 0);
-  ok = IsImage(output, Word(chain.blob, last, kOutH), Word(chain.blob, last, kOutW),
-               Word(chain.blob, last, kOutC));
+  const int32_t out_h = Word(chain.blob, last, kOutH), out_w = Word(chain.blob, last, kOutW);
+  const int32_t out_c = Word(chain.blob, last, kOutC);
+  ok = IsImage(output, out_h, out_w, out_c) ||
+       (out_h == 1 && out_w == 1 && IsVector(output, out_c));
   if (output != nullptr) micro_context->DeallocateTempTfLiteTensor(output);
-  if (!ok) return Fail("the output tensor is not int8 [1, out_h, out_w, out_c] of the last stage");
+  if (!ok) {
+    return Fail("the output tensor is not int8 [1, out_h, out_w, out_c] (or [1, out_c] of one "
+                "pixel) of the last stage");
+  }
   return true;
 }
 
@@ -980,6 +1075,75 @@ void ActivationRow(const Stage& st, const int8_t* in, int8_t* out) {
   }
 }
 
+// MINIMUM, MAXIMUM of two rows: the raw int8 values compared (reference
+// MaximumMinimumBroadcastSlow's MinimumOp, MaximumOp; CMSIS-NN's arm_minimum_s8 and
+// arm_maximum_s8 compare the same values).
+void MinMaxRow(const Stage& st, const int8_t* a, const int8_t* b, int8_t* out) {
+  const int32_t n = st[kOutW] * st[kOutC];
+  if (st[kKind] == kMaximum) {
+    for (int32_t i = 0; i < n; ++i) out[i] = a[i] > b[i] ? a[i] : b[i];
+  } else {
+    for (int32_t i = 0; i < n; ++i) out[i] = a[i] < b[i] ? a[i] : b[i];
+  }
+}
+
+// ---- Constant operands (words 40-44) ---------------------------------------------
+// TFLM's broadcast kernels (reference_integer_ops::BroadcastAdd6DSlow,
+// BroadcastMul6DSlow, reference_ops::BroadcastQuantSubSlow,
+// MaximumMinimumBroadcastSlow) compute each output element from the two operands'
+// elements with the element-wise function; here the constant's elements of output
+// row y, column x, channel c are const[y*stride_h + x*stride_w + c*stride_c], laid
+// out as a row and handed, in the operator's order, to the same row functions.
+
+// Row y of the constant operand: in place, or spread into the scratch row.
+const int8_t* ConstRow(const Run& run, const Stage& st, int32_t y) {
+  const int8_t* c =
+      micro::GetTensorData<int8_t>(micro::GetEvalInput(run.context, run.node, st[kConstInput])) +
+      y * st[kConstStrideH];
+  if (ConstRowInPlace(st)) return c;
+  int8_t* row = run.scratch + st[kAccOffset];
+  const int32_t out_c = st[kOutC], stride_w = st[kConstStrideW], stride_c = st[kConstStrideC];
+  for (int32_t x = 0; x < st[kOutW]; ++x) {
+    int8_t* pixel = row + x * out_c;
+    const int8_t* from = c + x * stride_w;
+    if (stride_c == 0) {
+      std::memset(pixel, *from, static_cast<size_t>(out_c));
+    } else {
+      for (int32_t ch = 0; ch < out_c; ++ch) pixel[ch] = from[ch * stride_c];
+    }
+  }
+  return row;
+}
+
+// The two-operand row function of the stage's kind, operands in the operator's order.
+void TwoOperandRow(const Stage& st, const int8_t* a, const int8_t* b, int8_t* out) {
+  switch (st[kKind]) {
+    case kAdd:
+      AddRow(st, a, b, out);
+      break;
+    case kSub:
+      SubRow(st, a, b, out);
+      break;
+    case kMul:
+      MulRow(st, a, b, out);
+      break;
+    default:
+      MinMaxRow(st, a, b, out);
+      break;
+  }
+}
+
+// Row y of a stage with a constant operand, first or second (SUB is not symmetric).
+void ConstOperandRow(const Run& run, const Stage& st, const int8_t* activation, int32_t y,
+                     int8_t* out) {
+  const int8_t* c = ConstRow(run, st, y);
+  if (st[kConstFirst] == 1) {
+    TwoOperandRow(st, c, activation, out);
+  } else {
+    TwoOperandRow(st, activation, c, out);
+  }
+}
+
 // PAD of rows and columns: the input's pixels moved, the rest the pad value.
 void PadRow(const Stage& st, const Rows& in, int32_t y, int8_t* out) {
   const int32_t c = st[kOutC];
@@ -1041,6 +1205,10 @@ bool CmsisConvRows(const Run& run, int32_t s, const Stage& st, const Rows& in, i
 // Row y of stage s by the reference arithmetic.
 void ComputeRow(const Run& run, int32_t s, const Stage& st, const Rows& in, int32_t y) {
   int8_t* out = OutputRow(run, s, st, y);
+  if (st[kConstInput] >= 0) {
+    ConstOperandRow(run, st, in.Row(y), y, out);
+    return;
+  }
   switch (st[kKind]) {
     case kConv:
       ConvRow(st, in, WeightsOf(run, st), y, out);
@@ -1060,6 +1228,10 @@ void ComputeRow(const Run& run, int32_t s, const Stage& st, const Rows& in, int3
       break;
     case kMul:
       MulRow(st, in.Row(y), RowsOf(run, st[kSrc1], st[kInW] * st[kInC]).Row(y), out);
+      break;
+    case kMinimum:
+    case kMaximum:
+      MinMaxRow(st, in.Row(y), RowsOf(run, st[kSrc1], st[kInW] * st[kInC]).Row(y), out);
       break;
     case kRelu:
     case kRelu6:
@@ -1119,6 +1291,25 @@ TFLITE_NOINLINE void WriteMean(const Run& run, int32_t s) {
   for (int32_t c = 0; c < st[kOutC]; ++c) out[c] = Clamp(RoundedAverage(sums[c], count), st);
 }
 
+// MEAN's one output row: reference_ops::QuantizedMeanOrSum, the sum less the input's
+// zero point times the count (in int64, then int32 as TFLM's int32 sum type),
+// requantised by the multiplier and shift Prepare's rescaling by the count gives
+// (computed by arenaplan, in the record), plus the output's zero point, clamped.
+TFLITE_NOINLINE void WriteRequantizedMean(const Run& run, int32_t s) {
+  Stage st;
+  Decode(run.blob, s, &st);
+  int8_t* out = OutputRow(run, s, st, 0);
+  const int32_t* sums = Sums(run, s);
+  const int64_t count = int64_t{st[kInH]} * st[kInW];
+  for (int32_t c = 0; c < st[kOutC]; ++c) {
+    const int32_t shifted = static_cast<int32_t>(sums[c] + int64_t{st[kInputOffset]} * count);
+    const int32_t value =
+        MultiplyByQuantizedMultiplier(shifted, st[kOutputMultiplier], st[kOutputShift]) +
+        st[kOutputOffset];
+    out[c] = Clamp(value, st);
+  }
+}
+
 // ---- The pull recursion: make and compute --------------------------------------
 
 void Compute(Run* run, int32_t s, int32_t y);
@@ -1141,7 +1332,8 @@ void Make(Run* run, int32_t s, int32_t r) {
   }
 }
 
-// MEAN_ROWS: sums = 0; per input row r: make(src0, r), add row r; then the output.
+// MEAN_ROWS, MEAN: sums = 0; per input row r: make(src0, r), add row r; then the
+// output.
 void ComputeMean(Run* run, int32_t s) {
   const int32_t src = Word(run->blob, s, kSrc0);
   const int32_t in_h = Word(run->blob, s, kInH);
@@ -1151,14 +1343,18 @@ void ComputeMean(Run* run, int32_t s) {
     if (!run->ok || !Readable(run, s, src, r, r)) return;
     AddRowToSums(*run, s, r);
   }
-  WriteMean(*run, s);
+  if (Word(run->blob, s, kKind) == kMean) {
+    WriteRequantizedMean(*run, s);
+  } else {
+    WriteMean(*run, s);
+  }
 }
 
 // compute(s, y): the step of rows y .. y+n-1: make the last row their needs reach
 // (for ADD, MUL, SUB also src1's row y+n-1), then compute them.
 void Compute(Run* run, int32_t s, int32_t y) {
   const int32_t kind = Word(run->blob, s, kKind);
-  if (kind == kMeanRows) {
+  if (WholeInput(kind)) {
     ComputeMean(run, s);
     return;
   }

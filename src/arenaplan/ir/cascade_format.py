@@ -36,11 +36,17 @@ KINDS = {
     "LEAKY_RELU": 10,
     "MUL": 11,
     "SUB": 12,
+    "MINIMUM": 13,
+    "MAXIMUM": 14,
+    "MEAN": 15,  # TFLM's int8 MEAN over rows and columns (requantised), summed row by row
 }
 KIND_NAMES = {code: name for name, code in KINDS.items()}
 # kinds whose output row y reads row y of their sources alone (of both for two inputs)
-ELEMENTWISE = ("ADD", "RELU", "RELU6", "LEAKY_RELU", "MUL", "SUB")
-TWO_INPUTS = ("ADD", "MUL", "SUB")
+ELEMENTWISE = ("ADD", "RELU", "RELU6", "LEAKY_RELU", "MUL", "SUB", "MINIMUM", "MAXIMUM")
+# kinds of two operands: src1 names the second activation, or const_in a constant
+TWO_INPUTS = ("ADD", "MUL", "SUB", "MINIMUM", "MAXIMUM")
+# kinds that read every row of their input for their one output row (int32 sums)
+WHOLE_INPUT = (MEAN_ROWS, "MEAN")
 
 # record words
 KIND, SRC0, SRC1 = 0, 1, 2
@@ -49,7 +55,7 @@ FILTER_H, FILTER_W, STRIDE_H, STRIDE_W, DIL_H, DIL_W = 9, 10, 11, 12, 13, 14
 PAD_TOP, PAD_LEFT, DEPTH_MULT = 15, 16, 17
 FILTER_IN, BIAS_IN, QUANT_IN = 18, 19, 20
 IN_OFFSET, OUT_OFFSET, ACT_MIN, ACT_MAX = 21, 22, 23, 24
-RING_ROWS, RING_OFFSET, ACC_OFFSET = 25, 26, 27
+RING_ROWS, RING_OFFSET, ACC_OFFSET = 25, 26, 27  # ACC_OFFSET also: a constant's row
 ADD_WORDS = 28  # input2_offset, left_shift, then three (multiplier, shift) pairs
 IN2_OFFSET = 28  # ADD, SUB, MUL: minus src1's zero point
 ALPHA_MULT, ALPHA_SHIFT = 32, 33  # LEAKY_RELU: the alpha branch's multiplier and shift
@@ -57,7 +63,7 @@ OUT_MULT, OUT_SHIFT = 34, 35  # ADD, SUB; RELU, LEAKY_RELU (identity branch), MU
 PAD_VALUE = 36
 BLOCK_ROWS = 37  # rows a stage computes per step (0 or 1: one)
 # 38, 39 reserved (0)
-CONST_IN = 40  # input index of a constant second operand (-1: none; src1 names the other)
+CONST_IN = 40  # input index of a constant operand (-1: none; with one, src1 is -1)
 CONST_STRIDE_H, CONST_STRIDE_W, CONST_STRIDE_C = 41, 42, 43  # its strides in elements
 CONST_FIRST = 44  # 1: the constant is the operator's first input (SUB: c - x)
 ELEMENT_TYPE = 45  # the stage's activations: 0 int8
@@ -117,7 +123,7 @@ class RowGeometry:
 
     kind: str  # a builtin name or MEAN_ROWS
     src0: int  # INPUT_SRC or an earlier stage
-    src1: int  # the second source of ADD, MUL, SUB, else INPUT_SRC (unused)
+    src1: int  # the second activation of a two-operand kind, else INPUT_SRC (unused)
     in_h: int
     out_h: int
     filter_h: int = 1
@@ -147,6 +153,15 @@ class RowGeometry:
         rows = [first + k * self.dilation_h for k in range(self.filter_h)]
         inside = [r for r in rows if 0 <= r < self.in_h]
         return (inside[0], inside[-1]) if inside else (0, -1)
+
+
+def const_row_in_place(w: Sequence[int]) -> bool:
+    """A constant operand's row is read in place: its elements of an output row lie
+    as the row's (channel stride 1, column stride out_c, where those dimensions are
+    above 1); otherwise the kernel spreads it into a row of the scratch (acc_offset)."""
+    return (w[OUT_C] == 1 or w[CONST_STRIDE_C] == 1) and (
+        w[OUT_W] == 1 or w[CONST_STRIDE_W] == w[OUT_C]
+    )
 
 
 def row_geometry(w: Sequence[int]) -> RowGeometry:

@@ -111,7 +111,9 @@ def _valid(sg: Subgraph, a: int, e: int) -> bool:
     for i in range(a, e + 1):
         op = sg.operators[i]
         acts = op.inputs[:2] if op.opcode in TWO_INPUTS else op.inputs[:1]
-        entering.update(t for t in acts if t not in made)
+        entering.update(
+            t for t in acts if t >= 0 and t not in made and not sg.tensors[t].is_constant
+        )
     if len(entering) != 1:
         return False
     last = sg.operators[e].outputs[0]

@@ -11,8 +11,8 @@ time, a narrow row pays per call what a pixel costs (the products sum each filte
 first) and a row of odd width leaves a slow single pixel. Steps cost ring rows: the
 rings of a stage and of its source hold whole steps.
 ``add_cascade`` appends the operator to a ``SubgraphEdit``: its
-inputs are the chain's input, then each stage's filter, bias and quantisation data
-(new constant int32 tensors), in stage order.
+inputs are the chain's input, then each stage's filter, bias, quantisation data
+(new constant int32 tensors) and constant operand, in stage order.
 """
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ from arenaplan.ir.cascade_format import (
     ACC_OFFSET,
     BIAS_IN,
     BLOCK_ROWS,
+    CONST_IN,
     FILTER_IN,
     KIND,
     KIND_NAMES,
     MAX_STAGES,
-    MEAN_ROWS,
     OPCODE,
     OUT_C,
     OUT_H,
@@ -40,6 +40,8 @@ from arenaplan.ir.cascade_format import (
     RING_ROWS,
     SRC0,
     SRC1,
+    WHOLE_INPUT,
+    const_row_in_place,
     encode,
     row_geometry,
 )
@@ -57,8 +59,8 @@ STEP_PIXELS = 16  # default: output pixels of a CONV_2D step at least (CMSIS-NN 
 
 @dataclass(frozen=True, slots=True)
 class Chain:
-    """A cascade ready to be written: ``records`` with sources and rings filled in
-    (constant input indices still -1), ``stages`` as read, ``input``/``output`` the
+    """A cascade ready to be written: ``records`` with sources, rings and the scratch
+    layout filled in (constant input indices still -1), ``stages`` as read, ``input``/``output`` the
     chain's tensors, ``scratch`` the bytes its kernel requests."""
 
     subgraph: int
@@ -121,6 +123,17 @@ def _check_leaves(sg: Subgraph, ops: Sequence[int], stages: Sequence[Stage]) -> 
                 raise Uncascadable("an intermediate tensor is read outside the chain")
 
 
+def _const_rows(stages: Sequence[Stage], records: list[list[int]], at: int) -> int:
+    """One row of scratch at byte ``at`` (4-aligned), shared by the stages whose
+    constant operand the kernel spreads into a row (its ``acc_offset``): a row is
+    used within one row function, never across two. The scratch's new end."""
+    spread = [w for st, w in zip(stages, records, strict=True) if st.const >= 0]
+    spread = [w for w in spread if not const_row_in_place(w)]
+    for w in spread:
+        w[ACC_OFFSET] = at
+    return at + align_up(max((w[OUT_W] * w[OUT_C] for w in spread), default=0), 4)
+
+
 def chain_of(
     sg: Subgraph,
     ops: Sequence[int],
@@ -147,9 +160,10 @@ def chain_of(
         w[RING_ROWS] = rows
         w[RING_OFFSET] = at if rows else 0
         at += align_up(rows * w[OUT_W] * w[OUT_C], 4)
-        if KIND_NAMES[w[KIND]] == MEAN_ROWS:
+        if KIND_NAMES[w[KIND]] in WHOLE_INPUT:
             w[ACC_OFFSET] = at
             at += 4 * w[OUT_C]
+    at = _const_rows(stages, records, at)
     return Chain(
         sg.index,
         tuple(ops),
@@ -177,6 +191,7 @@ def add_cascade(edit: SubgraphEdit, chain: Chain, name: str) -> None:
         w = list(w)
         w[FILTER_IN] = slot(st.filter)
         w[BIAS_IN] = slot(st.bias)
+        w[CONST_IN] = slot(st.const)
         if st.quant:
             w[QUANT_IN] = slot(edit.add_int32(f"{name}/stage{s}/quant", st.quant))
         records.append(w)

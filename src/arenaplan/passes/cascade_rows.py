@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 
-from arenaplan.ir.cascade_format import INPUT_SRC, MEAN_ROWS, TWO_INPUTS, RowGeometry
+from arenaplan.ir.cascade_format import INPUT_SRC, TWO_INPUTS, WHOLE_INPUT, RowGeometry
 
 INPUT = INPUT_SRC  # src of a stage that reads the operator's input (kept whole)
 ADD = "ADD"
@@ -40,7 +40,7 @@ class _Simulation:
 
     def compute(self, s: int, y: int) -> None:
         g = self.stages[s]
-        if g.kind == MEAN_ROWS:
+        if g.kind in WHOLE_INPUT:
             for r in range(g.in_h):
                 self.make(g.src0, r)
                 self.read(g.src0, r)

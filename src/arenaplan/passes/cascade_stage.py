@@ -22,7 +22,11 @@ from arenaplan.ir.cascade_format import (
     ALPHA_MULT,
     ALPHA_SHIFT,
     BIAS_IN,
+    CONST_FIRST,
     CONST_IN,
+    CONST_STRIDE_C,
+    CONST_STRIDE_H,
+    CONST_STRIDE_W,
     DEPTH_MULT,
     DIL_H,
     DIL_W,
@@ -62,6 +66,7 @@ from arenaplan.tflm.prepare import (
     add_params,
     conv_multipliers,
     leaky_relu_params,
+    mean_params,
     mul_params,
     relu6_range,
     relu_params,
@@ -81,9 +86,10 @@ class Uncascadable(Exception):
 @dataclass(frozen=True, slots=True)
 class Stage:
     """``words``: the record, chain-filled words at their defaults; ``sources``: the
-    activation tensors it reads (1, or 2 for ADD, MUL, SUB); ``output``: the tensor it writes;
-    ``filter``/``bias``: tensor indices (-1 none); ``quant``: the int32 values of
-    its quantisation tensor (empty: none)."""
+    activation tensors it reads (1, or 2 for ADD, MUL, SUB, MINIMUM, MAXIMUM of two
+    activations); ``output``: the tensor it writes; ``filter``/``bias``/``const``:
+    tensor indices (-1 none; ``const``: a constant operand, its strides and order in
+    the words); ``quant``: the int32 values of its quantisation tensor (empty: none)."""
 
     kind: str
     words: tuple[int, ...]
@@ -92,6 +98,7 @@ class Stage:
     filter: int = -1
     bias: int = -1
     quant: tuple[int, ...] = ()
+    const: int = -1
 
 
 def _act(t: Tensor, what: str) -> Tensor:
@@ -146,7 +153,7 @@ def _base(x: Tensor, y: Tensor, kind: str) -> list[int]:
     w = [0] * RECORD_WORDS
     w[KIND], w[SRC0], w[SRC1] = KINDS[kind], -1, -1
     w[IN_H], w[IN_W], w[IN_C] = x.shape[1:]
-    w[OUT_H], w[OUT_W], w[OUT_C] = y.shape[1:]
+    w[OUT_H], w[OUT_W], w[OUT_C] = y.shape[1:] if len(y.shape) == 4 else (1, 1, y.shape[-1])
     for k in (FILTER_H, FILTER_W, STRIDE_H, STRIDE_W, DIL_H, DIL_W, DEPTH_MULT):
         w[k] = 1
     w[FILTER_IN] = w[BIAS_IN] = w[QUANT_IN] = w[ACC_OFFSET] = w[CONST_IN] = -1
@@ -212,21 +219,96 @@ def _pool(op: Operator, x: Tensor, y: Tensor) -> Stage:
     return Stage(kind, tuple(w), (x.index,), y.index)
 
 
-def _two_inputs(sg: Subgraph, op: Operator, y: Tensor) -> tuple[Tensor, Tensor]:
-    """The two activations of ADD, MUL or SUB, of the output's shape (no broadcasting)."""
-    if len(op.inputs) != 2:
+@dataclass(frozen=True, slots=True)
+class _Operands:
+    """The two operands of ADD, SUB, MUL, MINIMUM, MAXIMUM in the operator's order,
+    ``first``/``second``, and which of them is a constant (None: neither)."""
+
+    first: Tensor
+    second: Tensor
+    const: int | None  # 0 or 1: the operator's input index of the constant
+
+    @property
+    def activation(self) -> Tensor:
+        return self.first if self.const != 0 else self.second
+
+    @property
+    def constant(self) -> int:
+        """The constant's tensor index, -1 none."""
+        if self.const is None:
+            return -1
+        return (self.first if self.const == 0 else self.second).index
+
+    @property
+    def sources(self) -> tuple[int, ...]:
+        if self.const is None:
+            return (self.first.index, self.second.index)
+        return (self.activation.index,)
+
+
+def _broadcast_strides(c: Tensor, y: Tensor) -> tuple[int, int, int]:
+    """Element strides of constant ``c`` per row, column and channel of output ``y``
+    ([1, H, W, C]); 0 where it broadcasts (numpy's rules, as TFLM's broadcast loop)."""
+    if len(c.shape) > 4:
+        raise Uncascadable("its constant has more than 4 dimensions")
+    dims = (1,) * (4 - len(c.shape)) + tuple(c.shape)
+    if dims[0] != 1 or any(d not in (1, o) for d, o in zip(dims[1:], y.shape[1:], strict=True)):
+        raise Uncascadable("its constant does not broadcast to its output")
+    _, h, w, ch = dims
+    return (w * ch if h > 1 else 0, ch if w > 1 else 0, 1 if ch > 1 else 0)
+
+
+def _constant(t: Tensor, buffers: Sequence[bytes], scaled: bool) -> Tensor:
+    """An int8 constant operand whose bytes are in the model (``scaled``: quantised
+    per tensor, its scale read by the arithmetic)."""
+    data = buffers[t.buffer] if 0 <= t.buffer < len(buffers) else b""
+    if t.dtype is not DType.INT8 or len(data) != t.elements:
+        raise Uncascadable("its constant is not int8 data in the model")
+    q = t.quantization
+    if scaled and (q is None or len(q.scales) != 1 or len(q.zero_points) != 1):
+        raise Uncascadable("its constant is not quantised per tensor")
+    return t
+
+
+def _operands(
+    sg: Subgraph, op: Operator, y: Tensor, buffers: Sequence[bytes], scaled: bool = True
+) -> _Operands:
+    """Two activations of the output's shape, or one and an int8 constant that
+    broadcasts to it (either input)."""
+    if len(op.inputs) != 2 or min(op.inputs) < 0:
         raise Uncascadable("not two inputs")
-    a = _act(sg.tensors[op.inputs[0]], "input 0")
-    b = _act(sg.tensors[op.inputs[1]], "input 1")
-    if a.shape != y.shape or b.shape != y.shape:
-        raise Uncascadable("it broadcasts")
-    return a, b
+    tensors = [sg.tensors[i] for i in op.inputs]
+    const = [k for k, t in enumerate(tensors) if t.is_constant]
+    if len(const) == 2:
+        raise Uncascadable("both inputs are constants")
+    for k, t in enumerate(tensors):
+        if k in const:
+            _constant(t, buffers, scaled)
+        elif _act(t, f"input {k}").shape != y.shape:
+            raise Uncascadable(f"input {k} broadcasts (an activation of another shape)")
+    return _Operands(tensors[0], tensors[1], const[0] if const else None)
 
 
-def _add(sg: Subgraph, op: Operator, y: Tensor) -> Stage:
+def _const_words(w: list[int], ops: _Operands, y: Tensor) -> None:
+    """The constant's words: strides per output row, column, channel and its order
+    (const_in, the operator's input index, is the chain's to fill)."""
+    if ops.const is None:
+        return
+    c = ops.second if ops.const == 1 else ops.first
+    w[CONST_STRIDE_H], w[CONST_STRIDE_W], w[CONST_STRIDE_C] = _broadcast_strides(c, y)
+    w[CONST_FIRST] = 1 if ops.const == 0 else 0
+
+
+def _stage(kind: str, w: list[int], ops: _Operands, y: Tensor) -> Stage:
+    _const_words(w, ops, y)
+    return Stage(kind, tuple(w), ops.sources, y.index, const=ops.constant)
+
+
+def _add(sg: Subgraph, op: Operator, y: Tensor, buffers: Sequence[bytes]) -> Stage:
     """ADD, or SUB (its parameters computed as sub_common.cc does, in float)."""
-    a, b = _two_inputs(sg, op, y)
-    w = _base(a, y, op.opcode)
+    ops = _operands(sg, op, y, buffers)
+    a, b = ops.first, ops.second
+    w = _base(ops.activation, y, op.opcode)
     w[ACT_MIN], w[ACT_MAX] = _activation(op, y)
     p: AddParams
     if op.opcode == "ADD":
@@ -247,18 +329,30 @@ def _add(sg: Subgraph, op: Operator, y: Tensor) -> Stage:
         p.output_multiplier,
         p.output_shift,
     ]
-    return Stage(op.opcode, tuple(w), (a.index, b.index), y.index)
+    return _stage(op.opcode, w, ops, y)
 
 
-def _mul(sg: Subgraph, op: Operator, y: Tensor) -> Stage:
-    a, b = _two_inputs(sg, op, y)
-    w = _base(a, y, "MUL")
+def _mul(sg: Subgraph, op: Operator, y: Tensor, buffers: Sequence[bytes]) -> Stage:
+    ops = _operands(sg, op, y, buffers)
+    a, b = ops.first, ops.second
+    w = _base(ops.activation, y, "MUL")
     w[ACT_MIN], w[ACT_MAX] = _activation(op, y)
+    w[IN_OFFSET] = -_scale_zp(a)[1]
     w[IN2_OFFSET] = -_scale_zp(b)[1]
     w[OUT_MULT], w[OUT_SHIFT] = _shift_in_range(
         *mul_params(_scale_zp(a), _scale_zp(b), _scale_zp(y))
     )
-    return Stage("MUL", tuple(w), (a.index, b.index), y.index)
+    return _stage("MUL", w, ops, y)
+
+
+def _min_max(sg: Subgraph, op: Operator, y: Tensor, buffers: Sequence[bytes]) -> Stage:
+    """MINIMUM, MAXIMUM: the raw int8 values compared (maximum_minimum.cc has no
+    Prepare and reads no quantisation); offsets and clamp at their neutral values."""
+    ops = _operands(sg, op, y, buffers, scaled=False)
+    w = _base(ops.activation, y, op.opcode)
+    w[IN_OFFSET] = w[OUT_OFFSET] = 0
+    w[ACT_MIN], w[ACT_MAX] = -128, 127
+    return _stage(op.opcode, w, ops, y)
 
 
 def _shift_in_range(mult: int, shift: int) -> tuple[int, int]:
@@ -308,17 +402,54 @@ def _pad(sg: Subgraph, op: Operator, x: Tensor, y: Tensor, buffers: Sequence[byt
     return Stage("PAD", tuple(w), (x.index,), y.index)
 
 
+def _mean_axes(sg: Subgraph, op: Operator, buffers: Sequence[bytes]) -> set[int]:
+    axis = sg.operand(op, 1)
+    if len(op.inputs) != 2 or axis is None or not axis.is_constant:
+        raise Uncascadable("its axes are not constant")
+    data = buffers[axis.buffer] if 0 <= axis.buffer < len(buffers) else b""
+    if axis.dtype is not DType.INT32 or len(data) != 4 * axis.elements:
+        raise Uncascadable("its axes are not int32 data in the model")
+    return {int(a) % 4 for a in np.frombuffer(data, dtype="<i4") if -4 <= a < 4}
+
+
+def _mean(sg: Subgraph, op: Operator, buffers: Sequence[bytes]) -> Stage:
+    """MEAN over rows and columns (Keras' global average pooling): TFLM's int8
+    QuantizedMeanOrSum, its multiplier rescaled by the element count offline."""
+    x = _act(sg.tensors[op.inputs[0]], "its input")
+    if _mean_axes(sg, op, buffers) != {1, 2} or len(sg.tensors[op.inputs[1]].shape) > 1:
+        raise Uncascadable("it does not average over rows and columns alone")
+    y = sg.tensors[op.outputs[0]]
+    c = x.shape[3]
+    if y.shape not in ((1, c), (1, 1, 1, c)) or y.dtype is not DType.INT8 or y.is_variable:
+        raise Uncascadable("its output is not int8 [1, C] or [1, 1, 1, C]")
+    q = y.quantization
+    if q is None or len(q.scales) != 1 or len(q.zero_points) != 1:
+        raise Uncascadable("its output is not quantised per tensor")
+    w = _base(x, y, "MEAN")
+    w[OUT_H], w[OUT_W], w[OUT_C] = 1, 1, c
+    w[FILTER_H], w[FILTER_W] = x.shape[1], x.shape[2]
+    w[ACT_MIN], w[ACT_MAX] = -128, 127
+    w[OUT_MULT], w[OUT_SHIFT] = _shift_in_range(
+        *mean_params(_scale_zp(x)[0], _scale_zp(y)[0], x.shape[1] * x.shape[2])
+    )
+    return Stage("MEAN", tuple(w), (x.index,), y.index)
+
+
 def stage_of(sg: Subgraph, op: Operator, buffers: Sequence[bytes]) -> Stage:
     """The stage of ``op`` (``Uncascadable`` if it cannot be one)."""
     if op.opcode not in KINDS or op.is_custom:
         raise Uncascadable(f"{op.opcode} has no stage")
     if len(op.outputs) != 1 or not op.inputs or op.inputs[0] < 0:
         raise Uncascadable("not one output and an input")
+    if op.opcode == "MEAN":
+        return _mean(sg, op, buffers)
     y = _act(sg.tensors[op.outputs[0]], "its output")
     if op.opcode in ("ADD", "SUB"):
-        return _add(sg, op, y)
+        return _add(sg, op, y, buffers)
     if op.opcode == "MUL":
-        return _mul(sg, op, y)
+        return _mul(sg, op, y, buffers)
+    if op.opcode in ("MINIMUM", "MAXIMUM"):
+        return _min_max(sg, op, y, buffers)
     x = _act(sg.tensors[op.inputs[0]], "its input")
     if op.opcode in ("RELU", "RELU6", "LEAKY_RELU"):
         return _unary(op, x, y)

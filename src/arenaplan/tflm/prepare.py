@@ -5,7 +5,9 @@ QuantizeMultiplierSmallerThanOneExp), tensorflow/lite/kernels/kernel_util.cc
 (PopulateConvolutionQuantizationParams, CalculateActivationRangeQuantized, Quantize),
 tensorflow/lite/micro/kernels/add_common.cc (the int8 ADD's parameters), and the
 int8 RELU, RELU6 (activations_common.cc), LEAKY_RELU (leaky_relu_common.cc), MUL
-(mul_common.cc) and SUB (sub_common.cc), each in float or double where TFLM uses it.
+(mul_common.cc), SUB (sub_common.cc) and MEAN (reduce_common.cc, with the rescaling
+by the element count of reference_ops::QuantizedMeanOrSum), each in float or double
+where TFLM uses it.
 
 Scales are the float32 values of the file held as Python floats (exact); TFLM's
 double arithmetic is IEEE double in every build, so Python's gives the same bits;
@@ -161,3 +163,15 @@ def sub_params(in1: tuple[float, int], in2: tuple[float, int], out: tuple[float,
     m2 = quantize_multiplier_below_one(float(_f32(in2[0]) / twice_max))
     mo = quantize_multiplier_below_one(float(twice_max / (_f32(1 << left) * _f32(out[0]))))
     return AddParams(-in1[1], -in2[1], out[1], left, *m1, *m2, *mo)
+
+
+def mean_params(in_scale: float, out_scale: float, count: int) -> tuple[int, int]:
+    """The int8 MEAN's (multiplier, shift) over ``count`` elements an output: Prepare's
+    QuantizeMultiplier(in / out scale, in double), then QuantizedMeanOrSum's rescaling
+    (reduce.h): shift = min(floor(log2(count)), 32, 31 + shift), multiplier =
+    (multiplier << shift) // count (int64, truncated), shift minus it."""
+    if count < 1:
+        raise ValueError(f"a mean over {count} elements")
+    mult, shift = quantize_multiplier(in_scale / out_scale)
+    extra = min(count.bit_length() - 1, 32, 31 + shift)
+    return (mult << extra) // count, shift - extra
