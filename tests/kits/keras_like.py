@@ -1,8 +1,10 @@
 """Models shaped as TensorFlow's converter writes Keras CNNs, with the project's writer:
 a signature def (``serving_default``), batch norm the converter did not fold (MUL and
-ADD by per-channel constants after a convolution), separate RELU operators and
-residual ADDs. int8, weights per channel, random with a fixed seed; each factory
-returns ``.tflite`` bytes that TFLM's reference kernels run.
+ADD by per-channel constants after a convolution), separate RELU operators,
+residual ADDs, scalar scalings and clamps (MUL, SUB with the constant first,
+MINIMUM, MAXIMUM) and global average pooling as MEAN. int8, weights per channel,
+random with a fixed seed; each factory returns ``.tflite`` bytes that TFLM's reference
+kernels run.
 """
 
 from __future__ import annotations
@@ -92,4 +94,36 @@ def residual_net(size: int = 32, c: int = 8, blocks: int = 2) -> bytes:
     return n.done([x], [_head(n, out, shape, 4)], KEY)
 
 
-KERAS_LIKE = {"bn_classifier": bn_classifier, "residual_net": residual_net}
+def _scalar(n: Net, value: int, scale: float, zero: int = 0) -> int:
+    data = np.array(value, np.int8)
+    return n.b.add_tensor(n._name("k"), (), I8, data=data, quantization=q(scale, zero))
+
+
+def clamp_net(size: int = 24, c: int = 8) -> bytes:
+    """As the converter writes Keras' hard sigmoid, a clip and ``1 - x``: CONV_2D ->
+    MUL by a scalar -> MINIMUM and MAXIMUM by scalars -> SUB (per-channel constant
+    first) -> MAXIMUM of it and a depthwise convolution of it -> MEAN over rows and
+    columns (keep_dims false, GlobalAveragePooling2D), the output."""
+    n = Net("clamp_net", seed=13)
+    shape = (1, size, size, 3)
+    x = n.act(shape, scale=1 / 128)
+    y, shape = _conv(n, x, shape, c, 3)
+    m = n.act(shape, scale=0.01, zero=0)
+    n.op("MUL", [y, _scalar(n, 40, 0.001, -128)], [m])
+    lo = n.act(shape, scale=0.01, zero=0)
+    n.op("MINIMUM", [m, _scalar(n, 70, 0.01)], [lo])
+    hi = n.act(shape, scale=0.01, zero=0)
+    n.op("MAXIMUM", [lo, _scalar(n, -50, 0.01)], [hi])
+    s = n.act(shape, scale=0.004, zero=10)
+    n.op("SUB", [_channel_const(n, c, (1, 1, 1, c), 0.005), hi], [s])
+    d = n.act(shape, scale=0.004, zero=10)
+    n.op("DEPTHWISE_CONV_2D", [s, n.weights((1, 3, 3, c), 3), n.bias(c, I32, c)], [d],
+         padding="SAME", stride_w=1, stride_h=1, depth_multiplier=1)  # fmt: skip
+    mx = n.act(shape, scale=0.004, zero=10)
+    n.op("MAXIMUM", [s, d], [mx])
+    pooled = n.act((1, c), scale=0.004, zero=-5)
+    n.op("MEAN", [mx, n.const([1, 2], I32)], [pooled], keep_dims=False)
+    return n.done([x], [pooled], KEY)
+
+
+KERAS_LIKE = {"bn_classifier": bn_classifier, "residual_net": residual_net, "clamp_net": clamp_net}

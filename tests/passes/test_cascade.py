@@ -344,3 +344,81 @@ def test_a_chain_whose_words_leave_int32_is_not_cascaded() -> None:
     for wide in (with_(stage, quant=(2**31,)), with_(stage, words=low)):
         with pytest.raises(Uncascadable, match="int32"):
             _check_words([wide])
+
+
+def test_constant_operands_are_stages_with_their_strides() -> None:
+    """MUL, ADD, SUB by a constant (per channel, scalar, first or second), MINIMUM and
+    MAXIMUM by a constant or of two activations, MEAN over rows and columns: stages,
+    the constant outside the chain's activations, its strides and order in the words;
+    the written operator names the constant by its input index."""
+    from kits.keras_like import bn_classifier, clamp_net
+
+    from arenaplan.ir import cascade_format as f
+
+    model = read_model_bytes(clamp_net())
+    sg = model.subgraphs[0]
+    words = {}
+    for op in sg.operators[:-1]:
+        st = stage_of(sg, op, model.buffers)
+        words[op.opcode, st.words[f.CONST_FIRST]] = st.words
+        if op.opcode in ("MUL", "MINIMUM", "SUB") or op.index == 3:
+            other = op.inputs[1 - op.inputs.index(st.const)]
+            assert st.sources == (other,)
+    scalar = words["MINIMUM", 0]
+    assert scalar[f.CONST_STRIDE_H : f.CONST_FIRST + 1] == (0, 0, 0, 0)
+    per_channel_first = words["SUB", 1]  # [1, 1, 1, C], the operator's first input
+    assert per_channel_first[f.CONST_STRIDE_H : f.CONST_FIRST + 1] == (0, 0, 1, 1)
+    mean = stage_of(sg, sg.operators[-1], model.buffers)
+    assert mean.kind == "MEAN" and mean.words[f.OUT_H : f.OUT_C + 1] == (1, 1, 8)
+    assert longest_chains(sg, model.buffers) == [list(range(len(sg.operators)))]
+    out, _ = run_passes(model, [make_pass("cascade", {})])
+    op = next(o for o in out.subgraphs[0].operators if o.opcode == OPCODE)
+    records = f.decode(op).records
+    rows = {r[f.ACC_OFFSET] for r in records if r[f.CONST_IN] >= 0}
+    assert len(rows) == 1 and -1 not in rows  # every broadcast constant spreads into one row
+    for r in records:
+        if r[f.CONST_IN] >= 0:
+            const = out.subgraphs[0].tensors[op.inputs[r[f.CONST_IN]]]
+            assert r[f.SRC1] == -1 and const.is_constant
+    bn = read_model_bytes(bn_classifier())
+    assert longest_chains(bn.subgraphs[0], bn.buffers)[0] == list(range(10))  # to the pool
+
+
+def test_constant_operands_that_cannot_be_stages_say_why() -> None:
+    """An activation that broadcasts, a constant of another type or one that does not
+    broadcast to the output: refused in a few words (the chain stops there)."""
+    from dataclasses import replace
+
+    from kits.keras_like import clamp_net
+
+    from arenaplan.ir.dtypes import DType
+
+    model = read_model_bytes(clamp_net())
+    sg = model.subgraphs[0]
+    mul = sg.operators[1]
+    const = sg.tensors[mul.inputs[1]]
+
+    def with_const(t) -> object:
+        tensors = tuple(t if x.index == const.index else x for x in sg.tensors)
+        return replace(sg, tensors=tensors)
+
+    sub = sg.operators[4]  # SUB, its [1, 1, 1, 8] constant first: as [8, 1, 1] it does not
+    per_channel = sg.tensors[sub.inputs[0]]
+    tensors = tuple(replace(t, shape=(8, 1, 1)) if t is per_channel else t for t in sg.tensors)
+    with pytest.raises(Uncascadable, match="does not broadcast"):
+        stage_of(replace(sg, tensors=tensors), sub, model.buffers)
+    with pytest.raises(Uncascadable, match="not int8"):
+        stage_of(with_const(replace(const, dtype=DType.INT16)), mul, model.buffers)
+    with pytest.raises(Uncascadable, match="both inputs are constants"):
+        stage_of(sg, replace(mul, inputs=(mul.inputs[1], mul.inputs[1])), model.buffers)
+
+
+def test_mean_multiplier_is_tflm_rescaled_by_the_count() -> None:
+    """QuantizedMeanOrSum's rescaling (reduce.h), worked by hand: in/out scale 1.5 is
+    QuantizeMultiplier's (3 * 2^29, shift 1); over 12 elements shift' = min(3, 32,
+    32) = 3, multiplier (3 * 2^29 * 8) // 12 = 2^30, shift 1 - 3."""
+    from arenaplan.tflm.prepare import mean_params, quantize_multiplier
+
+    assert quantize_multiplier(1.5) == (3 << 29, 1)
+    assert mean_params(0.3, 0.2, 12) == (1 << 30, -2)
+    assert mean_params(0.3, 0.2, 1) == (3 << 29, 1)

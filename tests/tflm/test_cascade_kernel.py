@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from flatbuffers import flexbuffers
 from kits.elementwise_net import ELEMENTWISE_OPS, elementwise_net
+from kits.keras_like import bn_classifier, clamp_net
 from testkit import MODELS_DIR, SHARED_ABSENT
 
 from arenaplan.builder.ds_cnn import ds_cnn
@@ -53,9 +54,14 @@ KINDS = {
     "LEAKY_RELU": 10,
     "MUL": 11,
     "SUB": 12,
+    "MINIMUM": 13,
+    "MAXIMUM": 14,
+    "MEAN": 15,
 }
-ELEMENTWISE = ("ADD", "RELU", "RELU6", "LEAKY_RELU", "MUL", "SUB")  # row y reads row y
-TWO_INPUTS = ("ADD", "MUL", "SUB")
+# row y reads row y
+ELEMENTWISE = ("ADD", "RELU", "RELU6", "LEAKY_RELU", "MUL", "SUB", "MINIMUM", "MAXIMUM")
+TWO_INPUTS = ("ADD", "MUL", "SUB", "MINIMUM", "MAXIMUM")
+WHOLE_INPUT = ("MEAN_ROWS", "MEAN")  # one output row from every input row
 HEADER_WORDS, STAGE_WORDS = 4, 48
 ADD_LEFT_SHIFT = 20  # TFLM's add_common.cc for int8
 
@@ -130,6 +136,31 @@ def _padding(size: int, filter_size: int, stride: int, dilation: int, same: bool
 
 
 @dataclass
+class Const:
+    """A constant operand: int8 values of the shape the operator reads, and their
+    (scale, zero point)."""
+
+    data: np.ndarray
+    quant: tuple[float, int] = (0.01, 3)
+
+
+def _const_strides(c: Const, out: tuple[int, int, int]) -> tuple[int, int, int]:
+    """Element strides of ``c`` per output row, column, channel: numpy's broadcast of
+    the constant to [1, H, W, C] (0 where it broadcasts)."""
+    view = np.broadcast_to(c.data.reshape((1,) * (4 - c.data.ndim) + c.data.shape), (1, *out))
+    return view.strides[1], view.strides[2], view.strides[3]  # int8: bytes = elements
+
+
+def _spreads(st: _Stage) -> bool:
+    """The kernel spreads the constant's row into the scratch: it does not lie as an
+    output row (channel stride 1, column stride out_c, where those are above 1)."""
+    if st.const is None:
+        return False
+    _, w, c = st.shape
+    return not ((c == 1 or st.words[43] == 1) and (w == 1 or st.words[42] == c))
+
+
+@dataclass
 class _Stage:
     kind: str
     src0: int
@@ -139,6 +170,8 @@ class _Stage:
     consts: list[tuple[np.ndarray, DType]] = field(default_factory=list)  # filter, bias, quant
     builtin: tuple[str, list, dict] | None = None  # the plain operator: opcode, inputs, options
     quant: tuple[float, int] = (0.0, 0)  # the output's scale and zero point
+    const: Const | None = None  # a constant operand (words 40-44)
+    tensor_shape: tuple[int, ...] | None = None  # the output tensor's, when not [1, h, w, c]
 
 
 class HandChain:
@@ -151,12 +184,29 @@ class HandChain:
         self.rng = np.random.default_rng(seed)
         self.stages: list[_Stage] = []
 
-    # Shapes and quantisation of a source (-1: the chain's input).
+    # Shapes and quantisation of a source (-1: the chain's input) or a constant.
     def _shape(self, src: int) -> tuple[int, int, int]:
         return self.input_shape if src < 0 else self.stages[src].shape
 
-    def _quant(self, src: int) -> tuple[float, int]:
+    def _quant(self, src) -> tuple[float, int]:
+        if isinstance(src, Const):
+            return src.quant
         return self.input_quant if src < 0 else self.stages[src].quant
+
+    def _two(self, kind: str, a, b, quant) -> _Stage:
+        """The record of a two-operand stage: two sources, or a source and a constant
+        (first or second: words 40-44; src1 -1); offsets in the operator's order."""
+        const = a if isinstance(a, Const) else b if isinstance(b, Const) else None
+        act = b if const is a else a
+        src1 = -1 if const is not None else b
+        st = self._base(kind, act, self._shape(act), quant, src1=src1)
+        st.words[21] = -self._quant(a)[1]
+        st.words[28] = -self._quant(b)[1]
+        if const is not None:
+            st.const = const
+            st.words.update(zip((41, 42, 43), _const_strides(const, st.shape), strict=True))
+            st.words[44] = 1 if const is a else 0
+        return st
 
     def _base(self, kind: str, src0: int, out: tuple[int, int, int], quant, src1=-1) -> _Stage:
         in_h, in_w, in_c = self._shape(src0)
@@ -255,7 +305,7 @@ class HandChain:
         return self._push(st)
 
     def add(self, a, b, scale=0.09, zp=-7, activation="NONE") -> int:
-        st = self._base("ADD", a, self._shape(a), (scale, zp), src1=b)
+        st = self._two("ADD", a, b, (scale, zp))
         s1, s2, so = (_f32(self._quant(a)[0]), _f32(self._quant(b)[0]), _f32(scale))
         twice = 2 * max(s1, s2)
         m1, m2 = _quantize_multiplier(s1 / twice), _quantize_multiplier(s2 / twice)
@@ -268,7 +318,7 @@ class HandChain:
 
     def sub(self, a, b, scale=0.09, zp=-7, activation="NONE") -> int:
         """SUB: sub_common.cc computes ADD's multipliers in float."""
-        st = self._base("SUB", a, self._shape(a), (scale, zp), src1=b)
+        st = self._two("SUB", a, b, (scale, zp))
         s1, s2, so = (np.float32(self._quant(a)[0]), np.float32(self._quant(b)[0]), scale)
         twice = np.float32(2) * max(s1, s2)
         m1, m2 = _quantize_below_one(float(s1 / twice)), _quantize_below_one(float(s2 / twice))
@@ -281,12 +331,37 @@ class HandChain:
 
     def mul(self, a, b, scale=0.11, zp=6, activation="NONE") -> int:
         """MUL: mul_common.cc, in1 * in2 / out scale in double."""
-        st = self._base("MUL", a, self._shape(a), (scale, zp), src1=b)
+        st = self._two("MUL", a, b, (scale, zp))
         s1, s2, so = (_f32(self._quant(a)[0]), _f32(self._quant(b)[0]), _f32(scale))
         mo = _quantize_multiplier(s1 * s2 / so)
         st.words.update({28: -self._quant(b)[1], 34: mo[0], 35: mo[1]})
         st.words[23], st.words[24] = _act_range(activation, so, zp)
         st.builtin = ("MUL", [a, b], {"fused_activation_function": activation})
+        return self._push(st)
+
+    def min_max(self, a, b, maximum: bool) -> int:
+        """MINIMUM, MAXIMUM: the raw values compared; the output quantised as the
+        activation operand (TFLM reads no quantisation)."""
+        kind = "MAXIMUM" if maximum else "MINIMUM"
+        act = b if isinstance(a, Const) else a
+        st = self._two(kind, a, b, self._quant(act))
+        st.words[21] = st.words[28] = st.words[22] = 0
+        st.builtin = (kind, [a, b], {})
+        return self._push(st)
+
+    def reduce_mean(self, src, keep_dims=False, scale=0.013, zp=4) -> int:
+        """MEAN over rows and columns: QuantizedMeanOrSum's multiplier, in/out scale in
+        double by QuantizeMultiplier, rescaled by the count n: shift' = min(floor(log2
+        n), 32, 31 + shift), multiplier * 2^shift' // n, shift - shift'."""
+        in_h, in_w, in_c = self._shape(src)
+        st = self._base("MEAN", src, (1, 1, in_c), (scale, zp))
+        n = in_h * in_w
+        mult, shift = _quantize_multiplier(_f32(self._quant(src)[0]) / _f32(scale))
+        extra = min(n.bit_length() - 1, 32, 31 + shift)
+        st.words.update({9: in_h, 10: in_w, 34: (mult << extra) // n, 35: shift - extra})
+        st.tensor_shape = (1, 1, 1, in_c) if keep_dims else (1, in_c)
+        st.axes = np.array([1, 2], np.int32)
+        st.builtin = ("MEAN", [src], {"keep_dims": keep_dims})
         return self._push(st)
 
     def relu(self, src, scale=0.03, zp=-20) -> int:
@@ -332,9 +407,13 @@ class HandChain:
 
     # --- The two models -----------------------------------------------------------
 
-    def _act(self, b: ModelBuilder, name: str, shape, quant) -> int:
+    def _act(self, b: ModelBuilder, name: str, shape, quant, tensor_shape=None) -> int:
         q = Quantization((quant[0],), (quant[1],))
-        return b.add_tensor(name, (1, *shape), DType.INT8, quantization=q)
+        return b.add_tensor(name, tensor_shape or (1, *shape), DType.INT8, quantization=q)
+
+    def _const(self, b: ModelBuilder, name: str, c: Const) -> int:
+        q = Quantization((c.quant[0],), (c.quant[1],))
+        return b.add_tensor(name, c.data.shape, DType.INT8, data=c.data, quantization=q)
 
     def original(self) -> bytes:
         b = ModelBuilder("hand chain")
@@ -342,7 +421,10 @@ class HandChain:
         made: list[int] = []
         for i, st in enumerate(self.stages):
             opcode, srcs, options = st.builtin
-            ins = [x if s < 0 else made[s] for s in srcs]
+            ins = [
+                self._const(b, f"k{i}", s) if isinstance(s, Const) else x if s < 0 else made[s]
+                for s in srcs
+            ]
             if st.kind in ("CONV_2D", "DEPTHWISE_CONV_2D"):
                 (filt, _), (bias, _), _ = st.consts
                 ins.append(
@@ -359,8 +441,10 @@ class HandChain:
                 )
             if st.kind == "PAD":
                 ins.append(b.add_tensor(f"p{i}", (4, 2), DType.INT32, data=st.paddings))
+            if st.kind == "MEAN":
+                ins.append(b.add_tensor(f"m{i}", (2,), DType.INT32, data=st.axes))
             name = "output" if i == len(self.stages) - 1 else f"a{i}"
-            made.append(self._act(b, name, st.shape, st.quant))
+            made.append(self._act(b, name, st.shape, st.quant, st.tensor_shape))
             b.add_operator(opcode, ins, [made[-1]], options)
         b.set_io([x], [made[-1]])
         return b.finish()
@@ -368,7 +452,7 @@ class HandChain:
     def blob(self, full_rings: bool = False, words: dict | None = None, steps: int = 0) -> bytes:
         """The chain blob: rings sized by the row order (or whole tensors); ``steps``:
         the block_rows of every stage but MEAN_ROWS (at most its rows)."""
-        blocks = [0 if st.kind == "MEAN_ROWS" else min(steps, st.shape[0]) for st in self.stages]
+        blocks = [0 if st.kind in WHOLE_INPUT else min(steps, st.shape[0]) for st in self.stages]
         rings = (
             _ring_rows(self.stages, blocks) if not full_rings else [s.shape[0] for s in self.stages]
         )
@@ -383,9 +467,14 @@ class HandChain:
             offset += _align4(rings[s] * st.shape[1] * st.shape[2])
             records.append(w)
         for s, st in enumerate(self.stages):
-            if st.kind == "MEAN_ROWS":
+            if st.kind in WHOLE_INPUT:
                 records[s][27] = offset
                 offset += 4 * st.shape[2]
+        spread = [s for s, st in enumerate(self.stages) if _spreads(st)]
+        for s in spread:  # one row shared by every stage that spreads its constant
+            records[s][27] = offset
+        offset += _align4(max((self.stages[s].shape[1] * self.stages[s].shape[2] for s in spread),
+                              default=0))  # fmt: skip
         header = [2, len(self.stages), offset, STAGE_WORDS]
         for (s, f), v in (words or {}).items():
             if s == "header":
@@ -414,13 +503,17 @@ class HandChain:
                     continue
                 inputs.append(b.add_tensor(f"c{s}_{field_index}", data.shape, dtype, data=data))
                 extra[(s, field_index)] = len(inputs) - 1
+            if st.const is not None:
+                inputs.append(self._const(b, f"k{s}", st.const))
+                extra[(s, 40)] = len(inputs) - 1
         for (s, f), index in extra.items():
             self.stages[s].words[f] = index
         blob = self.blob(full_rings, words, steps)
         custom = (
             options if options is not None else flexbuffers.Dumps({"version": 2, "chain": blob})
         )
-        y = self._act(b, "output", self.stages[-1].shape, self.stages[-1].quant)
+        last = self.stages[-1]
+        y = self._act(b, "output", last.shape, last.quant, last.tensor_shape)
         b.add_operator(f"custom:{CUSTOM}", inputs, [y], custom_options=custom)
         b.set_io([x], [y])
         return b.finish()
@@ -465,7 +558,7 @@ def _ring_rows(stages: list[_Stage], blocks: list[int] | None = None) -> list[in
 
     def compute(s: int, y: int) -> None:
         st = stages[s]
-        if st.kind == "MEAN_ROWS":
+        if st.kind in WHOLE_INPUT:
             for r in range(st.words[3]):
                 make(st.src0, r)
                 read(st.src0, r, r)
@@ -592,6 +685,58 @@ def _chain_leaky_end() -> HandChain:
     return c
 
 
+def _values(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    return rng.integers(-128, 128, shape).astype(np.int8)
+
+
+def _chain_batch_norm() -> HandChain:
+    """Batch norm the converter did not fold, as Keras exports it: MUL by a
+    per-channel [C] constant, ADD of a [1, 1, 1, C] one (RELU); then SUB with a scalar
+    [] constant first (c - x), MUL by a [1] scalar first, MEAN (keep_dims false) at
+    the end."""
+    c = HandChain((9, 7, 3), seed=10)
+    rng = np.random.default_rng(10)
+    a = c.conv(-1, 6, 3, stride=2, scale=0.05, zp=3)
+    m = c.mul(a, Const(_values(rng, (6,)), (0.004, -128)), scale=0.04, zp=-2)
+    b = c.add(m, Const(_values(rng, (1, 1, 1, 6)), (0.02, 5)), scale=0.05, zp=1,
+              activation="RELU")  # fmt: skip
+    d = c.conv(b, 5, 3, scale=0.06, zp=-4)
+    e = c.sub(Const(_values(rng, ()), (0.05, -7)), d, scale=0.08, zp=2)
+    f = c.mul(Const(_values(rng, (1,)), (0.003, 9)), e, scale=0.02, zp=-11)
+    c.reduce_mean(f, keep_dims=False, scale=0.013, zp=4)
+    return c
+
+
+def _chain_broadcasts() -> HandChain:
+    """A constant of every broadcast shape: whole [1, H, W, C] and [1, 1, W, C] (read
+    in place), per row [1, H, 1, 1] and [H, 1, C], per column [W, 1], [1, 1, 1, 1];
+    MAXIMUM and MINIMUM by constants, first and second; MEAN (keep_dims) at the end."""
+    c = HandChain((6, 5, 4), scale=0.03, zp=-5, seed=11)
+    rng = np.random.default_rng(11)
+    a = c.conv(-1, 4, 3, scale=0.05, zp=-1)
+    b = c.add(Const(_values(rng, (1, 6, 5, 4)), (0.03, -2)), a, scale=0.06, zp=4)
+    d = c.mul(b, Const(_values(rng, (1, 6, 1, 1)), (0.01, 0)), scale=0.03, zp=-9)
+    e = c.sub(d, Const(_values(rng, (5, 1)), (0.02, 12)), scale=0.07, zp=0)
+    f = c.add(e, Const(_values(rng, (1, 1, 5, 4)), (0.05, -1)), scale=0.08, zp=-3)
+    g = c.sub(Const(_values(rng, (6, 1, 4)), (0.04, 1)), f, scale=0.09, zp=7)
+    h = c.min_max(g, Const(_values(rng, (1, 1, 1, 4))), maximum=True)
+    k = c.min_max(Const(_values(rng, (1, 1, 1, 1))), h, maximum=False)
+    m = c.mul(k, Const(_values(rng, (1, 1, 1, 1)), (0.02, -4)), scale=0.5, zp=2)
+    c.reduce_mean(m, keep_dims=True, scale=0.15, zp=-6)
+    return c
+
+
+def _chain_min_max() -> HandChain:
+    """MAXIMUM of two stages, MINIMUM of the input and a stage, a pool after them."""
+    c = HandChain((7, 6, 3), seed=12)
+    a = c.conv(-1, 3, 3, scale=0.04, zp=-3)
+    b = c.conv(a, 0, 3, depthwise=True, scale=0.04, zp=-3)
+    m = c.min_max(a, b, maximum=True)
+    n = c.min_max(-1, m, maximum=False)
+    c.pool(n, 2, 1)
+    return c
+
+
 HAND_CHAINS = {
     "block": _chain_block,
     "strided_tall": _chain_strided_tall,
@@ -603,6 +748,9 @@ HAND_CHAINS = {
     "sub_end": _chain_sub_end,
     "relu_end": _chain_relu_end,
     "leaky_end": _chain_leaky_end,
+    "batch_norm": _chain_batch_norm,
+    "broadcasts": _chain_broadcasts,
+    "min_max": _chain_min_max,
 }
 
 
@@ -642,7 +790,7 @@ BROKEN = {
     "version": {("header", 0): 1},
     "record_words": {("header", 3): 41},
     "no_stages": {("header", 1): 0},
-    "kind": {(1, 0): 13},  # the first code after the kinds
+    "kind": {(1, 0): 16},  # the first code after the kinds
     "later_source": {(1, 1): 2},
     "ring_of_a_middle_stage": {(1, 25): 0},
     "ring_of_the_last_stage": {(8, 25): 1},
@@ -706,6 +854,56 @@ def test_prepare_refuses_bad_elementwise_parameters(case: str) -> None:
     assert len(lines) == 1, result.result.log
 
 
+# Constant operands, MINIMUM, MAXIMUM and MEAN, in _chain_broadcasts (stage 0 CONV_2D,
+# 1 ADD of a whole constant first (in place), 2 MUL per row, 3 SUB per column (both
+# spread), 4 ADD [1, 1, W, C] (in place), 5 SUB per row and channel first, 6 MAXIMUM,
+# 7 MINIMUM, 8 MUL by scalars, 9 MEAN): each bad word refused with one line.
+BROKEN_CONSTANTS = {
+    "const_index_out_of_range": {(2, 40): 99},
+    "const_is_the_filter": {(2, 40): 1},  # int8, but quantised per channel
+    "const_is_int32": {(2, 40): 3},  # the quantisation data
+    "const_negative_stride": {(3, 42): -1},
+    "const_stride_past_its_end": {(4, 41): 1},  # 20 elements, the last read at 24
+    "const_first_not_a_flag": {(5, 44): 2},
+    "const_beside_a_second_source": {(2, 2): 0},
+    "const_zero_point_not_its_offset": {(2, 28): 5},
+    "const_row_outside_scratch": {(3, 27): 1 << 20},
+    "const_row_missing": {(3, 27): -1},
+    "const_in_place_with_a_row": {(1, 27): 0},
+    "strides_without_a_constant": {(0, 41): 1},
+    "first_without_a_constant": {(0, 44): 1},
+    "const_of_a_convolution": {(0, 40): 4},
+    "max_output_shape": {(6, 8): 3},
+    "min_second_source_later": dict.fromkeys([(7, 41), (7, 42), (7, 43), (7, 44)], 0)
+    | {(7, 2): 8, (7, 40): -1, (7, 27): -1},
+    "mean_shift": {(9, 35): 31},
+    "mean_negative_multiplier": {(9, 34): -3},
+    "mean_output_rows": {(9, 6): 2},
+    "mean_steps": {(9, 37): 2},
+    "mean_sums_outside_scratch": {(9, 27): 1 << 20},
+}
+
+
+@pytest.mark.parametrize("case", list(BROKEN_CONSTANTS))
+def test_prepare_refuses_bad_constant_operands(case: str) -> None:
+    runner = _runner("host-reference")
+    model = _chain_broadcasts().cascaded(words=BROKEN_CONSTANTS[case])
+    result = runner.run_native(model, GENEROUS_ARENA, [], 1)
+    assert result.report.get("status") == "allocate", result.report
+    lines = [ln for ln in result.result.log.splitlines() if ln.startswith("ARENAPLAN_CASCADE:")]
+    assert len(lines) == 1, result.result.log
+
+
+def test_a_mean_output_of_another_shape_is_refused() -> None:
+    """MEAN's output tensor is [1, C] or [1, 1, 1, C]; [1, C, 1] is refused."""
+    runner = _runner("host-reference")
+    chain = _chain_batch_norm()
+    chain.stages[-1].tensor_shape = (1, chain.stages[-1].shape[2], 1)
+    result = runner.run_native(chain.cascaded(), GENEROUS_ARENA, [], 1)
+    assert result.report.get("status") == "allocate", result.report
+    assert "output tensor" in result.result.log
+
+
 @pytest.mark.parametrize(
     "options",
     [
@@ -744,6 +942,9 @@ BUILT = {
     "mobilenet_v2": lambda: mobilenet_v2(0.35, 64),
     "ds_cnn_M": lambda: ds_cnn("M"),
     "elementwise_net": elementwise_net,  # standalone RELU, RELU6, LEAKY_RELU, MUL, SUB
+    # as Keras exports: MUL, ADD by constants; MINIMUM, MAXIMUM, SUB (constant first), MEAN
+    "bn_classifier": bn_classifier,
+    "clamp_net": clamp_net,
 }
 REAL = [
     "mlcommons-tiny__vww_96_int8",

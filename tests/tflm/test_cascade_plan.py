@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
+from kits.keras_like import bn_classifier, clamp_net
 from testkit import MODELS_DIR, SHARED_ABSENT
 
 from arenaplan.builder.ds_cnn import ds_cnn
@@ -26,6 +27,8 @@ BUILT = {
     "mobilenet_v1_0.25_96x1": lambda: mobilenet_v1(0.25, 96, 1, 2),
     "mobilenet_v2_0.35_96": lambda: mobilenet_v2(0.35, 96),
     "ds_cnn_M": lambda: ds_cnn("M"),
+    "bn_classifier": bn_classifier,  # constant operands (batch norm the converter kept)
+    "clamp_net": clamp_net,  # MINIMUM, MAXIMUM, SUB with the constant first, MEAN
 }
 REAL = (
     "mlcommons-tiny__vww_96_int8",
