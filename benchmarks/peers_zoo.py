@@ -20,11 +20,13 @@ Per model, in bytes, TFLM's arm32 profile and reference kernels:
     cascade         ``--passes cascade,reorder,inplace --kernel-source TMP`` (and
                     ``--write-unproven`` with that option: TFLM built from source
                     proves a cascade; without the build arenaplan plans the model
-                    as it is)
+                    as it is; a build whose kernel is older than the tree's fails
+                    the proof, and ``ARENAPLAN_TFLM_BUILD=/nonexistent`` with
+                    ``--write-unproven`` then gives the figures, unproven)
     Vela SRAM       ``vela MODEL --optimise Size``: its "Total SRAM used" (KiB x
-                    1,024) with Vela's defaults (Ethos_U55_256,
+                    1,024, to the two decimals it prints) with Vela's defaults (Ethos_U55_256,
                     Ethos_U55_High_End_Embedded, Shared_Sram); and the operators it
-                    places on the CPU
+                    leaves to the CPU (TFLM), whose arena it does not count
     xformer         ``xcore-opt MODEL``: the "Tensor arena size" it prints (its whole
                     arena, persistent part included); and the same with the
                     operation split that ``xcore-opt --xcore-run-memory-analysis``
@@ -32,13 +34,11 @@ Per model, in bytes, TFLM's arm32 profile and reference kernels:
                     ...``), when it suggests one
 
 Then, per model, the operators the cascade pass leaves outside every cascade:
-``arenaplan plan MODEL --passes cascade``'s note and stats, and every operator whose
-kind has no cascade stage (docs/cascade.md: CONV_2D, DEPTHWISE_CONV_2D,
-AVERAGE_POOL_2D, MAX_POOL_2D, PAD, ADD, SUB, MUL, RELU, RELU6, LEAKY_RELU; MEAN as
-MEAN_ROWS) or that breaks a stage's limits (not int8, a constant or broadcast
-operand of ADD, SUB, MUL), counted by kind, input types and constant operands'
-shapes. A failing arenaplan command's exit status and its last line are printed as
-they are.
+``arenaplan plan MODEL --passes cascade``'s note and stats, and every operator no
+chain takes with the pass's own reason (``passes.cascade.chain_stops``, as
+``python benchmarks/cascade.py --stops --models DIR`` counts them), by kind and
+input types. A failing arenaplan command's exit status and its last lines are printed
+as they are.
 """
 
 from __future__ import annotations
@@ -56,25 +56,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from arenaplan.passes.cascade import chain_stops
+from arenaplan.reader import read_model_bytes
+
 DEFAULT_MODELS = Path.home() / ".cache" / "arenaplan" / "keras_zoo"
 PROFILE = "arm32"
 BANDS = "reorder,inplace,bands"
 CASCADE = "cascade,reorder,inplace"
-STAGES = {
-    "CONV_2D",
-    "DEPTHWISE_CONV_2D",
-    "AVERAGE_POOL_2D",
-    "MAX_POOL_2D",
-    "PAD",
-    "ADD",
-    "SUB",
-    "MUL",
-    "RELU",
-    "RELU6",
-    "LEAKY_RELU",
-    "MEAN",
-}
-ELEMENTWISE2 = {"ADD", "SUB", "MUL"}
 # the figures of the held-out models each one stands for (None: not given)
 ISSUE = {
     "mobilenet_v2_0.35_96": {"naive": None, "vela": 62_208, "xformer": 150_320},
@@ -135,11 +123,13 @@ def _command(text: str | None) -> list[str] | None:
     return parts if shutil.which(parts[0]) else None
 
 
-def arenaplan(cmd: list[str], model: Path, extra: list[str], tmp: Path) -> Run:
+def arenaplan(cmd: list[str], model: Path, extra: list[str], tmp: Path, quiet: bool = True) -> Run:
     out = tmp / "plan.json"
     out.unlink(missing_ok=True)
     proc = subprocess.run(
-        [*cmd, "plan", str(model), "--json", str(out), "-q", *extra], capture_output=True, text=True
+        [*cmd, "plan", str(model), "--json", str(out), *(["-q"] if quiet else []), *extra],
+        capture_output=True,
+        text=True,
     )
     lines = [x for x in (proc.stderr + proc.stdout).splitlines() if x.strip()]
     if proc.returncode or not out.exists():
@@ -154,12 +144,15 @@ def arenaplan(cmd: list[str], model: Path, extra: list[str], tmp: Path) -> Run:
         head = fw.get("head", data["arena"]["size"])
         tail = fw.get("tail", data["persistent"][PROFILE]["tail"])
     proof = data.get("proof") or {}
-    if not any(p.get("changed") for p in data.get("passes") or []):
-        note = "model unchanged" if data.get("passes") else ""
+    kept = ",".join(p["name"] for p in data.get("passes") or [] if p.get("changed"))
+    if not data.get("passes") or not proof:
+        note = ""
     elif proof.get("proven"):
-        note = f"proven: {proof.get('runtime')}"
+        note = f"passes changed: {kept or 'none'}; proven: {proof.get('runtime')}"
     else:
-        note = f"unproven: {proof.get('reason')}"
+        note = f"passes changed: {kept or 'none'}; unproven: {proof.get('reason')}"
+    if not quiet:  # the line that says which pass list was kept
+        lines = [x for x in lines if x.startswith("pass lists planned")]
     if lines:
         note = f"{note}; {lines[-1]}" if note else lines[-1]
     return Run(head, head + tail, proc.returncode, note=note, data=data)
@@ -176,12 +169,13 @@ def vela(cmd: list[str], model: Path, tmp: Path) -> tuple[int | None, str]:
     config = re.findall(
         r"(Accelerator configuration|System configuration|Memory mode)\s+(\S+)", text
     )
-    cpu = len(re.findall(r"Placing on CPU instead", text))
+    cpu = Counter(re.findall(r"^Warning \(supported operators\) operator: (\w+)", text, re.M))
     where = ", ".join(v for _, v in config)
     if not found:
         tail = [x for x in text.splitlines() if x.strip()][-1:] or ["no output"]
         return None, f"exit {proc.returncode}: {tail[0]}"
-    return round(float(found.group(1)) * 1024), f"{where}; {cpu} operator(s) on the CPU"
+    on_cpu = ", ".join(f"{k} {v}" for k, v in sorted(cpu.items())) or "none"
+    return round(float(found.group(1)) * 1024), f"{where}; on the CPU: {on_cpu}"
 
 
 def xformer(cmd: list[str], model: Path, tmp: Path) -> tuple[int | None, int | None, str]:
@@ -237,26 +231,20 @@ def describe(path: Path) -> dict[str, Any]:
         return t.Name().decode(), type_names[t.Type()], shape, const
 
     ops: Counter[str] = Counter()
-    outside: Counter[str] = Counter()
     for k in range(g.OperatorsLength()):
-        op = g.Operators(k)
-        code = model.OperatorCodes(op.OpcodeIndex())
-        kind = op_names.get(max(code.BuiltinCode(), code.DeprecatedBuiltinCode()), "?")
-        ops[kind] += 1
-        ins = [tensor(i) for i in op.InputsAsNumpy().tolist() if i >= 0]
-        out = tensor(op.Outputs(0))
-        acts = [t for t in ins if not t[3]]
-        consts = [t for t in ins if t[3]]
-        why = ""
-        if kind not in STAGES:
-            why = "no stage"
-        elif any(t[1] != "INT8" for t in acts) or out[1] != "INT8":
-            why = "not int8"
-        elif kind in ELEMENTWISE2 and (consts or any(t[2] != out[2] for t in acts)):
-            why = "constant or broadcast operand"
-        if why:
-            sig = ", ".join(f"{t[1]}{t[2]}{' const' if t[3] else ''}" for t in ins)
-            outside[f"{kind} ({why}): {sig} -> {out[1]}{out[2]}"] += 1
+        code = model.OperatorCodes(g.Operators(k).OpcodeIndex())
+        ops[op_names.get(max(code.BuiltinCode(), code.DeprecatedBuiltinCode()), "?")] += 1
+    ir = read_model_bytes(path.read_bytes())  # what stops chains: the pass's own words
+    outside: Counter[str] = Counter()
+    sg = ir.subgraphs[0]
+    for k, why in chain_stops(sg, ir.buffers):
+        op = sg.operators[k]
+        sig = ", ".join(
+            f"{sg.tensors[i].dtype.name}{list(sg.tensors[i].shape)}"
+            f"{' const' if sg.tensors[i].is_constant else ''}"
+            for i in op.tensor_inputs()
+        )
+        outside[f"{op.opcode} ({why}): {sig}"] += 1
     signatures = []
     for s in range(model.SignatureDefsLength()):
         sd = model.SignatureDefs(s)
@@ -300,8 +288,10 @@ def measure(model: Path, args: argparse.Namespace) -> dict[str, Any]:
         row["cascade"] = arenaplan(
             cmd, model, ["--passes", CASCADE, "--kernel-source", str(kernel), *unproven], tmp
         )
-        survey = arenaplan(cmd, model, ["--passes", "cascade", *unproven], tmp)
+        survey = arenaplan(cmd, model, ["--passes", "cascade", *unproven], tmp, quiet=False)
         row["cascade_pass"] = [p for p in survey.data.get("passes", []) if p["name"] == "cascade"]
+        if not row["cascade_pass"]:  # the cascade changed nothing: no pass was kept
+            row["cascade_pass"] = [{"note": survey.note or "no cascade kept"}]
         if survey.rc:
             row["cascade_pass"] = [{"error": survey.text()}]
     return row
