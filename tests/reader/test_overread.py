@@ -1,11 +1,13 @@
 """The reader keeps the bytes past a bias buffer's end that TFLM's int16x8
-DEPTHWISE_CONV_2D reads (it reads the bias as int64 whatever its type)."""
+DEPTHWISE_CONV_2D, TRANSPOSE_CONV (and CMSIS-NN's FULLY_CONNECTED) read (they read
+the bias as int64 whatever its type)."""
 
 from __future__ import annotations
 
 import numpy as np
 import tflite
 from kits.opmodels import I8, I16, I32, I64, Net
+from kits.weights_models import one_weighted
 
 from arenaplan.export.tflite_writer import write_model
 from arenaplan.ir.dtypes import DType
@@ -60,3 +62,16 @@ def test_biases_the_kernel_reads_as_stored_are_left_alone() -> None:
         model = read_model_bytes(data)
         bias_buffer = model.subgraphs[0].tensors[model.subgraphs[0].operators[0].inputs[2]].buffer
         assert len(model.buffers[bias_buffer]) == _bias_data(data)[1]
+
+
+def test_transpose_conv_and_cmsis_nn_fully_connected_biases_are_kept_too() -> None:
+    """TRANSPOSE_CONV's int16x8 kernel reads an int32 bias as int64 (an int16 one it
+    widens itself); CMSIS-NN's int16x8 FULLY_CONNECTED reads it as int64 as well."""
+    for opcode, slot in (("TRANSPOSE_CONV", 3), ("FULLY_CONNECTED", 2)):
+        model = read_model_bytes(one_weighted(opcode, I16, I32))
+        sg = model.subgraphs[0]
+        bias = sg.tensors[sg.operators[0].inputs[slot]]
+        assert len(model.buffers[bias.buffer]) == bias.elements * READ_AS, opcode
+    model = read_model_bytes(one_weighted("TRANSPOSE_CONV", I16, DType.INT16))
+    bias = model.subgraphs[0].tensors[model.subgraphs[0].operators[0].inputs[3]]
+    assert len(model.buffers[bias.buffer]) == bias.elements * 2

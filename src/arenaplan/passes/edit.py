@@ -74,6 +74,13 @@ class SubgraphEdit:
         self.tensors.append(t)
         return t.index
 
+    def add_view(self, constant: Tensor, name: str, dtype: DType) -> int:
+        """A new constant tensor over ``constant``'s buffer, of its shape and
+        quantisation, read as ``dtype`` (the buffer must hold its bytes)."""
+        t = replace(constant, index=len(self.tensors), name=name, dtype=dtype)
+        self.tensors.append(t)
+        return t.index
+
     def add_int32(self, name: str, values: Sequence[int] | np.ndarray) -> int:
         """A constant INT32 tensor holding ``values`` (its shape is kept); one tensor
         serves every operator asking for the same values (each costs TFLM a few

@@ -12,6 +12,16 @@ operator reads the same bytes). An operator in ``early`` gets its copies before
 the operator ahead of it (a prefetch that a DMA would overlap with that
 operator): the copy is then alive over both. Only weight inputs are staged
 (``ir.signatures.WEIGHT_SLOTS``).
+
+A copy holds every byte the kernel reads, as the type it reads them as
+(``weight_copies``): an int32 bias that an int16x8 kernel reads as int64
+(``reader/overread.py``, for the kernels the plan is for) is copied through a
+constant INT64 view of the same buffer (its ``elements x 8`` bytes, the bytes the
+original operator reads), so the operator reads an INT64 copy of those bytes. An
+operator whose weights cannot be copied so is refused (``copy_refusal``): INT4
+weights, which TFLM's RESHAPE copies one byte per element (``TfLiteTypeSizeOf``
+of ``kTfLiteInt4`` is 1, ``memory_helpers.cc``), twice what the packed buffer
+holds; a widened bias whose bytes the file does not hold in full.
 """
 
 from __future__ import annotations
@@ -20,32 +30,43 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from arenaplan.ir.model import Model, Operator
+from arenaplan.errors import UnsupportedModelError
+from arenaplan.ir.constants import data_bytes
+from arenaplan.ir.dtypes import DType
+from arenaplan.ir.model import Model, Operator, Subgraph
 from arenaplan.ir.signatures import WEIGHT_SLOTS, weight_inputs
 from arenaplan.passes.base import PassResult
 from arenaplan.passes.edit import SubgraphEdit, new_options
+from arenaplan.reader.overread import READ_AS, wide_biases
+from arenaplan.tflm.kernel_sets import REFERENCE, check_kernels
 
 
 @dataclass(frozen=True, slots=True)
 class Stage:
     """``ops``: indices (subgraph 0) of the operators whose weights are staged;
-    ``early``: those of them whose copies go before the operator ahead of them."""
+    ``early``: those of them whose copies go before the operator ahead of them;
+    ``kernels``: the kernels the model runs with (which read some biases wider)."""
 
     name: ClassVar[str] = "stage"
     summary: ClassVar[str] = "copy chosen operators' weights into the arena just before them"
     ops: tuple[int, ...] = ()
     early: tuple[int, ...] = ()
+    kernels: str = REFERENCE
 
     def run(self, model: Model) -> PassResult:
         ops = model.subgraphs[0].operators
         chosen = _chosen(model, self)
         if not chosen:
             return PassResult(model, False, "no operator staged", {"staged_operators": 0})
+        for o in sorted(chosen):
+            why = copy_refusal(model, o, self.kernels)
+            if why is not None:
+                raise UnsupportedModelError(f"operator {o} {ops[o].opcode}: {why}")
         edit = SubgraphEdit(model, 0)
         rewired: dict[int, Operator] = {}
         for o, copies in _order(len(ops), chosen, set(self.early)):
             if copies:
-                rewired[o] = _staged(edit, ops[o])
+                rewired[o] = _staged(edit, ops[o], weight_copies(model, o, self.kernels))
             else:
                 edit.add_op(rewired.get(o, ops[o]), o)
         n = len(chosen)
@@ -72,14 +93,82 @@ def _order(n_ops: int, chosen: set[int], early: set[int]) -> Iterator[tuple[int,
         yield o, False
 
 
-def _staged(edit: SubgraphEdit, op: Operator) -> Operator:
-    """Add a RESHAPE copy for each weight input of ``op``; ``op`` reading the copies."""
+@dataclass(frozen=True, slots=True)
+class WeightCopy:
+    """How one weight input of an operator is copied: constant ``tensor`` (subgraph
+    0), copied as ``dtype`` (the type the kernel reads it as), ``nbytes`` bytes (those
+    the kernel reads: the copy's size in the arena, unaligned)."""
+
+    tensor: int
+    dtype: DType
+    nbytes: int
+
+
+def weight_copies(model: Model, o: int, kernels: str = REFERENCE) -> list[WeightCopy]:
+    """The copies of the weights of operator ``o`` (subgraph 0), in input order."""
+    sg = model.subgraphs[0]
+    wide = set(_wide(sg, sg.operators[o], kernels))
+    found = []
+    for i in weight_inputs(sg.tensors, sg.operators[o]):
+        t = sg.tensors[i]
+        if i in wide:
+            found.append(WeightCopy(i, DType.INT64, t.elements * READ_AS))
+        else:
+            found.append(WeightCopy(i, t.dtype, t.nbytes))
+    return found
+
+
+def copy_refusal(model: Model, o: int, kernels: str = REFERENCE) -> str | None:
+    """Why the weights of operator ``o`` (subgraph 0) cannot be copied bit-exactly by
+    a RESHAPE, or None when they can."""
+    sg = model.subgraphs[0]
+    op = sg.operators[o]
+    wide = set(_wide(sg, op, kernels))
+    for i in weight_inputs(sg.tensors, op):
+        t = sg.tensors[i]
+        if t.dtype is DType.INT4:
+            packed = data_bytes(t.dtype, t.elements)
+            return (
+                f"its INT4 weights {t.name!r} are packed two to a byte ({packed:,} B) and "
+                f"TFLM's RESHAPE copies one byte per element ({t.elements:,} B, past their "
+                "buffer): they are read where they lie, never copied"
+            )
+        held = len(model.buffers[t.buffer]) if 0 <= t.buffer < len(model.buffers) else 0
+        if i in wide and held < t.elements * READ_AS:
+            return (
+                f"the kernel reads its {t.dtype.name.lower()} bias {t.name!r} as int64 "
+                f"({t.elements * READ_AS:,} B) and the file holds {held:,} B of it: "
+                "a copy cannot hold what it reads"
+            )
+    return None
+
+
+def _wide(sg: Subgraph, op: Operator, kernels: str) -> list[int]:
+    """The bias inputs of ``op`` that ``kernels`` read as int64 although narrower."""
+    return wide_biases(sg, op, cmsis_nn=check_kernels(kernels) != REFERENCE)
+
+
+def _staged(edit: SubgraphEdit, op: Operator, copies: list[WeightCopy]) -> Operator:
+    """Add a RESHAPE copy for each weight input of ``op``; ``op`` reading the copies.
+    A copy made as another type than its constant's copies an alias of the
+    constant's buffer with that type (the same bytes, read as the kernel reads them)."""
     copy_of: dict[int, int] = {}
-    for i in weight_inputs(edit.tensors, op):
-        src = edit.tensors[i]
-        copy_of[i] = edit.add_tensor(src, f"{src.name}/staged", src.shape)  # same quantisation
+    for c in copies:
+        src = edit.tensors[c.tensor]
+        source = c.tensor
+        if c.dtype is not src.dtype:
+            source = edit.add_view(src, f"{src.name}/as_{c.dtype.name.lower()}", c.dtype)
+        like = edit.tensors[source]
+        copy_of[c.tensor] = edit.add_tensor(
+            like, f"{src.name}/staged", src.shape
+        )  # same quantisation
         reshape = Operator(
-            0, "RESHAPE", False, (i,), (copy_of[i],), options=new_options("ReshapeOptions")
+            0,
+            "RESHAPE",
+            False,
+            (source,),
+            (copy_of[c.tensor],),
+            options=new_options("ReshapeOptions"),
         )
         edit.add_op(reshape, None)
     slots = WEIGHT_SLOTS.get(op.opcode, ())

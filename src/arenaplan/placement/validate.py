@@ -40,7 +40,9 @@ from arenaplan.errors import PlanValidationError, UnsupportedModelError
 from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Model, Operator, Subgraph, Tensor
 from arenaplan.placement.plan import Plan, StagingPlacement
+from arenaplan.reader.overread import wide_biases
 from arenaplan.tflm.aliases import CONCAT_VIEW, INPLACE, SLICE_VIEW, Alias
+from arenaplan.tflm.kernel_sets import REFERENCE
 from arenaplan.tflm.sizes import TFLM_ALIGNMENT
 
 TensorKey = tuple[int, int]  # (subgraph, tensor index)
@@ -229,7 +231,7 @@ def plan_problems(model: Model, plan: Plan) -> list[str]:
         buffers.append(Buffer(label, first, last, sc.size, TFLM_ALIGNMENT))
         offsets.append(sc.offset)
     for st in plan.staging:
-        found.extend(_staging_problems(model, st))
+        found.extend(_staging_problems(model, st, plan.kernels))
         if not (_has_op(model, 0, st.first) and _has_op(model, 0, st.op)):
             continue  # said by _staging_problems
         label = f"weight staging buffer of operator {st.op}"
@@ -271,10 +273,11 @@ def _has_op(model: Model, s: int, i: int) -> bool:
     return 0 <= s < len(model.subgraphs) and 0 <= i < len(model.subgraphs[s].operators)
 
 
-def _staging_problems(model: Model, st: StagingPlacement) -> list[str]:
+def _staging_problems(model: Model, st: StagingPlacement, kernels: str) -> list[str]:
     """A staging buffer must hold what its policy copies: ``groups:G`` one group of
     G output channels of every weight of the operator, ``,double`` two such; the
-    bytes of a channel re-derived here from the weight shapes and element sizes."""
+    bytes of a channel re-derived here from the weight shapes and the element sizes
+    ``kernels`` read."""
     where = f"weight staging buffer of operator {st.op}"
     ops = model.subgraphs[0].operators
     if not 0 <= st.first <= st.op < len(ops):
@@ -286,11 +289,17 @@ def _staging_problems(model: Model, st: StagingPlacement) -> list[str]:
     sg = model.subgraphs[0]
     op = ops[st.op]
     out = sg.tensors[op.outputs[0]].shape[-1]
-    block = 0  # one group: each weight's slice, the next starting 4-aligned
+    # biases the kernels read as int64 whatever their type (reader/overread.py)
+    wide = set(wide_biases(sg, op, cmsis_nn=kernels != REFERENCE))
+    block = 0  # one group: each weight's slice at a multiple of its element size and 4
     for i in dict.fromkeys(op.inputs[1:]):
         t = sg.tensors[i] if i >= 0 else None
-        if t is not None and t.is_constant:
-            block += -(-min(int(g), out) * int(np.prod(t.shape)) * t.dtype.itemsize // out // 4) * 4
+        if t is None or not t.is_constant:
+            continue
+        size = 8 if i in wide else t.dtype.itemsize  # bytes per element the kernel reads
+        block = -(-block // max(4, size)) * max(4, size)
+        block += -(-min(int(g), out) * int(np.prod(t.shape)) * size // out)
+    block = -(-block // 4) * 4
     need = -(-block // TFLM_ALIGNMENT) * TFLM_ALIGNMENT * (2 if rest else 1)
     if st.size < need:
         return [f"{where}: {st.size} B cannot hold {st.policy} ({need} B)"]

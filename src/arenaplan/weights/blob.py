@@ -1,8 +1,9 @@
 """The weights blob: each staged operator's weights laid out group by group.
 
 A block holds one group of G output channels of one operator: each weight's
-slice in input order (filter, then bias), each starting 4-aligned; blocks start
-16-aligned. The filter slice of a group is
+slice in input order (filter, then bias), each starting at a multiple of its
+element size and of 4 (``staging.block_layout``); blocks start 16-aligned. The
+filter slice of a group is
 
 - CONV_2D ``(Cout, Kh, Kw, Cin)``, FULLY_CONNECTED ``(Cout, In)``: rows
   ``c0..c0+g``, already contiguous;
@@ -10,8 +11,10 @@ slice in input order (filter, then bias), each starting 4-aligned; blocks start
   contiguous ``(Kh, Kw, g)`` block (the group-contiguous layout
   ``(ceil(C/G), Kh, Kw, G)``, one group after another);
 
-a bias slice is ``bias[c0:c0+g]``. The index (``GroupBlock``) says where each
-block is and what it holds. Bytes are copied from the model's buffers.
+a bias slice is ``bias[c0:c0+g]`` (for a bias an int16x8 kernel reads as int64,
+the 8-byte elements it reads). The index (``GroupBlock``) says where each block is
+and what it holds. Bytes are copied from the model's buffers, those the kernel
+reads (``ir.constants``: a buffer longer than its shape gives its first bytes).
 """
 
 from __future__ import annotations
@@ -21,9 +24,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from arenaplan.errors import UsageError
+from arenaplan.errors import UnsupportedModelError, UsageError
+from arenaplan.ir.constants import constant_bytes
 from arenaplan.ir.model import Model, Tensor
-from arenaplan.weights.staging import block_part, operator_weights
+from arenaplan.tflm.kernel_sets import REFERENCE
+from arenaplan.weights.staging import block_layout, operator_weights
 
 BLOCK_ALIGN = 16  # bytes: blocks start 16-aligned in the blob
 
@@ -51,14 +56,21 @@ class WeightsBlob:
         return [b for b in self.blocks if b.op == op]
 
 
-def _array(model: Model, t: Tensor) -> np.ndarray:
-    raw = model.buffers[t.buffer]
+def _array(model: Model, t: Tensor, nbytes: int) -> np.ndarray:
+    """The ``nbytes`` bytes the kernel reads of constant ``t``, shaped as ``t`` with
+    its last axis in bytes."""
+    raw = constant_bytes(model.buffers, t, nbytes)
+    if raw is None:  # the copy rules refuse a weight whose bytes are missing
+        raise UnsupportedModelError(f"tensor {t.index} {t.name!r} holds fewer than {nbytes:,} B")
     return np.frombuffer(raw, dtype=np.uint8).reshape(*t.shape[:-1], -1)
 
 
-def group_slice(model: Model, opcode: str, t: Tensor, first: int, n: int, channels: int) -> bytes:
-    """The bytes of output channels ``first..first+n`` of weight ``t`` (contiguous)."""
-    arr = _array(model, t)  # last axis in bytes (elements x element size)
+def group_slice(
+    model: Model, opcode: str, t: Tensor, first: int, n: int, channels: int, nbytes: int
+) -> bytes:
+    """The bytes of output channels ``first..first+n`` of weight ``t`` (contiguous);
+    ``nbytes``: the bytes of ``t`` the kernel reads."""
+    arr = _array(model, t, nbytes)  # last axis in bytes (elements x bytes read per element)
     if opcode == "DEPTHWISE_CONV_2D" and len(t.shape) == 4:
         width = arr.shape[-1] // channels  # bytes per element
         return np.ascontiguousarray(arr[0, :, :, first * width : (first + n) * width]).tobytes()
@@ -66,9 +78,12 @@ def group_slice(model: Model, opcode: str, t: Tensor, first: int, n: int, channe
     return arr.reshape(-1)[first * per : (first + n) * per].tobytes()
 
 
-def weights_blob(model: Model, groups: Sequence[tuple[int, int]]) -> WeightsBlob:
-    """The blob of operators ``(op, G)`` (subgraph 0), in that order."""
-    found = {w.op: w for w in operator_weights(model)}
+def weights_blob(
+    model: Model, groups: Sequence[tuple[int, int]], kernels: str = REFERENCE
+) -> WeightsBlob:
+    """The blob of operators ``(op, G)`` (subgraph 0), in that order, as ``kernels``
+    read their weights."""
+    found = {w.op: w for w in operator_weights(model, kernels=kernels)}
     sg = model.subgraphs[0]
     out = bytearray()
     blocks = []
@@ -76,14 +91,21 @@ def weights_blob(model: Model, groups: Sequence[tuple[int, int]]) -> WeightsBlob
         w = found.get(op)
         if w is None or not w.groupable:
             raise UsageError(f"operator {op} has no weights that split by output channel")
+        if w.refused:
+            raise UnsupportedModelError(f"operator {op} {w.opcode}: {w.refused}")
         for k in range(w.groups(g)):
             first = k * g
             n = min(g, w.channels - first)
             out.extend(bytes(-len(out) % BLOCK_ALIGN))
-            start, parts = len(out), []
-            for i in w.tensors:
-                piece = group_slice(model, w.opcode, sg.tensors[i], first, n, w.channels)
-                parts.append((len(out) - start, len(piece)))
-                out.extend(piece + bytes(block_part(len(piece)) - len(piece)))
-            blocks.append(GroupBlock(op, k, first, n, start, len(out) - start, tuple(parts)))
+            pieces = [
+                group_slice(model, w.opcode, sg.tensors[i], first, n, w.channels, p * w.channels)
+                for i, p in zip(w.tensors, w.per_channel, strict=True)
+            ]
+            offsets, size = block_layout([len(p) for p in pieces], w.aligns)
+            block = bytearray(size)
+            for at, piece in zip(offsets, pieces, strict=True):
+                block[at : at + len(piece)] = piece
+            parts = tuple((at, len(p)) for at, p in zip(offsets, pieces, strict=True))
+            blocks.append(GroupBlock(op, k, first, n, len(out), size, parts))
+            out.extend(block)
     return WeightsBlob(bytes(out), tuple(blocks))

@@ -19,7 +19,8 @@ def tflm_head(plan: Plan) -> int:
 
 def staged_blob(wp: WeightsPlan) -> WeightsBlob:
     """The blob of the group-staged operators, in staging-buffer order."""
-    return weights_blob(wp.model, [(s.op, _policy(s.policy).group) for s in wp.plan.staging])
+    groups = [(s.op, _policy(s.policy).group) for s in wp.plan.staging]
+    return weights_blob(wp.model, groups, wp.plan.kernels)
 
 
 def _policy(label: str) -> Policy:

@@ -30,6 +30,7 @@ from arenaplan.placement.planner import layout_plan, plan_model
 from arenaplan.placement.tiers import TierPlacement, laid_out_offsets, place_tiers
 from arenaplan.placement.validate import check_plan
 from arenaplan.targets.model import Target
+from arenaplan.tflm.kernel_sets import REFERENCE
 from arenaplan.tflm.sizes import TFLM_ALIGNMENT
 from arenaplan.weights.policies import IN_PLACE, WHOLE, OpChoice, Policy, WeightCosts
 
@@ -72,12 +73,14 @@ Score = Callable[[WeightsPlan], float]  # seconds a weights plan is compared by
 
 
 def staged_requests(
-    model: Model, choices: Sequence[OpChoice]
+    model: Model, choices: Sequence[OpChoice], kernels: str = REFERENCE
 ) -> tuple[Model, tuple[StagingRequest, ...], Origin]:
-    """The model with its whole-operator copies, the group buffers it needs
-    (operator indices of that model), and its origin from ``model``."""
+    """The model with its whole-operator copies (as ``kernels`` read the weights),
+    the group buffers it needs (operator indices of that model), and its origin
+    from ``model``."""
     whole = [c for c in choices if c.policy.kind == "whole"]
-    stage = Stage(tuple(c.op for c in whole), tuple(c.op for c in whole if c.first < c.op))
+    early = tuple(c.op for c in whole if c.first < c.op)
+    stage = Stage(tuple(c.op for c in whole), early, kernels)
     staged, origin = model, identity(model)
     if whole:
         staged, records = run_passes(model, [stage])
@@ -230,7 +233,7 @@ def _plan_policies(
     spreads = len([m for m in target.memories if "activations" in m.holds]) > 1
     tiers = None
     while True:
-        staged, requests, origin = staged_requests(model, choices)
+        staged, requests, origin = staged_requests(model, choices, options.kernels)
         plan = plan_model(staged, replace(options, staging=requests))
         if capacity is None or plan.arena <= capacity:
             break

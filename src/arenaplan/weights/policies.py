@@ -27,6 +27,10 @@ transfers, ``Memory.copy_seconds``; N groups; t_prev: the operator ahead):
 
 RAM in D: whole B, groups the largest group, double twice that (bytes, each
 buffer rounded to 16). Estimates, not measurements.
+
+An operator whose weights cannot be copied bit-exactly (``OpWeights.refused``:
+INT4 weights) is read in place whatever the policy asked; where S is not mapped it
+cannot run at all, and the plan is refused in one line naming it and why.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from arenaplan.allocation.packing import align_up
-from arenaplan.errors import UsageError
+from arenaplan.errors import UnsupportedModelError, UsageError
 from arenaplan.ir.model import Model
 from arenaplan.targets.model import Memory, Target
 from arenaplan.tflm.sizes import TFLM_ALIGNMENT
@@ -114,13 +118,16 @@ class WeightCosts:
         self.dest: Memory = target.fastest()
         self.timer = Timer(model, target)
         self.where = default_memory(model, target)
-        self.ops = operator_weights(model)
+        self.ops = operator_weights(model, kernels=target.kernels)
         self.base = [t.seconds for t in self.timer.times(self.where)]  # weights in S
         self._choices: dict[tuple[int, Policy], OpChoice] = {}
 
     def allowed(self, w: OpWeights) -> list[Policy]:
-        """The policies open to ``w``'s operator, in-place first if S is mapped."""
+        """The policies open to ``w``'s operator, in-place first if S is mapped (only
+        in place where its weights cannot be copied, ``_uncopied``)."""
         found = [IN_PLACE] if self.source.read == "in-place" else []
+        if w.refused:
+            return self._uncopied(w)
         found.append(WHOLE)
         if w.groupable and w.groups(DEFAULT_GROUP) > 1:
             found.append(Policy("groups", DEFAULT_GROUP))
@@ -172,7 +179,23 @@ class WeightCosts:
                 f"--weights in-place: {self.target.name}'s {self.source.name} is not "
                 'memory-mapped (read = "copy"); use whole, groups or auto'
             )
-        return [self.choice(w, p if p.kind != "groups" or w.groupable else WHOLE) for w in self.ops]
+        return [
+            self.choice(w, p if p.kind != "groups" or w.groupable else WHOLE)
+            if not w.refused
+            else self.choice(w, self._uncopied(w)[0])
+            for w in self.ops
+        ]
+
+    def _uncopied(self, w: OpWeights) -> list[Policy]:
+        """In place, the one policy of an operator whose weights cannot be copied;
+        refused (one line) where S is not mapped."""
+        if self.source.read != "in-place":
+            raise UnsupportedModelError(
+                f"--weights: operator {w.op} {w.opcode} cannot have its weights copied "
+                f"({w.refused}), and {self.target.name}'s {self.source.name} is not "
+                "memory-mapped: the operator cannot read them"
+            )
+        return [IN_PLACE]
 
     def fastest(self) -> list[OpChoice]:
         """Every operator under its fastest policy (ties: the one taking less RAM)."""

@@ -13,9 +13,14 @@ slices of every weight of the operator that are indexed by output channel:
   ``(ceil(C / G), Kh, Kw, G)`` it is one block of ``G * Kh * Kw`` elements;
 - the bias ``(Cout,)``: G elements per group.
 
-A group's block holds each weight's slice in input order (filter, then bias),
-each starting at a multiple of 4 bytes (an int32 bias stays aligned): for G
-channels, ``sum over weights of align4(G * bytes per channel)``.
+A weight's bytes are those its kernel reads (``passes.stage.weight_copies``): an
+int32 bias that an int16x8 kernel reads as int64 is 8 bytes per channel, the
+bytes the kernel reads. A group's block holds each weight's slice in input order
+(filter, then bias), each starting at a multiple of its element size and of 4
+bytes (an int32 bias stays 4-aligned, an int64 one 8-aligned; blocks start
+16-aligned): ``block_layout``. Operators whose weights cannot be copied
+bit-exactly (``passes.stage.copy_refusal``: INT4 weights) carry the reason and
+are read in place only.
 
 Per-channel quantisation parameters are not weight data: TFLM keeps them in its
 persistent arena (op data), so they never move. Units: bytes, elements.
@@ -23,11 +28,13 @@ persistent arena (op data), so they never move. Units: bytes, elements.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from arenaplan.allocation.packing import align_up
 from arenaplan.ir.model import Model
-from arenaplan.ir.signatures import weight_inputs
-from arenaplan.tflm.sizes import tensor_bytes
+from arenaplan.passes.stage import WeightCopy, copy_refusal, weight_copies
+from arenaplan.tflm.kernel_sets import REFERENCE
 
 # those whose weights split by output channel (the last dim of the output)
 GROUPED = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED")
@@ -38,8 +45,11 @@ DEFAULT_GROUP = 16  # output channels per group (Vela's weight slices are >= 16)
 class OpWeights:
     """The weights of one operator (subgraph 0): constant input tensors and bytes.
 
-    ``channels``: output channels (0 if its weights do not split into groups);
-    ``per_channel``: bytes per output channel of each weight, in ``tensors`` order."""
+    ``bytes``: what a copy holds (the bytes the kernel reads); ``channels``: output
+    channels (0 if its weights do not split into groups); ``per_channel``: bytes per
+    output channel of each weight, ``aligns``: the alignment of each weight's slice
+    in a group block (bytes), both in ``tensors`` order; ``refused``: why its
+    weights cannot be copied ("" if they can)."""
 
     op: int
     opcode: str
@@ -47,6 +57,8 @@ class OpWeights:
     bytes: int
     channels: int = 0
     per_channel: tuple[int, ...] = ()
+    aligns: tuple[int, ...] = ()
+    refused: str = ""
 
     @property
     def groupable(self) -> bool:
@@ -61,31 +73,56 @@ class OpWeights:
         ungroupable): each weight's slice rounded up to 4 bytes."""
         if not self.groupable:
             return self.bytes
-        return sum(block_part(min(g, self.channels) * p) for p in self.per_channel)
+        n = min(g, self.channels)
+        return block_layout([n * p for p in self.per_channel], self.aligns)[1]
 
 
-def block_part(nbytes: int) -> int:
-    """Bytes one weight's slice takes in a group block (the next starts 4-aligned)."""
-    return -(-nbytes // 4) * 4
+def block_layout(sizes: Sequence[int], aligns: Sequence[int]) -> tuple[list[int], int]:
+    """The offsets (bytes from the block's start) of slices of ``sizes`` bytes, each
+    at a multiple of its ``aligns``, in order; and the block's bytes, rounded up to 4."""
+    offsets, at = [], 0
+    for size, align in zip(sizes, aligns, strict=True):
+        at = align_up(at, align)
+        offsets.append(at)
+        at += size
+    return offsets, align_up(at, 4)
 
 
-def operator_weights(model: Model, min_bytes: int = 1) -> list[OpWeights]:
+def slice_align(copy: WeightCopy) -> int:
+    """Where a weight's slice may start in a block: a multiple of its element size
+    (the type the kernel reads it as) and of 4 bytes."""
+    return max(4, copy.dtype.itemsize)
+
+
+def operator_weights(model: Model, min_bytes: int = 1, kernels: str = REFERENCE) -> list[OpWeights]:
     """Every operator of subgraph 0 that reads at least ``min_bytes`` of weights,
-    in execution order."""
+    in execution order, as ``kernels`` read them."""
     sg = model.subgraphs[0]
-    sizes = tensor_bytes(model)[0]
     found = []
     for op in sg.operators:
-        consts = weight_inputs(sg.tensors, op)
-        total = sum(sizes[i] for i in consts)
-        if not consts or total < min_bytes:
+        copies = weight_copies(model, op.index, kernels)
+        total = sum(c.nbytes for c in copies)
+        if not copies or total < min_bytes:
             continue
-        channels, per_channel = _grouping(model, op.index, consts, sizes)
-        found.append(OpWeights(op.index, op.opcode, consts, total, channels, per_channel))
+        channels, per_channel = _grouping(model, op.index, copies)
+        found.append(
+            OpWeights(
+                op.index,
+                op.opcode,
+                tuple(c.tensor for c in copies),
+                total,
+                channels,
+                per_channel,
+                tuple(slice_align(c) for c in copies),
+                copy_refusal(model, op.index, kernels) or "",
+            )
+        )
     return found
 
 
-def _grouping(model: Model, op_index: int, consts, sizes) -> tuple[int, tuple[int, ...]]:
+def _grouping(
+    model: Model, op_index: int, copies: Sequence[WeightCopy]
+) -> tuple[int, tuple[int, ...]]:
     """(output channels, weight bytes per channel) when every constant of the
     operator splits by output channel; (0, 0) otherwise."""
     sg = model.subgraphs[0]
@@ -93,6 +130,6 @@ def _grouping(model: Model, op_index: int, consts, sizes) -> tuple[int, tuple[in
     if op.opcode not in GROUPED or not op.outputs or not sg.tensors[op.outputs[0]].shape:
         return 0, ()
     channels = sg.tensors[op.outputs[0]].shape[-1]
-    if channels <= 0 or any(sizes[i] % channels for i in consts):
+    if channels <= 0 or any(c.nbytes % channels for c in copies):
         return 0, ()
-    return channels, tuple(sizes[i] // channels for i in consts)
+    return channels, tuple(c.nbytes // channels for c in copies)
