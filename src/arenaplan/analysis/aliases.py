@@ -28,9 +28,8 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-import numpy as np
-
 from arenaplan.analysis.lifetimes import Lifetimes, compute_lifetimes
+from arenaplan.ir.constants import constant_ints
 from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Model, Operator, Subgraph, Tensor
 from arenaplan.tflm.aliases import (
@@ -208,15 +207,10 @@ def _strip_ones(shape: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def _int_data(t: Tensor | None, model: Model) -> list[int] | None:
-    """The int32 values of a constant tensor, or None."""
-    if t is None or not t.is_constant or t.dtype is not DType.INT32:
+    """The int32 values of a constant tensor (the bytes its shape says), or None."""
+    if t is None or t.dtype is not DType.INT32:
         return None
-    if t.buffer >= len(model.buffers):
-        return None
-    raw = model.buffers[t.buffer]
-    if len(raw) != 4 * t.elements:
-        return None
-    return [int(v) for v in np.frombuffer(raw, dtype="<i4")]
+    return constant_ints(model.buffers, t)
 
 
 def contiguous_start(shape: tuple[int, ...], ranges: list[tuple[int, int, int]]) -> int | None:

@@ -54,6 +54,7 @@ from arenaplan.cost.traffic_counts import (
     items_traffic,
     memcpy_traffic,
 )
+from arenaplan.ir.constants import constant_ints, constant_values
 from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Model, Operator, Subgraph, Tensor
 
@@ -410,13 +411,8 @@ def _binary(c: KernelCounts) -> None:
 
 
 def _const_ints(c: KernelCounts, t: Tensor | None) -> list[int] | None:
-    if t is None or not t.is_constant or t.buffer >= len(c.model.buffers):
-        return None
-    import numpy as np
-
-    data = c.model.buffers[t.buffer]
-    dtype = "<i8" if t.dtype is DType.INT64 else "<i4"
-    return [int(v) for v in np.frombuffer(data, dtype=dtype)[: t.elements]]
+    """The values of an int32 or int64 constant (the bytes its shape says), or None."""
+    return constant_ints(c.model.buffers, t)
 
 
 def _slice_axis(size, begin, end, stride, bmask, emask, shrink, offset):
@@ -655,11 +651,9 @@ def _signal_filter_bank(c: KernelCounts) -> None:
     )
     channels = c.elements(y)
     bins = 0
-    if widths.is_constant and c.model.buffers:
-        import numpy as np
-
-        data = c.model.buffers[widths.buffer]
-        bins = int(np.frombuffer(data, dtype="<i2")[: channels + 1].sum())
+    values = constant_values(c.model.buffers, widths) if widths.dtype is DType.INT16 else None
+    if values is not None:
+        bins = int(values[: channels + 1].astype("int64").sum())
     for t in (x, weights, unweights):
         c.load(t, bins)
     for t in (freq_starts, weight_starts, widths):

@@ -71,6 +71,7 @@ from dataclasses import dataclass, field
 from arenaplan.cost.traffic import traffic_details
 from arenaplan.cost.traffic_counts import Key, OperatorCounts, Traffic
 from arenaplan.cost.traffic_tflm import tap_count
+from arenaplan.ir.constants import constant_ints
 from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Model, Operator, Subgraph
 
@@ -227,11 +228,10 @@ def _split(c: _Op) -> None:
 
 def _axis(c: _Op, rank: int) -> int:
     """SPLIT's axis: its constant first input (int32)."""
-    t = c.i(0)
-    raw = c.model.buffers[t.buffer] if t is not None and t.is_constant else b""
-    if len(raw) < 4:
+    axis = constant_ints(c.model.buffers, c.i(0))
+    if not axis:
         raise ValueError("SPLIT without a constant axis")
-    return int.from_bytes(raw[:4], "little", signed=True) % rank
+    return axis[0] % rank
 
 
 _KERNELS: dict[str, Callable[[_Op], None]] = {

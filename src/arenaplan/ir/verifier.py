@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from arenaplan.errors import ModelFormatError, PassError
+from arenaplan.ir.constants import constant_ints
 from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Model, Operator, Subgraph, Tensor
 from arenaplan.ir.signatures import operator_problems
@@ -336,16 +337,10 @@ class _Ctx:
         return default if value is None else value
 
     def ints(self, tensor: Tensor | None) -> np.ndarray | None:
-        """The values of a constant int32/int64 tensor; None if not constant or unreadable."""
-        if tensor is None or not tensor.is_constant or tensor.dtype not in _INT_DATA:
-            return None
-        if not 0 <= tensor.buffer < len(self.model.buffers):
-            return None
-        raw = self.model.buffers[tensor.buffer]
-        itemsize = tensor.dtype.itemsize
-        if not raw or len(raw) % itemsize or len(raw) // itemsize != tensor.elements:
-            return None
-        return np.frombuffer(raw, dtype=_INT_DATA[tensor.dtype]).astype(np.int64)
+        """The values of a constant int32/int64 tensor (the bytes its shape says,
+        ``ir.constants``); None if not constant or unreadable."""
+        values = constant_ints(self.model.buffers, tensor)
+        return None if not values else np.asarray(values, dtype=np.int64)
 
 
 def _known(*tensors: Tensor | None) -> bool:

@@ -12,8 +12,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 from arenaplan.ir.cascade_format import (
     ACC_OFFSET,
     ACT_MAX,
@@ -57,6 +55,7 @@ from arenaplan.ir.cascade_format import (
     STRIDE_H,
     STRIDE_W,
 )
+from arenaplan.ir.constants import constant_values
 from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Operator, Subgraph, Tensor
 from arenaplan.passes.rows import same_padding
@@ -389,10 +388,10 @@ def _pad(sg: Subgraph, op: Operator, x: Tensor, y: Tensor, buffers: Sequence[byt
     paddings = sg.operand(op, 1)
     if len(op.inputs) != 2 or paddings is None or not paddings.is_constant:
         raise Uncascadable("its paddings are not constant")
-    data = buffers[paddings.buffer] if paddings.buffer < len(buffers) else b""
-    if paddings.dtype is not DType.INT32 or paddings.shape != (4, 2) or len(data) != 32:
+    values = constant_values(buffers, paddings)  # the 32 bytes its shape says
+    if paddings.dtype is not DType.INT32 or paddings.shape != (4, 2) or values is None:
         raise Uncascadable("its paddings are not int32 [4, 2]")
-    (n0, n1), (top, _), (left, _), (c0, c1) = np.frombuffer(data, dtype="<i4").reshape(4, 2)
+    (n0, n1), (top, _), (left, _), (c0, c1) = values.reshape(4, 2)
     if n0 or n1 or c0 or c1 or x.quantization != y.quantization:
         raise Uncascadable("it pads the batch or the channels, or requantises")
     w = _base(x, y, "PAD")

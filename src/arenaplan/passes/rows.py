@@ -16,8 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
+from arenaplan.ir.constants import constant_values
 from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Operator, Subgraph, Tensor
 
@@ -137,11 +136,10 @@ def _pad_window(sg: Subgraph, op: Operator, buffers: Sequence[bytes]) -> Window 
         return None
     if paddings.dtype is not DType.INT32 or paddings.shape != (4, 2):
         return None
-    if paddings.buffer >= len(buffers) or len(buffers[paddings.buffer]) != 32:
+    values = constant_values(buffers, paddings)  # the 32 bytes its shape says
+    if values is None:
         return None
-    (n0, n1), (top, _), (left, right), (c0, c1) = np.frombuffer(
-        buffers[paddings.buffer], dtype="<i4"
-    ).reshape(4, 2)
+    (n0, n1), (top, _), (left, right), (c0, c1) = values.reshape(4, 2)
     if n0 or n1 or c0 or c1 or min(top, left, right) < 0:
         return None
     return Window(1, 1, 1, int(top), int(left), int(right))

@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from arenaplan.errors import UnsupportedModelError
-from arenaplan.ir.constants import data_bytes
+from arenaplan.ir.constants import constant_bytes, data_bytes
 from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Model, Operator, Subgraph
 from arenaplan.ir.signatures import WEIGHT_SLOTS, weight_inputs
@@ -133,8 +133,8 @@ def copy_refusal(model: Model, o: int, kernels: str = REFERENCE) -> str | None:
                 f"TFLM's RESHAPE copies one byte per element ({t.elements:,} B, past their "
                 "buffer): they are read where they lie, never copied"
             )
-        held = len(model.buffers[t.buffer]) if 0 <= t.buffer < len(model.buffers) else 0
-        if i in wide and held < t.elements * READ_AS:
+        if i in wide and constant_bytes(model.buffers, t, t.elements * READ_AS) is None:
+            held = len(model.buffers[t.buffer])
             return (
                 f"the kernel reads its {t.dtype.name.lower()} bias {t.name!r} as int64 "
                 f"({t.elements * READ_AS:,} B) and the file holds {held:,} B of it: "

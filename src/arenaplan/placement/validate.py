@@ -37,6 +37,7 @@ import numpy as np
 from arenaplan.allocation.problem import Buffer, Problem
 from arenaplan.allocation.validate import solution_problems
 from arenaplan.errors import PlanValidationError, UnsupportedModelError
+from arenaplan.ir.constants import constant_values
 from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Model, Operator, Subgraph, Tensor
 from arenaplan.placement.plan import Plan, StagingPlacement
@@ -454,12 +455,9 @@ def _inplace_problem(
 
 def _int32s(model: Model, sg: Subgraph, i: int) -> np.ndarray | None:
     t = sg.tensors[i] if 0 <= i < len(sg.tensors) else None
-    if t is None or not t.is_constant or t.dtype is not DType.INT32:
+    if t is None or t.dtype is not DType.INT32:
         return None
-    if t.buffer >= len(model.buffers):
-        return None
-    data = np.frombuffer(model.buffers[t.buffer], dtype="<i4")
-    return data if data.size == int(np.prod(t.shape)) else None
+    return constant_values(model.buffers, t)  # the bytes its shape says
 
 
 def _contiguous(picked: np.ndarray) -> bool:

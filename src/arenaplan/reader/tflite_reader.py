@@ -19,6 +19,7 @@ import tflite
 
 from arenaplan.errors import ModelFormatError
 from arenaplan.inputs import read_input
+from arenaplan.ir.constants import data_bytes
 from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Model, Operator, Quantization, SignatureDef, Subgraph, Tensor
 from arenaplan.ir.signatures import check_operators
@@ -302,8 +303,7 @@ def _check_constant_size(where: str, shape: tuple[int, ...], dtype: DType, held:
     """A (dense) constant's data is its buffer: refuse a shape that claims more elements
     than the buffer's ``held`` bytes hold (INT4 packs two per byte), so that nothing
     sized by a constant's shape goes beyond the bytes the file really has."""
-    elements = math.prod(max(d, 0) for d in shape)
-    needed = (elements + 1) // 2 if dtype is DType.INT4 else elements * dtype.itemsize
+    needed = data_bytes(dtype, math.prod(max(d, 0) for d in shape))
     if needed > held:
         raise ModelFormatError(
             f"corrupt model: {where} of shape {list(shape)} {dtype.name.lower()} needs "
