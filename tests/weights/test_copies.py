@@ -202,3 +202,15 @@ def test_a_widened_bias_the_file_cuts_short_is_refused() -> None:
     assert why is not None and "as int64" in why and f"{bias.elements * 4 + 3} B" in why
     assert operator_weights(short)[0].refused == why
     plan_model(short, PlanOptions())  # planning the model as given is not affected
+
+
+def test_group_buffers_are_sized_for_the_kernels_planned() -> None:
+    """Group buffers hold what the planned kernels read, whatever the target's default:
+    CMSIS-NN's int16x8 FULLY_CONNECTED reads its int32 bias as int64 (8 bytes a
+    channel) on a target whose own kernels are the reference ones."""
+    m = read_model_bytes(one_weighted("FULLY_CONNECTED", I16, I32))
+    t = load_builtin("esp32s3")
+    for kernels, block in (("reference", 5 * 24 + 5 * 4), ("cmsis_nn+dsp", 5 * 24 + 5 * 8)):
+        wp = plan_weights(m, t, Policy("groups", 5), None, PlanOptions(kernels=kernels))
+        check_plan(wp.model, wp.plan)
+        assert [s.size for s in wp.plan.staging] == [-(-block // 16) * 16], kernels

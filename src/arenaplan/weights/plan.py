@@ -137,7 +137,7 @@ class _Fixed:
         options: PlanOptions,
     ) -> None:
         self.model, self.target, self.capacities, self.options = model, target, capacities, options
-        self.costs = WeightCosts(model, target)
+        self.costs = WeightCosts(model, target, options.kernels)  # as the plan reads them
         self.done: dict[Policy, WeightsPlan | AllocationError] = {}
 
     def __call__(self, policy: Policy) -> WeightsPlan:

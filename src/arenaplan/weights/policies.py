@@ -107,9 +107,10 @@ class OpChoice:
 
 class WeightCosts:
     """Times and RAM of every policy of every operator reading weights, for one
-    target (weights in its last weights memory, staged into its fastest)."""
+    target (weights in its last weights memory, staged into its fastest), the
+    weights read as ``kernels`` read them (default: the target's)."""
 
-    def __init__(self, model: Model, target: Target) -> None:
+    def __init__(self, model: Model, target: Target, kernels: str | None = None) -> None:
         from arenaplan.cost.roofline import default_memory  # the time model: weights plans only
         from arenaplan.cost.timing import Timer
 
@@ -118,7 +119,7 @@ class WeightCosts:
         self.dest: Memory = target.fastest()
         self.timer = Timer(model, target)
         self.where = default_memory(model, target)
-        self.ops = operator_weights(model, kernels=target.kernels)
+        self.ops = operator_weights(model, kernels=kernels or target.kernels)
         self.base = [t.seconds for t in self.timer.times(self.where)]  # weights in S
         self._choices: dict[tuple[int, Policy], OpChoice] = {}
 
