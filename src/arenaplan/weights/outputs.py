@@ -3,6 +3,7 @@ schedule, the record of each operator's policy, and the head TFLM itself reaches
 
 from __future__ import annotations
 
+from arenaplan.errors import PlanValidationError
 from arenaplan.placement.plan import Plan
 from arenaplan.weights.blob import WeightsBlob, weights_blob
 from arenaplan.weights.plan import WeightsPlan
@@ -26,7 +27,8 @@ def staged_blob(wp: WeightsPlan) -> WeightsBlob:
 def _policy(label: str) -> Policy:
     """The group policy a staging buffer records (its label, ``Policy.label``)."""
     policy = parse_weights(label)
-    assert policy is not None  # staging buffers are only made for group policies
+    if policy is None or policy.kind != "groups":  # only group policies make them
+        raise PlanValidationError([f"a staging buffer records policy {label!r}, not groups"])
     return policy
 
 
