@@ -4,7 +4,8 @@
 //
 //   fetch_check BLOB PARAMS INPUT EXPECTED OP
 //
-// PARAMS (text): kind (0 conv, 1 depthwise), in_h in_w in_c, out_h out_w out_c,
+// PARAMS (text): kind (0 conv, 1 depthwise: int8; 2 conv, 3 depthwise: int16x8, the
+// bias read as int64, as TFLM's int16x8 kernels read it), in_h in_w in_c, out_h out_w out_c,
 // kh kw, stride_h stride_w, dilation_h dilation_w, padding (0 SAME, 1 VALID),
 // depth_multiplier, input zero point, output zero point, activation min and max,
 // input scale, output scale, then one filter scale per output channel (floats
@@ -93,7 +94,10 @@ int main(int argc, char** argv) {
   for (int c = 0; c < p.out_c; ++c) {
     tflite::QuantizeMultiplier(p.in_scale * p.filter_scales[c] / p.out_scale, &mult[c], &shift[c]);
   }
-  std::vector<int8_t> out(expected.size());
+  const bool wide = p.kind >= 2;  // int16 activations, int64 biases
+  const int kind = p.kind % 2;
+  const size_t esize = wide ? 2 : 1;  // bytes per activation
+  std::vector<uint8_t> out(expected.size());
   int groups = 0;
   for (uint16_t g = 0;; ++g) {
     const arenaplan_fetch_t* f = nullptr;
@@ -105,31 +109,38 @@ int main(int argc, char** argv) {
     const int first = f->first, n = f->channels;
     const int8_t* filter = reinterpret_cast<const int8_t*>(block);
     const int32_t* bias = reinterpret_cast<const int32_t*>(block + f->bias);
+    const int64_t* bias64 = reinterpret_cast<const int64_t*>(block + f->bias);
     tflite::ConvParams cp{};
     tflite::DepthwiseParams dp{};
     int pad_h = Padding(p.sh, p.dh, p.in_h, p.kh, p.out_h, p.valid);
     int pad_w = Padding(p.sw, p.dw, p.in_w, p.kw, p.out_w, p.valid);
-    std::vector<int8_t> part(static_cast<size_t>(p.out_h) * p.out_w * n);
+    std::vector<uint8_t> part(static_cast<size_t>(p.out_h) * p.out_w * n * esize);
     tflite::RuntimeShape out_shape = Shape(1, p.out_h, p.out_w, n);
     const int32_t bias_dims[1] = {n};
     tflite::RuntimeShape bias_shape(1, bias_dims);
-    if (p.kind == 0) {
+    if (kind == 0) {
       cp.padding_values.width = static_cast<int16_t>(pad_w);
       cp.padding_values.height = static_cast<int16_t>(pad_h);
       cp.stride_width = p.sw, cp.stride_height = p.sh;
       cp.dilation_width_factor = p.dw, cp.dilation_height_factor = p.dh;
       cp.input_offset = -p.in_zp, cp.output_offset = p.out_zp;
       cp.quantized_activation_min = p.act_min, cp.quantized_activation_max = p.act_max;
-      tflite::reference_integer_ops::ConvPerChannel(
-          cp, &mult[first], &shift[first], Shape(1, p.in_h, p.in_w, p.in_c),
-          reinterpret_cast<const int8_t*>(in.data()),
-          Shape(n, p.kh, p.kw, p.in_c), filter, bias_shape, bias, out_shape,
-          part.data());
+      if (wide) {
+        tflite::reference_integer_ops::ConvPerChannel<int64_t>(
+            cp, &mult[first], &shift[first], Shape(1, p.in_h, p.in_w, p.in_c),
+            reinterpret_cast<const int16_t*>(in.data()), Shape(n, p.kh, p.kw, p.in_c), filter,
+            bias_shape, bias64, out_shape, reinterpret_cast<int16_t*>(part.data()));
+      } else {
+        tflite::reference_integer_ops::ConvPerChannel(
+            cp, &mult[first], &shift[first], Shape(1, p.in_h, p.in_w, p.in_c),
+            reinterpret_cast<const int8_t*>(in.data()), Shape(n, p.kh, p.kw, p.in_c), filter,
+            bias_shape, bias, out_shape, reinterpret_cast<int8_t*>(part.data()));
+      }
     } else {
       int in_first = first / p.dm, in_n = n / p.dm;  // groups hold whole multiplier sets
-      std::vector<int8_t> slice(static_cast<size_t>(p.in_h) * p.in_w * in_n);
+      std::vector<uint8_t> slice(static_cast<size_t>(p.in_h) * p.in_w * in_n * esize);
       for (int i = 0; i < p.in_h * p.in_w; ++i) {
-        std::memcpy(&slice[i * in_n], &in[i * p.in_c + in_first], in_n);
+        std::memcpy(&slice[i * in_n * esize], &in[(i * p.in_c + in_first) * esize], in_n * esize);
       }
       dp.padding_values.width = static_cast<int16_t>(pad_w);
       dp.padding_values.height = static_cast<int16_t>(pad_h);
@@ -138,20 +149,27 @@ int main(int argc, char** argv) {
       dp.depth_multiplier = p.dm;
       dp.input_offset = -p.in_zp, dp.output_offset = p.out_zp;
       dp.quantized_activation_min = p.act_min, dp.quantized_activation_max = p.act_max;
-      tflite::reference_integer_ops::DepthwiseConvPerChannel(
-          dp, &mult[first], &shift[first], Shape(1, p.in_h, p.in_w, in_n),
-          slice.data(), Shape(1, p.kh, p.kw, n), filter, bias_shape, bias,
-          out_shape, part.data());
+      if (wide) {
+        tflite::reference_integer_ops::DepthwiseConvPerChannel(
+            dp, &mult[first], &shift[first], Shape(1, p.in_h, p.in_w, in_n),
+            reinterpret_cast<const int16_t*>(slice.data()), Shape(1, p.kh, p.kw, n), filter,
+            bias_shape, bias64, out_shape, reinterpret_cast<int16_t*>(part.data()));
+      } else {
+        tflite::reference_integer_ops::DepthwiseConvPerChannel(
+            dp, &mult[first], &shift[first], Shape(1, p.in_h, p.in_w, in_n),
+            reinterpret_cast<const int8_t*>(slice.data()), Shape(1, p.kh, p.kw, n), filter,
+            bias_shape, bias, out_shape, reinterpret_cast<int8_t*>(part.data()));
+      }
     }
     for (int i = 0; i < p.out_h * p.out_w; ++i) {
-      std::memcpy(&out[i * p.out_c + first], &part[i * n], n);
+      std::memcpy(&out[(i * p.out_c + first) * esize], &part[i * n * esize], n * esize);
     }
     ++groups;
   }
   for (size_t i = 0; i < out.size(); ++i) {
-    if (static_cast<uint8_t>(out[i]) != expected[i]) {
-      std::printf("differs at %zu: %d, TFLM %d (groups %d)\n", i, out[i],
-                  static_cast<int8_t>(expected[i]), groups);
+    if (out[i] != expected[i]) {
+      std::printf("differs at byte %zu: %d, TFLM %d (groups %d)\n", i, out[i], expected[i],
+                  groups);
       return 1;
     }
   }

@@ -1,7 +1,8 @@
 """The weights blob and the fetch schedule (weights/blob.py, weights/schedule.py).
 
 The proof: for every CONV_2D and DEPTHWISE_CONV_2D operator of the shared models (and
-a built MobileNetV2), the generated fetch.h is compiled with a test driver
+a built MobileNetV2, and an int16x8 denoiser whose depthwise bias is int32, read as
+int64 by TFLM), the generated fetch.h is compiled with a test driver
 (fetch_check.cc) and TFLM's reference kernels (from ../shared's source tarball); the
 driver copies each group of 16 output channels from the blob with the schedule and
 computes that group with the reference kernel from the copied bytes alone. The
@@ -18,11 +19,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from kits.weights_models import chain
+from kits.opmodels import I32, I64
+from kits.weights_models import chain, denoiser
 from testkit import MODEL_PATHS
 
 from arenaplan.builder.mobilenet import mobilenet_v2
 from arenaplan.export.tflite_writer import write_model
+from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Model
 from arenaplan.reader import read_model, read_model_bytes
 from arenaplan.targets import load_builtin
@@ -106,7 +109,7 @@ def _round(x: float) -> int:
 def _act_range(op, out) -> tuple[int, int]:
     scale, zp = out.quantization.scales[0], out.quantization.zero_points[0]
     act = op.options.get("fused_activation_function", "NONE")
-    lo, hi = -128, 127
+    lo, hi = (-32768, 32767) if out.dtype is DType.INT16 else (-128, 127)
     if act in ("RELU", "RELU6", "RELU_N1_TO_1"):
         lo = max(lo, zp + _round((-1.0 if act == "RELU_N1_TO_1" else 0.0) / scale))
     if act in ("RELU6", "RELU_N1_TO_1"):
@@ -120,8 +123,9 @@ def _params(model: Model, op_index: int) -> str:
     x, w, y = sg.tensors[op.inputs[0]], sg.tensors[op.inputs[1]], sg.tensors[op.outputs[0]]
     o = op.options
     lo, hi = _act_range(op, y)
+    wide = 2 if x.dtype is DType.INT16 else 0  # the driver's int16x8 kinds
     fields = [
-        KINDS[op.opcode], *x.shape[1:], *y.shape[1:], w.shape[1], w.shape[2],
+        KINDS[op.opcode] + wide, *x.shape[1:], *y.shape[1:], w.shape[1], w.shape[2],
         o.get("stride_h", 1), o.get("stride_w", 1), o.get("dilation_h_factor", 1),
         o.get("dilation_w_factor", 1), int(o.get("padding") == "VALID"),
         o.get("depth_multiplier", 1) or 1, x.quantization.zero_points[0],
@@ -134,16 +138,22 @@ def _params(model: Model, op_index: int) -> str:
     return " ".join(map(str, fields)) + f" {x_s} {y_s} " + " ".join(scales) + "\n"
 
 
-def _groupable(model: Model) -> list[int]:
-    """Conv and depthwise operators (int8, per-channel-able, groups of whole
-    depth-multiplier sets) of subgraph 0."""
+def _groupable(model: Model, g: int = G) -> list[int]:
+    """Conv and depthwise operators (per-channel-able, groups of whole
+    depth-multiplier sets) of subgraph 0: int8, or int16x8 whose kernel reads the
+    bias as int64 (a depthwise one whatever its type, a conv one stored as int64)."""
     sg = model.subgraphs[0]
     found = []
     for op in sg.operators:
-        if op.opcode not in KINDS or sg.tensors[op.inputs[0]].dtype.name != "INT8":
+        x = sg.tensors[op.inputs[0]] if op.opcode in KINDS else None
+        if x is None or x.dtype not in (DType.INT8, DType.INT16):
             continue
+        bias = sg.tensors[op.inputs[2]] if len(op.inputs) > 2 and op.inputs[2] >= 0 else None
+        int32_bias = bias is None or bias.dtype is not DType.INT64
+        if x.dtype is DType.INT16 and op.opcode == "CONV_2D" and int32_bias:
+            continue  # read as int32 by the int16x8 conv: not the driver's int64 path
         dm = op.options.get("depth_multiplier", 1) or 1
-        if op.opcode == "DEPTHWISE_CONV_2D" and G % dm:
+        if op.opcode == "DEPTHWISE_CONV_2D" and g % dm:
             continue
         found.append(op.index)
     return found
@@ -184,7 +194,10 @@ def _run_driver(exe: Path, folder: Path, model: Model, op: int, rng, runner) -> 
     """TFLM's output of operator ``op`` alone on a random input, then the driver's
     groups from the blob in ``folder``; the number of groups it computed."""
     x = model.subgraphs[0].tensors[model.subgraphs[0].operators[op].inputs[0]]
-    data = rng.integers(-128, 128, x.shape, dtype=np.int8)
+    if x.dtype is DType.INT16:
+        data = rng.integers(-32768, 32768, x.shape, dtype=np.int16)
+    else:
+        data = rng.integers(-128, 128, x.shape, dtype=np.int8)
     result = runner.run(_single_op(model, op), 4 << 20, [[data]], 1)
     assert result.ok, f"operator {op}: {result.error}"
     (folder / "in.bin").write_bytes(data.tobytes())
@@ -204,6 +217,31 @@ def _check_groups(model: Model, ops: list[int], exe: Path, folder: Path) -> dict
             op: _run_driver(exe, folder, model, op, np.random.default_rng(7 + op), runner)
             for op in ops
         }
+
+
+@pytest.mark.skipif(
+    not tflm_available(), reason="the TFLM runtime is not installed (pip install 'arenaplan[tflm]')"
+)
+@pytest.mark.parametrize("dw_bias", [I32, I64])
+def test_int16x8_groups_from_the_blob_match_tflm(dw_bias, tflm_kernels, tmp_path: Path) -> None:
+    """int16x8 convolutions with int64 biases and a depthwise one whose bias is int32
+    (TFLM reads it as int64, 8 bytes a channel): each group of 3 channels computed
+    from the bytes the schedule copied equals TFLM's output of the operator."""
+    model = read_model_bytes(denoiser(dw_bias, I64))
+    ops = _groupable(model, 3)
+    assert [model.subgraphs[0].operators[o].opcode for o in ops] == [
+        "CONV_2D", "DEPTHWISE_CONV_2D", "CONV_2D", "CONV_2D"
+    ]  # fmt: skip
+    blob = weights_blob(model, [(op, 3) for op in ops])
+    fetches = []
+    for op in ops:
+        blocks = blob.of(op)
+        stride = -(-max(b.size for b in blocks) // 16) * 16
+        fetches += group_fetches(blocks, 0, 0, stride, double=False)
+    (tmp_path / "fetch.h").write_text(fetch_header(fetches, blob, ["sram"], "test"))
+    (tmp_path / "blob.bin").write_bytes(blob.data)
+    exe = tflm_kernels.compile(DRIVER, tmp_path)
+    assert _check_groups(model, ops, exe, tmp_path) == {op: len(blob.of(op)) for op in ops}
 
 
 @pytest.mark.skipif(
