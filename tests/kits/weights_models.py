@@ -33,14 +33,16 @@ def chain() -> bytes:
 KINDS = ("CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV", "FULLY_CONNECTED")
 
 
-def _bias(n: Net, channels: int, dtype: DType, per_channel: bool) -> int:
-    """A bias of random non-zero values (a copy that misses bytes changes outputs)."""
+def _bias(n: Net, channels: int, dtype: DType, per_channel: bool, scale: float = 1e-4) -> int:
+    """A bias of random non-zero values (a copy that misses bytes changes outputs);
+    ``scale``: its quantisation scale (TFLM checks a per-tensor one against the input
+    scale times the filter scale)."""
     if dtype is F32:
         return n.const(n.rng.normal(0, 0.5, channels), F32)
     k = channels if per_channel else 1
     big = 3000 if dtype is not I16 else 300
     values = n.rng.integers(-big, big, channels)
-    return n.const(values, dtype, Quantization((1e-4,) * k, (0,) * k))
+    return n.const(values, dtype, Quantization((scale,) * k, (0,) * k))
 
 
 def one_weighted(opcode: str, act: DType, bias: DType | None, per_channel: bool = True) -> bytes:
@@ -64,7 +66,8 @@ def one_weighted(opcode: str, act: DType, bias: DType | None, per_channel: bool 
     else:
         w, y = n.weights((c_out, 24), axis, wdt), n.act((1, c_out), act, 0.02)
         same = {}
-    b = _bias(n, c_out, bias, per_channel) if bias is not None else -1
+    scale = 0.01 * n.b.tensors[w].quantization.scales[0] if act is not F32 else 1.0
+    b = _bias(n, c_out, bias, per_channel, scale) if bias is not None else -1
     if opcode == "TRANSPOSE_CONV":
         n.op(opcode, [n.const([1, 12, 12, c_out], I32), w, x, b], [y], **same)
     else:
@@ -102,5 +105,7 @@ def denoiser(dw_bias: DType = I32, bias: DType = I64) -> bytes:
     flat = n.act((1, 256), I16, 0.002)
     n.op("RESHAPE", [mask], [flat])
     gain = n.act((1, 8), I16, 0.004)
-    n.op("FULLY_CONNECTED", [flat, n.weights((8, 256), 0), _bias(n, 8, bias, True)], [gain])
+    w = n.weights((8, 256), None)  # per tensor: CMSIS-NN refuses a per-channel int16x8 one
+    b = _bias(n, 8, bias, False, 0.002 * n.b.tensors[w].quantization.scales[0])
+    n.op("FULLY_CONNECTED", [flat, w, b], [gain])
     return n.done([x], [mask, gain])

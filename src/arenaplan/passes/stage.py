@@ -130,8 +130,8 @@ def copy_refusal(model: Model, o: int, kernels: str = REFERENCE) -> str | None:
             packed = data_bytes(t.dtype, t.elements)
             return (
                 f"its INT4 weights {t.name!r} are packed two to a byte ({packed:,} B) and "
-                f"TFLM's RESHAPE copies one byte per element ({t.elements:,} B, past their "
-                "buffer): they are read where they lie, never copied"
+                f"TFLM's RESHAPE copies one byte per element ({t.elements:,} B, reading past "
+                "their buffer)"
             )
         if i in wide and constant_bytes(model.buffers, t, t.elements * READ_AS) is None:
             held = len(model.buffers[t.buffer])
@@ -158,10 +158,8 @@ def _staged(edit: SubgraphEdit, op: Operator, copies: list[WeightCopy]) -> Opera
         source = c.tensor
         if c.dtype is not src.dtype:
             source = edit.add_view(src, f"{src.name}/as_{c.dtype.name.lower()}", c.dtype)
-        like = edit.tensors[source]
-        copy_of[c.tensor] = edit.add_tensor(
-            like, f"{src.name}/staged", src.shape
-        )  # same quantisation
+        like = edit.tensors[source]  # its type, shape and quantisation
+        copy_of[c.tensor] = edit.add_tensor(like, f"{src.name}/staged", src.shape)
         reshape = Operator(
             0,
             "RESHAPE",

@@ -70,7 +70,7 @@ class OpWeights:
 
     def group_bytes(self, g: int) -> int:
         """Bytes of the block of the largest group of ``g`` output channels (whole if
-        ungroupable): each weight's slice rounded up to 4 bytes."""
+        ungroupable), its slices laid out by ``block_layout``."""
         if not self.groupable:
             return self.bytes
         n = min(g, self.channels)
