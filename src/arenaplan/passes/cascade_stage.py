@@ -260,8 +260,7 @@ def _broadcast_strides(c: Tensor, y: Tensor) -> tuple[int, int, int]:
 def _constant(t: Tensor, buffers: Sequence[bytes], scaled: bool) -> Tensor:
     """An int8 constant operand whose bytes are in the model (``scaled``: quantised
     per tensor, its scale read by the arithmetic)."""
-    data = buffers[t.buffer] if 0 <= t.buffer < len(buffers) else b""
-    if t.dtype is not DType.INT8 or len(data) != t.elements:
+    if t.dtype is not DType.INT8 or constant_values(buffers, t) is None:  # shape's bytes
         raise Uncascadable("its constant is not int8 data in the model")
     q = t.quantization
     if scaled and (q is None or len(q.scales) != 1 or len(q.zero_points) != 1):
@@ -405,10 +404,10 @@ def _mean_axes(sg: Subgraph, op: Operator, buffers: Sequence[bytes]) -> set[int]
     axis = sg.operand(op, 1)
     if len(op.inputs) != 2 or axis is None or not axis.is_constant:
         raise Uncascadable("its axes are not constant")
-    data = buffers[axis.buffer] if 0 <= axis.buffer < len(buffers) else b""
-    if axis.dtype is not DType.INT32 or len(data) != 4 * axis.elements:
+    values = constant_values(buffers, axis) if axis.dtype is DType.INT32 else None
+    if values is None:  # the bytes its shape says
         raise Uncascadable("its axes are not int32 data in the model")
-    return {int(a) % 4 for a in np.frombuffer(data, dtype="<i4") if -4 <= a < 4}
+    return {int(a) % 4 for a in values if -4 <= a < 4}
 
 
 def _mean(sg: Subgraph, op: Operator, buffers: Sequence[bytes]) -> Stage:
