@@ -175,7 +175,8 @@ def test_groups_from_the_blob_match_tflm(source, tflm_kernels, tmp_path: Path) -
     ops = _groupable(model)
     if not ops:
         pytest.skip(
-            "this model has no int8 CONV_2D or DEPTHWISE_CONV_2D: no weight groups to fetch"
+            "this model has no int8 or int16x8 CONV_2D or DEPTHWISE_CONV_2D: no weight groups "
+            "to fetch"
         )
     blob = weights_blob(model, [(op, G) for op in ops])
     fetches = []
