@@ -566,13 +566,14 @@ def _ring_rows(stages: list[_Stage], blocks: list[int] | None = None) -> list[in
         n = step(s, y)
         spans = [_needs(st, k) for k in range(y, y + n)]
         spans = [(lo, hi) for lo, hi in spans if hi >= lo]
+        lo, hi = (min(a for a, _ in spans), max(b for _, b in spans)) if spans else (0, -1)
         if spans:
-            make(st.src0, spans[-1][1])
+            make(st.src0, hi)
         if st.kind in TWO_INPUTS:
             make(st.src1, y + n - 1)
             read(st.src1, y, y + n - 1)
         if spans:
-            read(st.src0, spans[0][0], spans[-1][1])
+            read(st.src0, lo, hi)
 
     last = len(stages) - 1
     y = 0
@@ -737,6 +738,17 @@ def _chain_min_max() -> HandChain:
     return c
 
 
+def _chain_dilated_rows() -> HandChain:
+    """A 2x2 CONV with dilation 2 (SAME: padding 1): output row 0 reads row 1, row 1
+    reads rows 0 and 2, so a step's first row does not read the step's first source
+    row (steps3: the CMSIS-NN builds' window must start at the least of them)."""
+    c = HandChain((12, 7, 3), seed=21)
+    a = c.conv(-1, 4, 3)
+    b = c.conv(a, 4, 2, dilation=2)
+    c.conv(b, 3, 3)
+    return c
+
+
 HAND_CHAINS = {
     "block": _chain_block,
     "strided_tall": _chain_strided_tall,
@@ -751,6 +763,7 @@ HAND_CHAINS = {
     "batch_norm": _chain_batch_norm,
     "broadcasts": _chain_broadcasts,
     "min_max": _chain_min_max,
+    "dilated_rows": _chain_dilated_rows,
 }
 
 

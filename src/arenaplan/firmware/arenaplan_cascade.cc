@@ -627,16 +627,17 @@ int32_t BlockRows(const uint8_t* blob, int32_t s) {
   return block > 1 ? block : 1;
 }
 
-// The rows of src0 output rows y .. y+n-1 read together: from the first row's
-// first to the last row's last (needs is monotone in y); false when none.
+// The rows of src0 output rows y .. y+n-1 read together: from the least of their
+// first rows to the greatest of their last (not the first row's first: with a
+// dilation the next row's first may come before it); false when none.
 bool NeededBlock(const uint8_t* blob, int32_t s, int32_t y, int32_t n, int32_t* lo,
                  int32_t* hi) {
   bool any = false;
   for (int32_t k = 0; k < n; ++k) {
     int32_t row_lo = 0, row_hi = -1;
     if (!NeededRows(blob, s, y + k, &row_lo, &row_hi)) continue;
-    if (!any) *lo = row_lo;
-    *hi = row_hi;
+    if (!any || row_lo < *lo) *lo = row_lo;
+    if (!any || row_hi > *hi) *hi = row_hi;
     any = true;
   }
   return any;

@@ -137,10 +137,14 @@ class RowGeometry:
         return min(max(self.block, 1), self.out_h - y)
 
     def needs_step(self, y: int) -> tuple[int, int]:
-        """Rows [lo, hi] of src0 the step at row y reads together (hi < lo: none)."""
+        """Rows [lo, hi] of src0 the step at row y reads together (hi < lo: none): the
+        least first row of its rows' needs to the greatest last one (with a dilation a
+        later row's first may come before an earlier row's)."""
         spans = [self.needs(k) for k in range(y, y + self.step(y))]
         inside = [(lo, hi) for lo, hi in spans if lo <= hi]
-        return (inside[0][0], inside[-1][1]) if inside else (0, -1)
+        if not inside:
+            return 0, -1
+        return min(lo for lo, _ in inside), max(hi for _, hi in inside)
 
     def needs(self, y: int) -> tuple[int, int]:
         """Rows [lo, hi] of src0 that output row y reads (hi < lo: none)."""
