@@ -19,6 +19,7 @@ import pytest
 from flatbuffers import flexbuffers
 from kits.elementwise_net import ELEMENTWISE_OPS, elementwise_net
 from kits.keras_like import bn_classifier, clamp_net
+from kits.opmodels import int16x8_network
 from testkit import MODELS_DIR, SHARED_ABSENT
 
 from arenaplan.builder.ds_cnn import ds_cnn
@@ -29,6 +30,7 @@ from arenaplan.export.tflite_writer import write_model
 from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Quantization
 from arenaplan.passes import make_pass, run_passes
+from arenaplan.passes.cascade_chain import chain_of
 from arenaplan.placement import PlanOptions, plan_model
 from arenaplan.reader import read_model_bytes
 from arenaplan.tflm.scratch import scratch_requests
@@ -63,7 +65,12 @@ ELEMENTWISE = ("ADD", "RELU", "RELU6", "LEAKY_RELU", "MUL", "SUB", "MINIMUM", "M
 TWO_INPUTS = ("ADD", "MUL", "SUB", "MINIMUM", "MAXIMUM")
 WHOLE_INPUT = ("MEAN_ROWS", "MEAN")  # one output row from every input row
 HEADER_WORDS, STAGE_WORDS = 4, 48
-ADD_LEFT_SHIFT = 20  # TFLM's add_common.cc for int8
+ADD_LEFT_SHIFT = {DType.INT8: 20, DType.INT16: 15}  # TFLM's add_common.cc, sub_common.cc
+RANGE = {DType.INT8: (-128, 127), DType.INT16: (-32768, 32767)}
+ELEMENT_TYPE = {DType.INT8: 0, DType.INT16: 1}  # word 45
+ELEMENT_BYTES = {DType.INT8: 1, DType.INT16: 2}
+_NP = {DType.INT8: np.int8, DType.INT16: np.int16, DType.INT32: np.int32, DType.INT64: np.int64}
+SCHEMA_INT32 = 2  # TensorType INT32: Conv2DOptions.quantized_bias_type
 
 
 def _runner(variant: str) -> NativeRunner:
@@ -100,17 +107,20 @@ def _f32(x: float) -> float:
     return float(np.float32(x))
 
 
-def _act_range(activation: str, scale: float, zero_point: int) -> tuple[int, int]:
-    """CalculateActivationRangeQuantized for int8 (x / scale in float32)."""
+def _act_range(
+    activation: str, scale: float, zero_point: int, dtype: DType = DType.INT8
+) -> tuple[int, int]:
+    """CalculateActivationRangeQuantized for int8 or int16 (x / scale in float32)."""
+    lo, hi = RANGE[dtype]
 
     def quantize(x: float) -> int:
         return zero_point + _round_away(float(np.float32(x) / np.float32(scale)))
 
     if activation == "RELU":
-        return max(-128, quantize(0.0)), 127
+        return max(lo, quantize(0.0)), hi
     if activation == "RELU6":
-        return max(-128, quantize(0.0)), min(127, quantize(6.0))
-    return -128, 127
+        return max(lo, quantize(0.0)), min(hi, quantize(6.0))
+    return lo, hi
 
 
 def _quantize_below_one(m: float) -> tuple[int, int]:
@@ -175,23 +185,32 @@ class _Stage:
 
 
 class HandChain:
-    """A chain of int8 operators, written both as plain TFLM operators and as one
-    ARENAPLAN_CASCADE operator with the same constants."""
+    """A chain of int8 (or int16x8: ``dtype`` INT16, zero points 0) operators, written
+    both as plain TFLM operators and as one ARENAPLAN_CASCADE operator with the same
+    constants."""
 
-    def __init__(self, shape: tuple[int, int, int], scale: float = 0.04, zp: int = -3, seed=0):
-        self.input_shape = shape
-        self.input_quant = (scale, zp)
+    def __init__(
+        self,
+        shape: tuple[int, int, int],
+        scale: float = 0.04,
+        zp: int = -3,
+        seed=0,
+        dtype: DType = DType.INT8,
+    ):
         self.rng = np.random.default_rng(seed)
         self.stages: list[_Stage] = []
+        self.dtype = dtype
+        # the operator's activation input: (shape, quant); source -1
+        self.inputs: list[tuple[tuple[int, int, int], tuple[float, int]]] = [(shape, (scale, zp))]
 
     # Shapes and quantisation of a source (-1: the chain's input) or a constant.
     def _shape(self, src: int) -> tuple[int, int, int]:
-        return self.input_shape if src < 0 else self.stages[src].shape
+        return self.inputs[-1 - src][0] if src < 0 else self.stages[src].shape
 
     def _quant(self, src) -> tuple[float, int]:
         if isinstance(src, Const):
             return src.quant
-        return self.input_quant if src < 0 else self.stages[src].quant
+        return self.inputs[-1 - src][1] if src < 0 else self.stages[src].quant
 
     def _two(self, kind: str, a, b, quant) -> _Stage:
         """The record of a two-operand stage: two sources, or a source and a constant
@@ -216,7 +235,8 @@ class HandChain:
         words.update({17: 1, 18: -1, 19: -1, 20: -1, 27: -1, 40: -1})
         words[21] = -self._quant(src0)[1]
         words[22] = quant[1]
-        words[23], words[24] = -128, 127
+        words[23], words[24] = RANGE[self.dtype]
+        words[45] = ELEMENT_TYPE[self.dtype]
         return _Stage(kind, src0, src1, out, words, quant=quant)
 
     def conv(
@@ -233,7 +253,11 @@ class HandChain:
         scale=0.07,
         zp=5,
         bias=True,
+        int32_sum=False,
     ) -> int:
+        """``bias``: int8 stages an int32 one; int16 ones int64, or int32 with
+        ``int32_sum`` (TFLM's int16 CONV_2D then sums in int32, as it does without a
+        bias whose options say quantized_bias_type INT32)."""
         in_h, in_w, in_c = self._shape(src)
         kh, kw = k if isinstance(k, tuple) else (k, k)
         out_h, pad_top = _padding(in_h, kh, stride, dilation, same)
@@ -244,15 +268,19 @@ class HandChain:
         st = self._base(kind, src, (out_h, out_w, out_c), (scale, zp))
         st.words.update({9: kh, 10: kw, 11: stride, 12: stride, 13: dilation, 14: dilation})
         st.words.update({15: pad_top, 16: pad_left, 17: multiplier if depthwise else 1})
-        st.words[23], st.words[24] = _act_range(activation, _f32(scale), zp)
+        st.words[23], st.words[24] = _act_range(activation, _f32(scale), zp, self.dtype)
         fshape = (1, kh, kw, out_c) if depthwise else (out_c, kh, kw, in_c)
         filt = self.rng.integers(-127, 128, fshape).astype(np.int8)
         fscales = [_f32(s) for s in self.rng.uniform(0.002, 0.02, out_c)]
-        b = self.rng.integers(-3000, 3000, out_c).astype(np.int32) if bias else None
+        wide = self.dtype is DType.INT16 and not int32_sum
+        bias_type = DType.INT64 if wide else DType.INT32
+        top = 3000 if self.dtype is DType.INT8 else 3_000_000
+        b = self.rng.integers(-top, top, out_c).astype(_NP[bias_type]) if bias else None
         in_scale = _f32(self._quant(src)[0])
         pairs = [_quantize_multiplier(in_scale * s / _f32(scale)) for s in fscales]
         quant = np.array([m for m, _ in pairs] + [s for _, s in pairs], np.int32)
-        st.consts = [(filt, DType.INT8), (b, DType.INT32), (quant, DType.INT32)]
+        st.consts = [(filt, DType.INT8), (b, bias_type), (quant, DType.INT32)]
+        st.words[46] = int(self.dtype is DType.INT16 and int32_sum)
         axis = 3 if depthwise else 0
         st.filter_quant = Quantization(tuple(fscales), (0,) * out_c, axis)
         st.bias_quant = Quantization(tuple(in_scale * s for s in fscales), (0,) * out_c)
@@ -266,6 +294,8 @@ class HandChain:
         }
         if depthwise:
             options["depth_multiplier"] = multiplier
+        if int32_sum and not bias:
+            options["quantized_bias_type"] = SCHEMA_INT32
         st.builtin = (kind, [src], options)
         return self._push(st)
 
@@ -277,7 +307,7 @@ class HandChain:
         quant = self._quant(src)
         st = self._base(kind, src, (out_h, out_w, in_c), quant)
         st.words.update({9: k, 10: k, 11: stride, 12: stride, 15: pad_top, 16: pad_left})
-        st.words[23], st.words[24] = _act_range(activation, _f32(quant[0]), quant[1])
+        st.words[23], st.words[24] = _act_range(activation, _f32(quant[0]), quant[1], self.dtype)
         options = {
             "padding": "SAME" if same else "VALID",
             "stride_h": stride,
@@ -308,11 +338,12 @@ class HandChain:
         st = self._two("ADD", a, b, (scale, zp))
         s1, s2, so = (_f32(self._quant(a)[0]), _f32(self._quant(b)[0]), _f32(scale))
         twice = 2 * max(s1, s2)
+        left = ADD_LEFT_SHIFT[self.dtype]
         m1, m2 = _quantize_multiplier(s1 / twice), _quantize_multiplier(s2 / twice)
-        mo = _quantize_multiplier(twice / ((1 << ADD_LEFT_SHIFT) * so))
-        st.words.update({28: -self._quant(b)[1], 29: ADD_LEFT_SHIFT, 30: m1[0], 31: m1[1]})
+        mo = _quantize_multiplier(twice / ((1 << left) * so))
+        st.words.update({28: -self._quant(b)[1], 29: left, 30: m1[0], 31: m1[1]})
         st.words.update({32: m2[0], 33: m2[1], 34: mo[0], 35: mo[1]})
-        st.words[23], st.words[24] = _act_range(activation, so, zp)
+        st.words[23], st.words[24] = _act_range(activation, so, zp, self.dtype)
         st.builtin = ("ADD", [a, b], {"fused_activation_function": activation})
         return self._push(st)
 
@@ -321,11 +352,12 @@ class HandChain:
         st = self._two("SUB", a, b, (scale, zp))
         s1, s2, so = (np.float32(self._quant(a)[0]), np.float32(self._quant(b)[0]), scale)
         twice = np.float32(2) * max(s1, s2)
+        left = ADD_LEFT_SHIFT[self.dtype]
         m1, m2 = _quantize_below_one(float(s1 / twice)), _quantize_below_one(float(s2 / twice))
-        mo = _quantize_below_one(float(twice / (np.float32(1 << ADD_LEFT_SHIFT) * np.float32(so))))
-        st.words.update({28: -self._quant(b)[1], 29: ADD_LEFT_SHIFT, 30: m1[0], 31: m1[1]})
+        mo = _quantize_below_one(float(twice / (np.float32(1 << left) * np.float32(so))))
+        st.words.update({28: -self._quant(b)[1], 29: left, 30: m1[0], 31: m1[1]})
         st.words.update({32: m2[0], 33: m2[1], 34: mo[0], 35: mo[1]})
-        st.words[23], st.words[24] = _act_range(activation, _f32(scale), zp)
+        st.words[23], st.words[24] = _act_range(activation, _f32(scale), zp, self.dtype)
         st.builtin = ("SUB", [a, b], {"fused_activation_function": activation})
         return self._push(st)
 
@@ -335,7 +367,7 @@ class HandChain:
         s1, s2, so = (_f32(self._quant(a)[0]), _f32(self._quant(b)[0]), _f32(scale))
         mo = _quantize_multiplier(s1 * s2 / so)
         st.words.update({28: -self._quant(b)[1], 34: mo[0], 35: mo[1]})
-        st.words[23], st.words[24] = _act_range(activation, so, zp)
+        st.words[23], st.words[24] = _act_range(activation, so, zp, self.dtype)
         st.builtin = ("MUL", [a, b], {"fused_activation_function": activation})
         return self._push(st)
 
@@ -368,7 +400,8 @@ class HandChain:
         """RELU: CalculateReluOpData, the input over the output scale in float."""
         st = self._base("RELU", src, self._shape(src), (scale, zp))
         mo = _quantize_multiplier(_float_ratio(self._quant(src)[0], scale))
-        st.words.update({34: mo[0], 35: mo[1], 23: max(-128, zp), 24: 127})
+        lo, hi = RANGE[self.dtype]
+        st.words.update({34: mo[0], 35: mo[1], 23: max(lo, zp), 24: hi})
         st.builtin = ("RELU", [src], {})
         return self._push(st)
 
@@ -378,7 +411,8 @@ class HandChain:
         quant = self._quant(src)
         st = self._base("RELU6", src, self._shape(src), quant)
         six = quant[1] + _round_away(float(np.float32(6.0) / np.float32(quant[0])))
-        st.words.update({23: quant[1], 24: min(127, max(-128, six))})
+        lo, hi = RANGE[self.dtype]
+        st.words.update({23: quant[1], 24: min(hi, max(lo, six))})
         st.builtin = ("RELU6", [src], {})
         return self._push(st)
 
@@ -396,7 +430,8 @@ class HandChain:
         in_h, in_w, in_c = self._shape(src)
         quant = self._quant(src)
         st = self._base("PAD", src, (in_h + top + bottom, in_w + left + right, in_c), quant)
-        st.words.update({15: top, 16: left, 36: quant[1]})
+        # pad.cc: int8 pads with the zero point, int16 with 0
+        st.words.update({15: top, 16: left, 36: quant[1] if self.dtype is DType.INT8 else 0})
         st.paddings = np.array([[0, 0], [top, bottom], [left, right], [0, 0]], np.int32)
         st.builtin = ("PAD", [src], {})
         return self._push(st)
@@ -409,24 +444,32 @@ class HandChain:
 
     def _act(self, b: ModelBuilder, name: str, shape, quant, tensor_shape=None) -> int:
         q = Quantization((quant[0],), (quant[1],))
-        return b.add_tensor(name, tensor_shape or (1, *shape), DType.INT8, quantization=q)
+        return b.add_tensor(name, tensor_shape or (1, *shape), self.dtype, quantization=q)
 
     def _const(self, b: ModelBuilder, name: str, c: Const) -> int:
         q = Quantization((c.quant[0],), (c.quant[1],))
         return b.add_tensor(name, c.data.shape, DType.INT8, data=c.data, quantization=q)
 
+    def _source(self, b: ModelBuilder, i: int, src, xs: list[int], made: list[int]) -> int:
+        """The tensor of stage i's source ``src``: a constant, an input or a stage's."""
+        if isinstance(src, Const):
+            return self._const(b, f"k{i}", src)
+        return xs[-1 - src] if src < 0 else made[src]
+
+    def _inputs(self, b: ModelBuilder) -> list[int]:
+        return [
+            self._act(b, f"input{k}", *shape_quant) for k, shape_quant in enumerate(self.inputs)
+        ]
+
     def original(self) -> bytes:
         b = ModelBuilder("hand chain")
-        x = self._act(b, "input", self.input_shape, self.input_quant)
+        xs = self._inputs(b)
         made: list[int] = []
         for i, st in enumerate(self.stages):
             opcode, srcs, options = st.builtin
-            ins = [
-                self._const(b, f"k{i}", s) if isinstance(s, Const) else x if s < 0 else made[s]
-                for s in srcs
-            ]
+            ins = [self._source(b, i, s, xs, made) for s in srcs]
             if st.kind in ("CONV_2D", "DEPTHWISE_CONV_2D"):
-                (filt, _), (bias, _), _ = st.consts
+                (filt, _), (bias, bias_type), _ = st.consts
                 ins.append(
                     b.add_tensor(
                         f"w{i}", filt.shape, DType.INT8, data=filt, quantization=st.filter_quant
@@ -436,7 +479,7 @@ class HandChain:
                     -1
                     if bias is None
                     else b.add_tensor(
-                        f"b{i}", bias.shape, DType.INT32, data=bias, quantization=st.bias_quant
+                        f"b{i}", bias.shape, bias_type, data=bias, quantization=st.bias_quant
                     )
                 )
             if st.kind == "PAD":
@@ -446,7 +489,7 @@ class HandChain:
             name = "output" if i == len(self.stages) - 1 else f"a{i}"
             made.append(self._act(b, name, st.shape, st.quant, st.tensor_shape))
             b.add_operator(opcode, ins, [made[-1]], options)
-        b.set_io([x], [made[-1]])
+        b.set_io(xs, [made[-1]])
         return b.finish()
 
     def blob(self, full_rings: bool = False, words: dict | None = None, steps: int = 0) -> bytes:
@@ -464,7 +507,7 @@ class HandChain:
             w[37] = blocks[s]
             w[25] = rings[s]
             w[26] = offset if rings[s] else 0
-            offset += _align4(rings[s] * st.shape[1] * st.shape[2])
+            offset += _align4(rings[s] * st.shape[1] * st.shape[2] * ELEMENT_BYTES[self.dtype])
             records.append(w)
         for s, st in enumerate(self.stages):
             if st.kind in WHOLE_INPUT:
@@ -494,8 +537,8 @@ class HandChain:
         """The one-operator model; ``words``: {(stage or "header", word): value} to
         break; ``options``: custom options to use instead of the right ones."""
         b = ModelBuilder("hand chain, cascaded")
-        x = self._act(b, "input", self.input_shape, self.input_quant)
-        inputs = [x]
+        xs = self._inputs(b)
+        inputs = list(xs)
         extra: dict[tuple[int, int], int] = {}
         for s, st in enumerate(self.stages):
             for field_index, (data, dtype) in zip((18, 19, 20), st.consts, strict=False):
@@ -515,7 +558,7 @@ class HandChain:
         last = self.stages[-1]
         y = self._act(b, "output", last.shape, last.quant, last.tensor_shape)
         b.add_operator(f"custom:{CUSTOM}", inputs, [y], custom_options=custom)
-        b.set_io([x], [y])
+        b.set_io(xs, [y])
         return b.finish()
 
 
@@ -749,6 +792,49 @@ def _chain_dilated_rows() -> HandChain:
     return c
 
 
+def _int16_chain_convs() -> HandChain:
+    """int16x8 convolutions: SAME stride 1 with an int64 bias and a fused RELU6, VALID
+    stride 2 with an int32 bias (an int32 sum), a depthwise with multiplier 2 and
+    dilation 2, a dilated 2x3 without a bias summing in int32 (quantized_bias_type
+    INT32), a 1x1 without a bias (an int64 sum)."""
+    c = HandChain((13, 9, 3), scale=0.0005, zp=0, seed=11, dtype=DType.INT16)
+    a = c.conv(-1, 8, 3, scale=0.001, zp=0, activation="RELU6")
+    b = c.conv(a, 6, 3, stride=2, same=False, scale=0.005, zp=0, int32_sum=True)
+    d = c.conv(b, 0, 3, depthwise=True, multiplier=2, dilation=2, scale=0.05, zp=0)
+    e = c.conv(d, 5, (2, 3), dilation=2, bias=False, int32_sum=True, scale=0.3, zp=0)
+    c.conv(e, 4, 1, bias=False, scale=0.5, zp=0, activation="RELU")
+    return c
+
+
+def _int16_chain_block() -> HandChain:
+    """int16x8: a strided CONV, a depthwise, a 1x1 CONV, the residual ADD of two
+    stages, a max pool, PAD, an average pool with padding, MEAN_ROWS."""
+    c = HandChain((11, 9, 5), scale=0.001, zp=0, seed=12, dtype=DType.INT16)
+    a = c.conv(-1, 8, 3, stride=2, scale=0.01, zp=0, activation="RELU")
+    b = c.conv(a, 0, 3, depthwise=True, scale=0.02, zp=0)
+    p = c.conv(b, 8, 1, scale=0.05, zp=0)
+    s = c.add(a, p, scale=0.05, zp=0)
+    m = c.pool(s, 3, 2, average=False)
+    q = c.pad(m, 1, 2, 0, 1)
+    v = c.pool(q, 2, 1, same=True)
+    c.mean(v)
+    return c
+
+
+def _int16_chain_elementwise() -> HandChain:
+    """int16x8 element-wise kinds: RELU6, LEAKY_RELU, RELU, MUL of two stages with a
+    fused RELU, SUB of the input and a stage at the end."""
+    c = HandChain((9, 7, 4), scale=0.0004, zp=0, seed=13, dtype=DType.INT16)
+    a = c.conv(-1, 6, 3, scale=0.003, zp=0)
+    r6 = c.relu6(a)
+    lr = c.leaky_relu(a, alpha=0.15, scale=0.0015, zp=0)
+    r = c.relu(lr, scale=0.002, zp=0)
+    m = c.mul(r6, r, scale=0.08, zp=0, activation="RELU")
+    d = c.conv(m, 4, 3, scale=0.3, zp=0)
+    c.sub(-1, d, scale=0.4, zp=0)
+    return c
+
+
 HAND_CHAINS = {
     "block": _chain_block,
     "strided_tall": _chain_strided_tall,
@@ -764,6 +850,9 @@ HAND_CHAINS = {
     "broadcasts": _chain_broadcasts,
     "min_max": _chain_min_max,
     "dilated_rows": _chain_dilated_rows,
+    "int16_convs": _int16_chain_convs,
+    "int16_block": _int16_chain_block,
+    "int16_elementwise": _int16_chain_elementwise,
 }
 
 
@@ -907,6 +996,38 @@ def test_prepare_refuses_bad_constant_operands(case: str) -> None:
     assert len(lines) == 1, result.result.log
 
 
+# int16 stages' bad words, each refused in Prepare with one line: in _int16_chain_convs
+# (stage 0 CONV int64 bias, 1 CONV int32 bias, 2 DW, 3 CONV no bias summing in int32),
+# and _int16_chain_block (3 ADD, 6 AVERAGE_POOL_2D).
+BROKEN_INT16 = {
+    "element_type_unknown": ("convs", {(0, 45): 2}),
+    "element_type_of_its_source": ("convs", {(2, 45): 0, (2, 23): -128, (2, 24): 127}),
+    "acc32_on_a_depthwise": ("convs", {(2, 46): 1}),
+    "acc32_with_an_int64_bias": ("convs", {(0, 46): 1}),
+    "int64_sum_of_an_int32_bias": ("convs", {(1, 46): 0}),
+    "acc32_above_1": ("convs", {(3, 46): 2}),
+    "input_offset": ("convs", {(1, 21): 3}),
+    "output_offset": ("convs", {(2, 22): -1}),
+    "clamp_beyond_int16": ("convs", {(3, 24): 40000}),
+    "reserved_47": ("convs", {(3, 47): 1}),
+    "add_left_shift_above_15": ("block", {(3, 29): 16}),
+    "add_input2_offset": ("block", {(3, 28): 1}),
+    "pool_of_more_than_65536": ("block", {(6, 9): 300, (6, 10): 300}),
+}
+INT16_CHAINS = {"convs": _int16_chain_convs, "block": _int16_chain_block}
+
+
+@pytest.mark.parametrize("case", list(BROKEN_INT16))
+def test_prepare_refuses_bad_int16_words(case: str) -> None:
+    runner = _runner("host-reference")
+    chain, words = BROKEN_INT16[case]
+    model = INT16_CHAINS[chain]().cascaded(words=words)
+    result = runner.run_native(model, GENEROUS_ARENA, [], 1)
+    assert result.report.get("status") == "allocate", result.report
+    lines = [ln for ln in result.result.log.splitlines() if ln.startswith("ARENAPLAN_CASCADE:")]
+    assert len(lines) == 1, result.result.log
+
+
 def test_a_mean_output_of_another_shape_is_refused() -> None:
     """MEAN's output tensor is [1, C] or [1, 1, 1, C]; [1, C, 1] is refused."""
     runner = _runner("host-reference")
@@ -915,6 +1036,52 @@ def test_a_mean_output_of_another_shape_is_refused() -> None:
     result = runner.run_native(chain.cascaded(), GENEROUS_ARENA, [], 1)
     assert result.report.get("status") == "allocate", result.report
     assert "output tensor" in result.result.log
+
+
+@pytest.mark.parametrize("name", list(HAND_CHAINS))
+def test_the_pass_writes_the_hand_chains_words(name: str) -> None:
+    """The pass, reading each hand chain's plain operators, writes the words written
+    here by hand from TFLM's Prepare (the constants' input indices, rings and steps
+    aside): two restatements of TFLM that share no code agree."""
+    chain = HAND_CHAINS[name]()
+    model = read_model_bytes(chain.original())
+    sg = model.subgraphs[0]
+    written = chain_of(sg, list(range(len(sg.operators))), model.buffers).records
+    chain_filled = {18, 19, 20, 25, 26, 27, 37}
+    for s, (st, words) in enumerate(zip(chain.stages, written, strict=True)):
+        mine = [v for k, v in sorted(st.words.items()) if k not in chain_filled]
+        theirs = [v for k, v in enumerate(words) if k not in chain_filled]
+        assert mine == theirs, f"stage {s} {st.kind}"
+
+
+def _wide_int16_chain() -> HandChain:
+    """An int16 CONV_2D of 3x3x64 = 576 columns (above CMSIS-NN's 512) with an int64
+    bias and rows of 5 pixels, then a 1x1 CONV."""
+    c = HandChain((7, 5, 64), scale=0.0002, zp=0, seed=16, dtype=DType.INT16)
+    a = c.conv(-1, 6, 3, scale=0.01, zp=0)
+    c.conv(a, 4, 1, scale=0.004, zp=0)
+    return c
+
+
+@pytest.mark.parametrize("variant", list(CMSIS_KERNELS))
+def test_cmsis_nn_sees_the_pixels_of_wide_int16_convolutions_in_pairs(variant: str) -> None:
+    """CMSIS-NN's int16 CONV_2D with an int64 bias sums a lone pixel otherwise than a
+    pair above 512 columns (plain C and DSP): steps of an odd number of pixels are
+    refused there, in one line; steps of two rows (10 pixels) give the original's
+    bytes in every CMSIS-NN build, and with MVE so do steps of one row."""
+    runner = _runner(variant)
+    chain = _wide_int16_chain()
+    original = chain.original()
+    inputs = random_inputs(read_model_bytes(original), 3, seed=7)
+    want = _outputs(runner, original, inputs)
+    assert _outputs(runner, chain.cascaded(steps=2), inputs) == want
+    one_row = chain.cascaded()
+    if variant == "m55-cmsis_nn":
+        assert _outputs(runner, one_row, inputs) == want
+        return
+    result = runner.run_native(one_row, GENEROUS_ARENA, [], 1)
+    assert result.report.get("status") == "allocate", result.report
+    assert "pixels" in result.result.log
 
 
 @pytest.mark.parametrize(
@@ -958,6 +1125,7 @@ BUILT = {
     # as Keras exports: MUL, ADD by constants; MINIMUM, MAXIMUM, SUB (constant first), MEAN
     "bn_classifier": bn_classifier,
     "clamp_net": clamp_net,
+    "int16x8_network": int16x8_network,  # CONV, LEAKY_RELU, PAD, DW, ADD, MUL
 }
 REAL = [
     "mlcommons-tiny__vww_96_int8",

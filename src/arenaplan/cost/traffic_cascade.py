@@ -8,8 +8,9 @@ operator's scratch buffer (its rings) instead of a tensor; the per-channel
 multipliers and shifts are read from the stage's constant tensor (flash) instead
 of the persistent arena; a constant operand that broadcasts is spread, a row at a
 time, into a row of the scratch (a load from the constant and a store an element)
-and read from there. Fixed per-invoke terms are not measured for this kernel, so
-every figure is an estimate (``exact`` False).
+and read from there. Activations are int8 or int16 (``element_type``: a ring's element
+is 1 or 2 bytes). Fixed per-invoke terms are not measured for this kernel, so every
+figure is an estimate (``exact`` False).
 """
 
 from __future__ import annotations
@@ -37,32 +38,33 @@ def _stage(c: KernelCounts, w: tuple[int, ...], last: bool) -> None:
     kind = f.KIND_NAMES[w[f.KIND]]
     out = c.o() if last else c.scratch(0)
     src = _where(c, w[f.SRC0])
+    e = f.element_bytes(w)  # bytes of an activation element, in tensors and rings
     ih, iw, ic, oh, ow, oc = (w[k] for k in (f.IN_H, f.IN_W, f.IN_C, f.OUT_H, f.OUT_W, f.OUT_C))
     outputs = oh * ow * oc
     if kind in ("CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D"):
         taps = tap_count(oh, ih, w[f.FILTER_H], w[f.STRIDE_H], w[f.PAD_TOP], w[f.DIL_H])
         taps *= tap_count(ow, iw, w[f.FILTER_W], w[f.STRIDE_W], w[f.PAD_LEFT], w[f.DIL_W])
         per_tap = {"CONV_2D": ic * oc}.get(kind, oc)
-        c.load(src, taps * per_tap)
+        c.load(src, taps * per_tap, e)
         if kind in ("CONV_2D", "DEPTHWISE_CONV_2D"):
             c.load(c.i(w[f.FILTER_IN]), taps * per_tap)
             c.load(c.i(w[f.BIAS_IN]) if w[f.BIAS_IN] >= 0 else None, outputs)
             c.load(c.i(w[f.QUANT_IN]), 2 * outputs, 4)
     elif kind in f.ELEMENTWISE:  # each input element read once (both inputs': two)
-        c.load(src, outputs)
+        c.load(src, outputs, e)
         if kind in f.TWO_INPUTS:
-            c.load(_second(c, w), outputs)
+            c.load(_second(c, w), outputs, e)
         if w[f.CONST_IN] >= 0 and not f.const_row_in_place(w):
             # the constant's row spread into the scratch, then read from there
             c.load(c.i(w[f.CONST_IN]), outputs)
             c.store(c.scratch(0), outputs)
     elif kind == "PAD":
-        c.load(src, ih * iw * ic)
+        c.load(src, ih * iw * ic, e)
     else:  # MEAN_ROWS, MEAN: each input element added to its channel's sum
-        c.load(src, ih * iw * ic)
+        c.load(src, ih * iw * ic, e)
         c.load(c.scratch(0), ih * iw * ic, 4)
         c.store(c.scratch(0), ih * iw * ic + oc, 4)
-    c.store(out, outputs)
+    c.store(out, outputs, e)
 
 
 @_kernel(f.OPCODE)
@@ -71,4 +73,4 @@ def _cascade(c: KernelCounts) -> None:
     last = len(chain.records) - 1
     for s, w in enumerate(chain.records):
         _stage(c, w, s == last)
-    _path(c, "int8")
+    _path(c, "int8" if f.element_bytes(chain.records[last]) == 1 else "int16")

@@ -1,4 +1,4 @@
-// ARENAPLAN_CASCADE: a chain of int8 operators computed row by row, each
+// ARENAPLAN_CASCADE: a chain of int8 or int16x8 operators computed row by row, each
 // intermediate tensor kept as a ring of rows in one scratch buffer. The format
 // (custom options, chain blob, ring layout, row order) is arenaplan's
 // docs/cascade.md; this file follows it word for word.
@@ -18,11 +18,14 @@
 // reference_ops::Pad, SubElementwise, QuantizeLeakyRelu, MaximumMinimumBroadcastSlow,
 // QuantizedMeanOrSum; ReluQuantized, Relu6Quantized; a constant operand as the
 // broadcast kernels read it), with TFLM's own MultiplyByQuantizedMultiplier*, so each
-// stage's output is bit-identical to the operator it replaced. In a CMSIS-NN
-// build (CMSIS_NN defined), CONV_2D and DEPTHWISE_CONV_2D run by CMSIS-NN's int8
-// wrappers on windows of rows, as TFLM's CMSIS-NN kernels run the whole operators
-// (section "CMSIS-NN builds" below); a second scratch buffer, the work buffer,
-// holds copies of windows and CMSIS-NN's own buffer.
+// stage's output is bit-identical to the operator it replaced; int16 stages (int16
+// activations, int8 weights: element_type 1) take the int16x8 paths of the same
+// kernels (section "int16 stages"). In a CMSIS-NN build (CMSIS_NN defined),
+// CONV_2D and DEPTHWISE_CONV_2D run by the CMSIS-NN functions TFLM's CMSIS-NN
+// kernels call (int8: the s8 wrappers; int16: arm_convolve_wrapper_s16,
+// arm_depthwise_conv_s16) on windows of rows, as those kernels run the whole
+// operators (section "CMSIS-NN builds" below); a second scratch buffer, the work
+// buffer, holds copies of windows and CMSIS-NN's own buffer.
 
 #include "arenaplan_cascade.h"
 
@@ -40,6 +43,7 @@
 
 #if defined(CMSIS_NN)  // TFLM's Makefile defines it with OPTIMIZED_KERNEL_DIR=cmsis_nn
 #include "Include/arm_nnfunctions.h"
+#include "Include/arm_nnsupportfunctions.h"  // MAX_COL_COUNT
 #endif
 
 namespace tflite {
@@ -136,11 +140,27 @@ enum Field {
   kConstStrideW,
   kConstStrideC,
   kConstFirst,       // 44: 1 when the constant is the operator's first input
-  kElementType,      // 45: the stage's activations: 0 int8 (not yet: 0)
-  kReserved3,        // 46, 47: reserved, 0
-  kReserved4,
+  kElementType,      // 45: the stage's activations: ElementType
+  kAcc32,            // 46: int16 CONV_2D: 1 when TFLM's reference kernel sums in int32
+  kReserved4,        // 47: reserved, 0
 };
 static_assert(kReserved4 + 1 == kStageWords, "a stage record is 48 words");
+
+// The element type of a stage's activations (its sources', its output's, its ring's).
+enum ElementType : int32_t { kInt8 = 0, kInt16 = 1 };
+
+// Bytes of an element of `element_type` (Prepare admits kInt8 and kInt16 only).
+inline int32_t ElementBytes(int32_t element_type) { return element_type == kInt16 ? 2 : 1; }
+
+// The tensor type of an element type, and the range of its values.
+inline TfLiteType TensorType(int32_t element_type) {
+  return element_type == kInt16 ? kTfLiteInt16 : kTfLiteInt8;
+}
+inline int32_t TypeMin(int32_t element_type) { return element_type == kInt16 ? INT16_MIN : INT8_MIN; }
+inline int32_t TypeMax(int32_t element_type) { return element_type == kInt16 ? INT16_MAX : INT8_MAX; }
+inline bool InType(int32_t value, int32_t element_type) {
+  return value >= TypeMin(element_type) && value <= TypeMax(element_type);
+}
 
 // The little-endian int32 at p (the blob has any alignment).
 inline int32_t LoadWord(const uint8_t* p) {
@@ -243,9 +263,9 @@ int64_t ElementCount(const TfLiteTensor& tensor) {
   return count;
 }
 
-// An int8 tensor of shape [1, h, w, c]?
-bool IsImage(const TfLiteTensor* tensor, int32_t h, int32_t w, int32_t c) {
-  return tensor != nullptr && tensor->type == kTfLiteInt8 && tensor->dims != nullptr &&
+// A tensor of `type` and shape [1, h, w, c]?
+bool IsImage(const TfLiteTensor* tensor, TfLiteType type, int32_t h, int32_t w, int32_t c) {
+  return tensor != nullptr && tensor->type == type && tensor->dims != nullptr &&
          tensor->dims->size == 4 && tensor->dims->data[0] == 1 && tensor->dims->data[1] == h &&
          tensor->dims->data[2] == w && tensor->dims->data[3] == c;
 }
@@ -256,20 +276,37 @@ bool IsVector(const TfLiteTensor* tensor, int32_t c) {
          tensor->dims->size == 2 && tensor->dims->data[0] == 1 && tensor->dims->data[1] == c;
 }
 
-// Multipliers >= 0 then shifts in [-31, 30]: MultiplyByQuantizedMultiplier's range.
-bool QuantValid(const TfLiteTensor& tensor, int32_t channels) {
+// Multipliers >= 0 then shifts in [-31, max_shift]: MultiplyByQuantizedMultiplier's
+// range (max_shift 30 on int32 sums, 7 on int64 ones).
+bool QuantValid(const TfLiteTensor& tensor, int32_t channels, int32_t max_shift) {
   const int32_t* q = tensor.data.i32;
   if (q == nullptr) return false;
   for (int32_t c = 0; c < channels; ++c) {
-    if (q[c] < 0 || q[channels + c] < -31 || q[channels + c] > 30) return false;
+    if (q[c] < 0 || q[channels + c] < -31 || q[channels + c] > max_shift) return false;
   }
   return true;
 }
 
+const char* TypeName(TfLiteType type) {
+  switch (type) {
+    case kTfLiteInt8:
+      return "int8";
+    case kTfLiteInt16:
+      return "int16";
+    case kTfLiteInt32:
+      return "int32";
+    case kTfLiteInt64:
+      return "int64";
+    default:
+      return "?";
+  }
+}
+
 // The operator's input `index` is a tensor of `type` with `count` elements (and,
-// for a quant tensor, multipliers and shifts in range).
+// for a quant tensor, multipliers >= 0 and shifts in [-31, max_shift]).
 bool CheckConstant(MicroContext* micro_context, TfLiteNode* node, int32_t stage, int32_t index,
-                   TfLiteType type, int64_t count, bool quant, const char* what) {
+                   TfLiteType type, int64_t count, bool quant, const char* what,
+                   int32_t max_shift = 30) {
   if (index < 1 || index >= NumInputs(node)) {
     MicroPrintf("ARENAPLAN_CASCADE: stage %d: the %s's input index %d is out of range",
                 static_cast<int>(stage), what, static_cast<int>(index));
@@ -277,15 +314,33 @@ bool CheckConstant(MicroContext* micro_context, TfLiteNode* node, int32_t stage,
   }
   TfLiteTensor* tensor = micro_context->AllocateTempInputTensor(node, index);
   bool ok = tensor != nullptr && tensor->type == type && ElementCount(*tensor) == count;
-  if (ok && quant) ok = QuantValid(*tensor, static_cast<int32_t>(count / 2));
+  if (ok && quant) ok = QuantValid(*tensor, static_cast<int32_t>(count / 2), max_shift);
   if (tensor != nullptr) micro_context->DeallocateTempTfLiteTensor(tensor);
-  if (!ok) {
-    MicroPrintf("ARENAPLAN_CASCADE: stage %d: input %d (the %s) is not %s with %d elements%s",
-                static_cast<int>(stage), static_cast<int>(index), what,
-                type == kTfLiteInt8 ? "int8" : "int32", static_cast<int>(count),
-                quant ? " (multipliers >= 0, shifts in [-31, 30])" : "");
+  if (!ok && quant) {
+    MicroPrintf("ARENAPLAN_CASCADE: stage %d: input %d (the %s) is not %s with %d elements "
+                "(multipliers >= 0, shifts in [-31, %d])",
+                static_cast<int>(stage), static_cast<int>(index), what, TypeName(type),
+                static_cast<int>(count), static_cast<int>(max_shift));
+  } else if (!ok) {
+    MicroPrintf("ARENAPLAN_CASCADE: stage %d: input %d (the %s) is not %s with %d elements",
+                static_cast<int>(stage), static_cast<int>(index), what, TypeName(type),
+                static_cast<int>(count));
   }
   return ok;
+}
+
+// The type of a convolution's bias: int8 stages int32; int16 ones the type TFLM's
+// int16x8 kernel reads: DEPTHWISE_CONV_2D int64, CONV_2D int32 when it sums in int32
+// (acc32) else int64.
+TfLiteType BiasType(const Stage& st) {
+  if (st[kElementType] != kInt16) return kTfLiteInt32;
+  return st[kKind] == kConv && st[kAcc32] == 1 ? kTfLiteInt32 : kTfLiteInt64;
+}
+
+// The largest shift of a convolution's quant: 7 where MultiplyByQuantizedMultiplier
+// takes TFLM's int64 sums (int16 stages but an int32-summing CONV_2D), else 30.
+int32_t MaxShift(const Stage& st) {
+  return st[kElementType] == kInt16 && BiasType(st) == kTfLiteInt64 ? 7 : 30;
 }
 
 // Filter, bias (optional) and quant of a convolution.
@@ -296,14 +351,12 @@ bool CheckWeights(MicroContext* micro_context, TfLiteNode* node, int32_t s, cons
     return false;
   }
   if (st[kBias] != -1 &&
-      !CheckConstant(micro_context, node, s, st[kBias], kTfLiteInt32, st[kOutC], false, "bias")) {
+      !CheckConstant(micro_context, node, s, st[kBias], BiasType(st), st[kOutC], false, "bias")) {
     return false;
   }
   return CheckConstant(micro_context, node, s, st[kQuant], kTfLiteInt32, 2 * int64_t{st[kOutC]},
-                       true, "quant");
+                       true, "quant", MaxShift(st));
 }
-
-bool InInt8(int32_t v) { return v >= -128 && v <= 127; }
 
 // An element-wise stage: output shape = input shape.
 bool SameShape(const Stage& st) {
@@ -385,14 +438,17 @@ bool CheckSource(const Chain& chain, const TfLiteTensor* input, int32_t s, const
                  int32_t src) {
   if (src < -1 || src >= s) return FailStage(s, "a source is not the input or an earlier stage");
   if (src == -1) {
-    if (!IsImage(input, st[kInH], st[kInW], st[kInC])) {
-      return FailStage(s, "the input tensor is not int8 [1, in_h, in_w, in_c]");
+    if (!IsImage(input, TensorType(st[kElementType]), st[kInH], st[kInW], st[kInC])) {
+      return FailStage(s, "the input tensor is not [1, in_h, in_w, in_c] of its element type");
     }
     return true;
   }
   if (Word(chain.blob, src, kOutH) != st[kInH] || Word(chain.blob, src, kOutW) != st[kInW] ||
       Word(chain.blob, src, kOutC) != st[kInC]) {
     return FailStage(s, "in_h, in_w, in_c are not its source stage's out_h, out_w, out_c");
+  }
+  if (Word(chain.blob, src, kElementType) != st[kElementType]) {
+    return FailStage(s, "its source stage's element type is not its own");
   }
   return true;
 }
@@ -418,6 +474,40 @@ bool CheckPoolWindows(int32_t s, const Stage& st) {
   return true;
 }
 
+// ADD's and SUB's left shift at most: int8 30 (add_common.cc takes 20); int16 15
+// (its own 15: 65535 << 15 fits an int32).
+int32_t MaxLeftShift(const Stage& st) { return st[kElementType] == kInt16 ? 15 : 30; }
+
+// int16 stages: zero points 0 (TFLM's int16 kernels ignore or refuse others); an
+// average pool sums at most 65536 positions (no int32 sum overflows, so TFLM's
+// reference sum and CMSIS-NN's saturating one agree); acc32 only for CONV_2D; no
+// constant operand, MINIMUM, MAXIMUM or MEAN (their rows are int8 here).
+bool CheckInt16(int32_t s, const Stage& st) {
+  if (st[kInputOffset] != 0 || st[kOutputOffset] != 0 || st[kInput2Offset] != 0) {
+    return FailStage(s, "an int16 stage has an offset other than 0");
+  }
+  const int32_t kind = st[kKind];
+  if (st[kConstInput] != -1 || kind == kMinimum || kind == kMaximum || kind == kMean) {
+    return FailStage(s, "an int16 constant operand, MINIMUM, MAXIMUM or MEAN (int8 only)");
+  }
+  const int64_t positions = st[kKind] == kMeanRows ? int64_t{st[kInH]} * st[kInW]
+                            : st[kKind] == kAvgPool ? int64_t{st[kFilterH]} * st[kFilterW]
+                                                    : 0;
+  if (positions > 65536) return FailStage(s, "an int16 average of more than 65536 positions");
+  if (st[kAcc32] != 0 && (st[kKind] != kConv || st[kAcc32] != 1)) {
+    return FailStage(s, "acc32 is not 0, or 1 for a CONV_2D");
+  }
+  return true;
+}
+
+// The element type is known; acc32 is 0 but for int16 CONV_2D; int16 words in range.
+bool CheckElementType(int32_t s, const Stage& st) {
+  if (st[kElementType] == kInt16) return CheckInt16(s, st);
+  if (st[kElementType] != kInt8) return FailStage(s, "an element type other than 0 and 1");
+  if (st[kAcc32] != 0) return FailStage(s, "acc32 is not 0 for an int8 stage");
+  return true;
+}
+
 // What each kind needs of its record and constants.
 bool CheckKind(MicroContext* micro_context, TfLiteNode* node, int32_t s, const Stage& st) {
   const int64_t window = int64_t{st[kFilterH]} * st[kFilterW];
@@ -438,13 +528,15 @@ bool CheckKind(MicroContext* micro_context, TfLiteNode* node, int32_t s, const S
       if (st[kOutH] != st[kInH] || st[kOutW] != st[kInW] || st[kOutC] != st[kInC]) {
         return FailStage(s, "ADD's output shape is not its inputs'");
       }
-      if (st[kLeftShift] < 0 || st[kLeftShift] > 30 || !InInt8(-st[kInput2Offset])) {
+      if (st[kLeftShift] < 0 || st[kLeftShift] > MaxLeftShift(st) ||
+          !InType(-st[kInput2Offset], st[kElementType])) {
         return FailStage(s, "ADD's left_shift or input2_offset is out of range");
       }
       return true;
     case kSub:
       if (!SameShape(st)) return FailStage(s, "SUB's output shape is not its inputs'");
-      if (st[kLeftShift] < 0 || st[kLeftShift] > 30 || !InInt8(-st[kInput2Offset]) ||
+      if (st[kLeftShift] < 0 || st[kLeftShift] > MaxLeftShift(st) ||
+          !InType(-st[kInput2Offset], st[kElementType]) ||
           !SmallerThanOne(st[kInput1Multiplier], st[kInput1Shift]) ||
           !SmallerThanOne(st[kInput2Multiplier], st[kInput2Shift]) ||
           !SmallerThanOne(st[kOutputMultiplier], st[kOutputShift])) {
@@ -454,7 +546,8 @@ bool CheckKind(MicroContext* micro_context, TfLiteNode* node, int32_t s, const S
       return true;
     case kMul:
       if (!SameShape(st)) return FailStage(s, "MUL's output shape is not its inputs'");
-      if (!InInt8(-st[kInput2Offset]) || !Scaling(st[kOutputMultiplier], st[kOutputShift])) {
+      if (!InType(-st[kInput2Offset], st[kElementType]) ||
+          !Scaling(st[kOutputMultiplier], st[kOutputShift])) {
         return FailStage(s, "MUL's input2_offset, multiplier or shift is out of range");
       }
       return true;
@@ -478,7 +571,7 @@ bool CheckKind(MicroContext* micro_context, TfLiteNode* node, int32_t s, const S
     case kPad:
       if (st[kOutC] != st[kInC] || st[kPadTop] < 0 || st[kPadLeft] < 0 ||
           st[kOutH] < st[kInH] + st[kPadTop] || st[kOutW] < st[kInW] + st[kPadLeft] ||
-          !InInt8(st[kPadValue])) {
+          !InType(st[kPadValue], st[kElementType])) {
         return FailStage(s, "PAD's shapes, padding or pad value do not fit");
       }
       return true;
@@ -513,7 +606,8 @@ bool CheckBuffers(const Chain& chain, int32_t s, const Stage& st) {
   const bool last = s == chain.stages - 1;
   if (last && st[kRingRows] != 0) return FailStage(s, "the last stage has ring_rows != 0");
   if (!last) {
-    const int64_t ring_bytes = int64_t{st[kRingRows]} * st[kOutW] * st[kOutC];
+    const int64_t ring_bytes =
+        int64_t{st[kRingRows]} * st[kOutW] * st[kOutC] * ElementBytes(st[kElementType]);
     if (st[kRingRows] < 1) return FailStage(s, "a stage before the last has ring_rows < 1");
     if (!InScratch(chain, st[kRingOffset], ring_bytes)) {
       return FailStage(s, "the ring is not inside the scratch buffer (or not 4-aligned)");
@@ -541,10 +635,10 @@ bool CheckStage(MicroContext* micro_context, TfLiteNode* node, const Chain& chai
       st[kOutC] < 1) {
     return FailStage(s, "a dimension is < 1");
   }
-  if (st[kReserved1] != 0 || st[kReserved2] != 0 || st[kReserved3] != 0 || st[kReserved4] != 0) {
+  if (st[kReserved1] != 0 || st[kReserved2] != 0 || st[kReserved4] != 0) {
     return FailStage(s, "reserved words are not 0");
   }
-  if (st[kElementType] != 0) return FailStage(s, "an element type this kernel does not run");
+  if (!CheckElementType(s, st)) return false;
   if (st[kBlockRows] < 0 || st[kBlockRows] > st[kOutH] ||
       (WholeInput(st[kKind]) && st[kBlockRows] > 1)) {
     return FailStage(s, "block_rows is not in 0..out_h (MEAN_ROWS, MEAN: 0 or 1)");
@@ -552,9 +646,10 @@ bool CheckStage(MicroContext* micro_context, TfLiteNode* node, const Chain& chai
   if (s < chain.stages - 1 && st[kBlockRows] > 1 && st[kRingRows] % st[kBlockRows] != 0) {
     return FailStage(s, "ring_rows is not a multiple of block_rows");
   }
-  if (st[kActMin] > st[kActMax] || !InInt8(st[kActMin]) || !InInt8(st[kActMax]) ||
-      !InInt8(-st[kInputOffset]) || !InInt8(st[kOutputOffset])) {
-    return FailStage(s, "the clamp or the offsets are outside int8");
+  const int32_t type = st[kElementType];
+  if (st[kActMin] > st[kActMax] || !InType(st[kActMin], type) || !InType(st[kActMax], type) ||
+      !InType(-st[kInputOffset], type) || !InType(st[kOutputOffset], type)) {
+    return FailStage(s, "the clamp or the offsets are outside the element type's range");
   }
   if (!CheckSource(chain, input, s, st, st[kSrc0])) return false;
   if (!CheckConstOperand(micro_context, node, s, st)) return false;
@@ -581,12 +676,12 @@ bool CheckChain(MicroContext* micro_context, TfLiteNode* node, const Chain& chai
   TfLiteTensor* output = micro_context->AllocateTempOutputTensor(node, 0);
   const int32_t out_h = Word(chain.blob, last, kOutH), out_w = Word(chain.blob, last, kOutW);
   const int32_t out_c = Word(chain.blob, last, kOutC);
-  ok = IsImage(output, out_h, out_w, out_c) ||
+  ok = IsImage(output, TensorType(Word(chain.blob, last, kElementType)), out_h, out_w, out_c) ||
        (out_h == 1 && out_w == 1 && IsVector(output, out_c));
   if (output != nullptr) micro_context->DeallocateTempTfLiteTensor(output);
   if (!ok) {
-    return Fail("the output tensor is not int8 [1, out_h, out_w, out_c] (or [1, out_c] of one "
-                "pixel) of the last stage");
+    return Fail("the output tensor is not [1, out_h, out_w, out_c] of the last stage's type "
+                "(or int8 [1, out_c] of one pixel)");
   }
   return true;
 }
@@ -645,8 +740,11 @@ bool NeededBlock(const uint8_t* blob, int32_t s, int32_t y, int32_t n, int32_t* 
 
 #if defined(CMSIS_NN)
 // ---------------------------------------------------------------------------
-// CMSIS-NN builds: CONV_2D and DEPTHWISE_CONV_2D rows by CMSIS-NN's int8 wrappers,
-// the functions TFLM's cmsis_nn kernels call for the operators the chain replaced.
+// CMSIS-NN builds: CONV_2D and DEPTHWISE_CONV_2D rows by the CMSIS-NN functions
+// TFLM's cmsis_nn kernels call for the operators the chain replaced: int8 the s8
+// wrappers, int16 arm_convolve_wrapper_s16 (its int64 or int32 bias as TFLM's
+// kernel passes it: int32 when the bias is int32 or absent) and
+// arm_depthwise_conv_s16 (no buffer, as TFLM calls it).
 //
 // A step of a convolution, output rows y .. y+n-1 (n: block_rows, fewer at the
 // end), reads rows lo..hi of its source (NeededBlock). They are described to
@@ -662,9 +760,16 @@ bool NeededBlock(const uint8_t* blob, int32_t s, int32_t y, int32_t n, int32_t* 
 //   window + buffer (window rounded up to 16 when buffer > 0), where
 //   window: over convolutions reading a ring of fewer rows than their in_h: the
 //           largest min((block_rows-1)*stride_h + (filter_h-1)*dilation_h + 1, in_h)
-//           * in_w * in_c, where that is above 1 row,
-//   buffer: the largest *_wrapper_s8_get_buffer_size over every step's window.
-// A step that reads no source row (wholly in the padding) takes the reference path.
+//           * in_w * in_c elements, in bytes, where that is above 1 row,
+//   buffer: the largest *_wrapper_s8_get_buffer_size over every int8 step's window,
+//           arm_convolve_wrapper_s16_get_buffer_size for int16 CONV_2D (the window
+//           does not change it), none for int16 DEPTHWISE_CONV_2D.
+// An int8 step that reads no source row (wholly in the padding) takes the reference
+// path; an int16 one is given CMSIS-NN as a window of no rows (all padding).
+// CMSIS-NN's int16 CONV_2D with an int64 bias (plain C and DSP) sums the first 512
+// columns of a filter in int32 for a pair of pixels and all of them for a lone one:
+// above 512 columns, steps of an odd number of pixels are refused in Prepare (the
+// whole operator pairs pixels from its first; a step must start a pair).
 
 struct ConvWindow {
   int32_t lo;        // first source row read
@@ -682,6 +787,10 @@ bool WindowOf(const uint8_t* blob, int32_t s, int32_t y, int32_t n, ConvWindow* 
   window->out_rows = n;
   return true;
 }
+
+// A window of no rows for the step of n rows at y (int16 steps wholly in the
+// padding): CMSIS-NN reads no input and sums no tap.
+ConvWindow EmptyWindow(int32_t n) { return ConvWindow{0, 0, 0, n}; }
 
 // CMSIS-NN's description of a step of stage s (a convolution). Filter dims as
 // TFLM's kernels give them.
@@ -730,8 +839,8 @@ int32_t WindowCopyRows(const uint8_t* blob, int32_t s) {
 int64_t WindowBytes(const uint8_t* blob, int32_t stages) {
   int64_t bytes = 0;
   for (int32_t s = 0; s < stages; ++s) {
-    const int64_t b =
-        int64_t{WindowCopyRows(blob, s)} * Word(blob, s, kInW) * Word(blob, s, kInC);
+    const int64_t b = int64_t{WindowCopyRows(blob, s)} * Word(blob, s, kInW) *
+                      Word(blob, s, kInC) * ElementBytes(Word(blob, s, kElementType));
     if (b > bytes) bytes = b;
   }
   return bytes;
@@ -739,12 +848,27 @@ int64_t WindowBytes(const uint8_t* blob, int32_t stages) {
 
 int64_t Align16(int64_t n) { return (n + 15) & ~int64_t{15}; }
 
+// The buffer CMSIS-NN asks for an int16 convolution (none for DEPTHWISE_CONV_2D:
+// TFLM gives arm_depthwise_conv_s16 none); the window's rows do not change it.
+int64_t CmsisBufferBytes16(const uint8_t* blob, int32_t s) {
+  if (Word(blob, s, kKind) != kConv) return 0;
+  CmsisCall call;
+  Describe(blob, s, EmptyWindow(1), &call);
+  return arm_convolve_wrapper_s16_get_buffer_size(&call.conv, &call.input, &call.filter,
+                                                  &call.output);
+}
+
 // The largest buffer CMSIS-NN asks for any step of any convolution.
 int64_t CmsisBufferBytes(const uint8_t* blob, int32_t stages) {
   int64_t bytes = 0;
   for (int32_t s = 0; s < stages; ++s) {
     const int32_t kind = Word(blob, s, kKind);
     if (kind != kConv && kind != kDepthwise) continue;
+    if (Word(blob, s, kElementType) == kInt16) {
+      const int64_t b = CmsisBufferBytes16(blob, s);
+      if (b > bytes) bytes = b;
+      continue;
+    }
     const int32_t out_h = Word(blob, s, kOutH), block = BlockRows(blob, s);
     for (int32_t y = 0; y < out_h; y += block) {
       ConvWindow window;
@@ -764,6 +888,24 @@ int64_t CmsisBufferBytes(const uint8_t* blob, int32_t stages) {
 
 int64_t WorkBytes(int64_t window, int64_t buffer) {
   return buffer > 0 ? Align16(window) + buffer : window;
+}
+
+// Plain C and DSP: an int16 CONV_2D with an int64 bias and more than MAX_COL_COUNT
+// columns sees its pixels in pairs, as the whole operator does (see above).
+bool CheckCmsisPairs(int32_t s, const Stage& st) {
+#if !defined(ARM_MATH_MVEI)
+  const bool wide_bias = st[kBias] != -1 && st[kAcc32] == 0;
+  const int64_t columns = int64_t{st[kInC]} * st[kFilterH] * st[kFilterW];
+  const int32_t block = st[kBlockRows] > 1 ? st[kBlockRows] : 1;
+  if (st[kKind] == kConv && st[kElementType] == kInt16 && wide_bias &&
+      columns > MAX_COL_COUNT && block < st[kOutH] && (int64_t{block} * st[kOutW]) % 2 != 0) {
+    return FailStage(s, "CMSIS-NN's int16 CONV_2D needs steps of an even number of pixels");
+  }
+#else
+  (void)s;
+  (void)st;
+#endif
+  return true;
 }
 #endif  // CMSIS_NN
 
@@ -809,6 +951,11 @@ TfLiteStatus Prepare(TfLiteContext* context, TfLiteNode* node) {
   }
   data->work_index = -1;
 #if defined(CMSIS_NN)
+  for (int32_t s = 0; s < chain.stages; ++s) {
+    Stage st;
+    Decode(chain.blob, s, &st);
+    if (!CheckCmsisPairs(s, st)) return kTfLiteError;
+  }
   const int64_t work = WorkBytes(WindowBytes(chain.blob, chain.stages),
                                  CmsisBufferBytes(chain.blob, chain.stages));
   if (!RequestScratch(micro_context, work, &data->work_index)) return kTfLiteError;
@@ -825,8 +972,8 @@ struct Run {
   TfLiteNode* node;
   const uint8_t* blob;
   int32_t stages;
-  const int8_t* input;  // the operator's input 0, whole
-  int8_t* output;       // the operator's output 0, written by the last stage
+  const int8_t* input;  // the operator's input 0, whole (its bytes: int8 or int16)
+  int8_t* output;       // the operator's output 0, written by the last stage (bytes)
   int8_t* scratch;      // the rings and sums; nullptr without scratch
   int8_t* window;       // CMSIS-NN builds: where wrapped windows are copied
   void* cmsis_buffer;   // CMSIS-NN builds: CMSIS-NN's buffer; nullptr when none
@@ -838,12 +985,17 @@ struct Run {
 struct Rows {
   const int8_t* base;  // row 0 of the tensor, or slot 0 of the ring
   int32_t ring_rows;   // slots; 0: the whole tensor
-  int32_t row_bytes;   // in_w * in_c of the reader (= out_w * out_c of the source)
+  int32_t row_bytes;   // in_w * in_c elements of the reader, in bytes
 
   const int8_t* Row(int32_t r) const {
     return base + (ring_rows > 0 ? r % ring_rows : r) * row_bytes;
   }
 };
+
+// Bytes of a row of stage record `st`'s source(s): in_w * in_c elements.
+int32_t SourceRowBytes(const Stage& st) {
+  return st[kInW] * st[kInC] * ElementBytes(st[kElementType]);
+}
 
 Rows RowsOf(const Run& run, int32_t src, int32_t row_bytes) {
   if (src < 0) return Rows{run.input, 0, row_bytes};
@@ -853,7 +1005,7 @@ Rows RowsOf(const Run& run, int32_t src, int32_t row_bytes) {
 
 // Where row y of stage s goes: the output tensor (last stage) or its ring's slot.
 int8_t* OutputRow(const Run& run, int32_t s, const Stage& st, int32_t y) {
-  const int32_t row_bytes = st[kOutW] * st[kOutC];
+  const int32_t row_bytes = st[kOutW] * st[kOutC] * ElementBytes(st[kElementType]);
   if (s == run.stages - 1) return run.output + y * row_bytes;
   return run.scratch + st[kRingOffset] + (y % st[kRingRows]) * row_bytes;
 }
@@ -1165,6 +1317,285 @@ void PadRow(const Stage& st, const Rows& in, int32_t y, int8_t* out) {
   }
 }
 
+// ---- int16 stages ---------------------------------------------------------------
+// int16 activations with int8 weights (element_type 1): TFLM's int16x8 reference
+// arithmetic. CONV_2D: reference_integer_ops::ConvPerChannel<AccumScalar> on int16,
+// its sum in int64 with an int64 bias, or in int32 (acc32: an int32 bias, or none
+// and quantized_bias_type INT32; wrapping as TFLM's int32 sum does), scaled by
+// MultiplyByQuantizedMultiplier on the sum's type; DEPTHWISE_CONV_2D: the int16
+// DepthwiseConvPerChannel (int64 sum, int64 bias); pools: AveragePool and MaxPool on
+// int16 (an int32 sum, the same rounding); ADD and SUB: AddElementwise and
+// SubElementwise (left_shift 15); MUL: MulElementwise; RELU, RELU6, LEAKY_RELU:
+// ReluQuantized, Relu6Quantized, QuantizeLeakyRelu on int16; PAD: Pad (the pad value
+// 0). Zero points are 0 (Prepare), so the offsets applied below are 0.
+
+// Row r of `in` as int16 elements.
+const int16_t* Row16(const Rows& in, int32_t r) {
+  return reinterpret_cast<const int16_t*>(in.Row(r));
+}
+
+int16_t Clamp16(int32_t value, const Stage& st) {
+  if (value < st[kActMin]) value = st[kActMin];
+  if (value > st[kActMax]) value = st[kActMax];
+  return static_cast<int16_t>(value);
+}
+
+// The constants of an int16 convolution: one of the two biases (or none).
+struct Weights16 {
+  const int8_t* filter;
+  const int64_t* bias64;      // an int64 bias; nullptr: none, or int32
+  const int32_t* bias32;      // an int32 bias (CONV_2D summing in int32); nullptr: none
+  const int32_t* multiplier;  // [out_c]
+  const int32_t* shift;       // [out_c]
+};
+
+Weights16 WeightsOf16(const Run& run, const Stage& st) {
+  Weights16 w = {nullptr, nullptr, nullptr, nullptr, nullptr};
+  w.filter = micro::GetTensorData<int8_t>(micro::GetEvalInput(run.context, run.node, st[kFilter]));
+  if (st[kBias] >= 0) {
+    const TfLiteEvalTensor* bias = micro::GetEvalInput(run.context, run.node, st[kBias]);
+    if (BiasType(st) == kTfLiteInt32) {
+      w.bias32 = micro::GetTensorData<int32_t>(bias);
+    } else {
+      w.bias64 = micro::GetTensorData<int64_t>(bias);
+    }
+  }
+  w.multiplier =
+      micro::GetTensorData<int32_t>(micro::GetEvalInput(run.context, run.node, st[kQuant]));
+  w.shift = w.multiplier + st[kOutC];
+  return w;
+}
+
+// The sum of filter * input over the taps of a CONV_2D output pixel inside the
+// tensor, in Acc: int64_t, or uint32_t (TFLM's int32 sum, wrapping modulo 2^32).
+template <typename Acc>
+Acc ConvTaps16(const Stage& st, const Rows& in, const int8_t* filter, int32_t in_y0,
+               int32_t in_x0) {
+  const int32_t in_h = st[kInH], in_w = st[kInW], in_c = st[kInC];
+  const int32_t fh = st[kFilterH], fw = st[kFilterW];
+  Acc acc = 0;
+  for (int32_t ky = 0; ky < fh; ++ky) {
+    const int32_t in_y = in_y0 + ky * st[kDilationH];
+    if (in_y < 0 || in_y >= in_h) continue;  // outside the tensor: skipped
+    const int16_t* row = Row16(in, in_y);
+    for (int32_t kx = 0; kx < fw; ++kx) {
+      const int32_t in_x = in_x0 + kx * st[kDilationW];
+      if (in_x < 0 || in_x >= in_w) continue;
+      const int16_t* pixel = row + in_x * in_c;
+      const int8_t* taps = filter + (ky * fw + kx) * in_c;
+      for (int32_t ic = 0; ic < in_c; ++ic) {
+        acc += static_cast<Acc>(static_cast<int32_t>(taps[ic]) * pixel[ic]);
+      }
+    }
+  }
+  return acc;
+}
+
+// CONV_2D, filter [out_c, filter_h, filter_w, in_c], on int16.
+void ConvRow16(const Stage& st, const Rows& in, const Weights16& w, int32_t y, int16_t* out) {
+  const int32_t in_y0 = y * st[kStrideH] - st[kPadTop];
+  const int32_t taps = st[kFilterH] * st[kFilterW] * st[kInC];
+  for (int32_t x = 0; x < st[kOutW]; ++x) {
+    const int32_t in_x0 = x * st[kStrideW] - st[kPadLeft];
+    for (int32_t oc = 0; oc < st[kOutC]; ++oc) {
+      const int8_t* filter = w.filter + oc * taps;
+      int32_t scaled;
+      if (st[kAcc32] == 1) {
+        uint32_t acc = ConvTaps16<uint32_t>(st, in, filter, in_y0, in_x0);
+        if (w.bias32 != nullptr) acc += static_cast<uint32_t>(w.bias32[oc]);
+        scaled = MultiplyByQuantizedMultiplier(static_cast<int32_t>(acc), w.multiplier[oc],
+                                               w.shift[oc]);
+      } else {
+        int64_t acc = ConvTaps16<int64_t>(st, in, filter, in_y0, in_x0);
+        if (w.bias64 != nullptr) acc += w.bias64[oc];
+        scaled = MultiplyByQuantizedMultiplier(acc, w.multiplier[oc], w.shift[oc]);
+      }
+      *out++ = Clamp16(scaled, st);
+    }
+  }
+}
+
+// DEPTHWISE_CONV_2D, filter [1, filter_h, filter_w, out_c], output channel
+// ic * depth_multiplier + m, on int16: an int64 sum and an int64 bias.
+void DepthwiseRow16(const Stage& st, const Rows& in, const Weights16& w, int32_t y,
+                    int16_t* out) {
+  const int32_t in_h = st[kInH], in_w = st[kInW], in_c = st[kInC], out_c = st[kOutC];
+  const int32_t fh = st[kFilterH], fw = st[kFilterW], multiplier = st[kDepthMultiplier];
+  const int32_t in_y0 = y * st[kStrideH] - st[kPadTop];
+  for (int32_t x = 0; x < st[kOutW]; ++x) {
+    const int32_t in_x0 = x * st[kStrideW] - st[kPadLeft];
+    for (int32_t ic = 0; ic < in_c; ++ic) {
+      for (int32_t m = 0; m < multiplier; ++m) {
+        const int32_t oc = ic * multiplier + m;
+        int64_t acc = 0;
+        for (int32_t ky = 0; ky < fh; ++ky) {
+          const int32_t in_y = in_y0 + ky * st[kDilationH];
+          if (in_y < 0 || in_y >= in_h) continue;
+          const int16_t* row = Row16(in, in_y);
+          for (int32_t kx = 0; kx < fw; ++kx) {
+            const int32_t in_x = in_x0 + kx * st[kDilationW];
+            if (in_x < 0 || in_x >= in_w) continue;
+            acc += static_cast<int64_t>(w.filter[(ky * fw + kx) * out_c + oc]) *
+                   row[in_x * in_c + ic];
+          }
+        }
+        if (w.bias64 != nullptr) acc += w.bias64[oc];
+        *out++ = Clamp16(MultiplyByQuantizedMultiplier(acc, w.multiplier[oc], w.shift[oc]), st);
+      }
+    }
+  }
+}
+
+// AVERAGE_POOL_2D and MAX_POOL_2D on int16 (the window clipped to the tensor, never
+// empty; at most 65536 positions, so the int32 sum does not overflow: Prepare).
+void PoolRow16(const Stage& st, const Rows& in, bool average, int32_t y, int16_t* out) {
+  const int32_t in_c = st[kInC];
+  const int32_t in_y0 = y * st[kStrideH] - st[kPadTop];
+  const int32_t fy0 = in_y0 < 0 ? -in_y0 : 0;
+  const int32_t fy1 = st[kFilterH] < st[kInH] - in_y0 ? st[kFilterH] : st[kInH] - in_y0;
+  for (int32_t x = 0; x < st[kOutW]; ++x) {
+    const int32_t in_x0 = x * st[kStrideW] - st[kPadLeft];
+    const int32_t fx0 = in_x0 < 0 ? -in_x0 : 0;
+    const int32_t fx1 = st[kFilterW] < st[kInW] - in_x0 ? st[kFilterW] : st[kInW] - in_x0;
+    for (int32_t c = 0; c < in_c; ++c) {
+      int32_t sum = 0;
+      int32_t count = 0;
+      int32_t max = INT16_MIN;
+      for (int32_t fy = fy0; fy < fy1; ++fy) {
+        const int16_t* row = Row16(in, in_y0 + fy);
+        for (int32_t fx = fx0; fx < fx1; ++fx) {
+          const int32_t value = row[(in_x0 + fx) * in_c + c];
+          sum += value;
+          if (value > max) max = value;
+          ++count;
+        }
+      }
+      *out++ = Clamp16(average ? RoundedAverage(sum, count) : max, st);
+    }
+  }
+}
+
+// ADD (or SUB, `subtract`) of two int16 rows: AddElementwise / SubElementwise.
+void AddSubRow16(const Stage& st, const int16_t* a, const int16_t* b, bool subtract,
+                 int16_t* out) {
+  const int32_t n = st[kOutW] * st[kOutC];
+  const int32_t scale = 1 << st[kLeftShift];
+  for (int32_t i = 0; i < n; ++i) {
+    const int32_t a_scaled = MultiplyByQuantizedMultiplierSmallerThanOneExp(
+        (st[kInputOffset] + a[i]) * scale, st[kInput1Multiplier], st[kInput1Shift]);
+    const int32_t b_scaled = MultiplyByQuantizedMultiplierSmallerThanOneExp(
+        (st[kInput2Offset] + b[i]) * scale, st[kInput2Multiplier], st[kInput2Shift]);
+    const int32_t raw = MultiplyByQuantizedMultiplierSmallerThanOneExp(
+                            subtract ? a_scaled - b_scaled : a_scaled + b_scaled,
+                            st[kOutputMultiplier], st[kOutputShift]) +
+                        st[kOutputOffset];
+    out[i] = Clamp16(raw, st);
+  }
+}
+
+// MUL of two int16 rows: MulElementwise (the product of two int16 fits an int32).
+void MulRow16(const Stage& st, const int16_t* a, const int16_t* b, int16_t* out) {
+  const int32_t n = st[kOutW] * st[kOutC];
+  for (int32_t i = 0; i < n; ++i) {
+    const int32_t product = (st[kInputOffset] + a[i]) * (st[kInput2Offset] + b[i]);
+    const int32_t raw =
+        st[kOutputOffset] +
+        MultiplyByQuantizedMultiplier(product, st[kOutputMultiplier], st[kOutputShift]);
+    out[i] = Clamp16(raw, st);
+  }
+}
+
+// RELU, RELU6 and LEAKY_RELU of an int16 row (as ActivationRow does for int8).
+void ActivationRow16(const Stage& st, const int16_t* in, int16_t* out) {
+  const int32_t n = st[kOutW] * st[kOutC];
+  const int32_t kind = st[kKind];
+  const bool negative_alpha = st[kInput2Multiplier] < 0;
+  const int32_t alpha = negative_alpha ? -st[kInput2Multiplier] : st[kInput2Multiplier];
+  for (int32_t i = 0; i < n; ++i) {
+    if (kind == kRelu6) {
+      out[i] = Clamp16(in[i], st);
+      continue;
+    }
+    const int32_t value = in[i] + st[kInputOffset];
+    int32_t raw = st[kOutputOffset];
+    if (kind == kRelu || value >= 0) {
+      raw += MultiplyByQuantizedMultiplier(value, st[kOutputMultiplier], st[kOutputShift]);
+    } else {
+      const int32_t scaled = MultiplyByQuantizedMultiplier(value, alpha, st[kInput2Shift]);
+      raw += negative_alpha ? -scaled : scaled;
+    }
+    out[i] = Clamp16(raw, st);
+  }
+}
+
+// PAD of int16 rows and columns: the input's pixels moved, the rest the pad value.
+void PadRow16(const Stage& st, const Rows& in, int32_t y, int16_t* out) {
+  const int32_t c = st[kOutC];
+  const int16_t pad = static_cast<int16_t>(st[kPadValue]);
+  const int32_t in_y = y - st[kPadTop];
+  const bool inside = in_y >= 0 && in_y < st[kInH];
+  const int16_t* row = inside ? Row16(in, in_y) : nullptr;
+  for (int32_t x = 0; x < st[kOutW]; ++x) {
+    const int32_t in_x = x - st[kPadLeft];
+    int16_t* pixel = out + x * c;
+    if (!inside || in_x < 0 || in_x >= st[kInW]) {
+      for (int32_t k = 0; k < c; ++k) pixel[k] = pad;
+    } else {
+      std::memcpy(pixel, row + in_x * c, sizeof(int16_t) * static_cast<size_t>(c));
+    }
+  }
+}
+
+// Row y of int16 stage s by the reference arithmetic.
+void ComputeRow16(const Run& run, int32_t s, const Stage& st, const Rows& in, int32_t y) {
+  int16_t* out = reinterpret_cast<int16_t*>(OutputRow(run, s, st, y));
+  const int32_t kind = st[kKind];
+  switch (kind) {
+    case kConv:
+      ConvRow16(st, in, WeightsOf16(run, st), y, out);
+      break;
+    case kDepthwise:
+      DepthwiseRow16(st, in, WeightsOf16(run, st), y, out);
+      break;
+    case kAvgPool:
+    case kMaxPool:
+      PoolRow16(st, in, kind == kAvgPool, y, out);
+      break;
+    case kAdd:
+    case kSub:
+      AddSubRow16(st, Row16(in, y), Row16(RowsOf(run, st[kSrc1], SourceRowBytes(st)), y),
+                  kind == kSub, out);
+      break;
+    case kMul:
+      MulRow16(st, Row16(in, y), Row16(RowsOf(run, st[kSrc1], SourceRowBytes(st)), y), out);
+      break;
+    case kRelu:
+    case kRelu6:
+    case kLeakyRelu:
+      ActivationRow16(st, Row16(in, y), out);
+      break;
+    case kPad:
+      PadRow16(st, in, y, out);
+      break;
+    default:
+      break;  // Prepare admits no other kind
+  }
+}
+
+// MEAN_ROWS on int16: row r of the source added to the int32 sums, and the output.
+void AddRowToSums16(const Run& run, int32_t s, int32_t r, int32_t* sums) {
+  const int32_t in_w = Word(run.blob, s, kInW), in_c = Word(run.blob, s, kInC);
+  const int16_t* row = Row16(RowsOf(run, Word(run.blob, s, kSrc0), in_w * in_c * 2), r);
+  for (int32_t x = 0; x < in_w; ++x) {
+    for (int32_t c = 0; c < in_c; ++c) sums[c] += row[x * in_c + c];
+  }
+}
+
+void WriteMean16(const Stage& st, const int32_t* sums, int16_t* out) {
+  const int32_t count = st[kInH] * st[kInW];
+  for (int32_t c = 0; c < st[kOutC]; ++c) out[c] = Clamp16(RoundedAverage(sums[c], count), st);
+}
+
 #if defined(CMSIS_NN)
 // Rows window.lo .. of the source, contiguous: in place (the input tensor, or a
 // ring where they do not wrap), else copied to run.window.
@@ -1201,10 +1632,45 @@ bool CmsisConvRows(const Run& run, int32_t s, const Stage& st, const Rows& in, i
               static_cast<int>(s), static_cast<int>(y), static_cast<int>(status));
   return false;
 }
+
+// Output rows y .. of an int16 convolution by the CMSIS-NN function TFLM's kernel
+// calls: arm_convolve_wrapper_s16 with its bias as TFLM passes it (an int64 bias as
+// int64, an int32 one or none as int32), arm_depthwise_conv_s16 (int64 bias, no
+// buffer); false (said) if CMSIS-NN refuses.
+bool CmsisConvRows16(const Run& run, int32_t s, const Stage& st, const Rows& in, int32_t y,
+                     const ConvWindow& window, int8_t* out) {
+  CmsisCall call;
+  Describe(run.blob, s, window, &call);
+  const Weights16 w = WeightsOf16(run, st);
+  cmsis_nn_per_channel_quant_params quant = {const_cast<int32_t*>(w.multiplier),
+                                             const_cast<int32_t*>(w.shift)};
+  cmsis_nn_context ctx = {run.cmsis_buffer, 0};  // size: unread, as in TFLM's kernels
+  const int16_t* rows = reinterpret_cast<const int16_t*>(WindowRows(run, in, window));
+  int16_t* out16 = reinterpret_cast<int16_t*>(out);
+  arm_cmsis_nn_status status;
+  if (st[kKind] == kConv) {
+    const bool int32_bias = w.bias64 == nullptr;
+    const void* bias = int32_bias ? static_cast<const void*>(w.bias32) : w.bias64;
+    const cmsis_nn_bias_data bias_data = {bias, int32_bias};
+    status = arm_convolve_wrapper_s16(&ctx, &call.conv, &quant, &call.input, rows, &call.filter,
+                                      w.filter, &call.bias, &bias_data, &call.output, out16);
+  } else {
+    status = arm_depthwise_conv_s16(&ctx, &call.dw, &quant, &call.input, rows, &call.filter,
+                                    w.filter, &call.bias, w.bias64, &call.output, out16);
+  }
+  if (status == ARM_CMSIS_NN_SUCCESS) return true;
+  MicroPrintf("ARENAPLAN_CASCADE: stage %d row %d: CMSIS-NN refused the window (status %d)",
+              static_cast<int>(s), static_cast<int>(y), static_cast<int>(status));
+  return false;
+}
 #endif  // CMSIS_NN
 
 // Row y of stage s by the reference arithmetic.
 void ComputeRow(const Run& run, int32_t s, const Stage& st, const Rows& in, int32_t y) {
+  if (st[kElementType] == kInt16) {
+    ComputeRow16(run, s, st, in, y);
+    return;
+  }
   int8_t* out = OutputRow(run, s, st, y);
   if (st[kConstInput] >= 0) {
     ConstOperandRow(run, st, in.Row(y), y, out);
@@ -1252,10 +1718,15 @@ void ComputeRow(const Run& run, int32_t s, const Stage& st, const Rows& in, int3
 TFLITE_NOINLINE bool ComputeRows(const Run& run, int32_t s, int32_t y, int32_t n) {
   Stage st;
   Decode(run.blob, s, &st);
-  const Rows in = RowsOf(run, st[kSrc0], st[kInW] * st[kInC]);
+  const Rows in = RowsOf(run, st[kSrc0], SourceRowBytes(st));
 #if defined(CMSIS_NN)
   ConvWindow window;
-  if ((st[kKind] == kConv || st[kKind] == kDepthwise) && WindowOf(run.blob, s, y, n, &window)) {
+  const bool conv = st[kKind] == kConv || st[kKind] == kDepthwise;
+  if (conv && st[kElementType] == kInt16) {
+    if (!WindowOf(run.blob, s, y, n, &window)) window = EmptyWindow(n);
+    return CmsisConvRows16(run, s, st, in, y, window, OutputRow(run, s, st, y));
+  }
+  if (conv && WindowOf(run.blob, s, y, n, &window)) {
     return CmsisConvRows(run, s, st, in, y, window, OutputRow(run, s, st, y));
   }
 #endif
@@ -1274,6 +1745,10 @@ TFLITE_NOINLINE void ClearSums(const Run& run, int32_t s) {
 }
 
 TFLITE_NOINLINE void AddRowToSums(const Run& run, int32_t s, int32_t r) {
+  if (Word(run.blob, s, kElementType) == kInt16) {
+    AddRowToSums16(run, s, r, Sums(run, s));
+    return;
+  }
   const int32_t in_w = Word(run.blob, s, kInW), in_c = Word(run.blob, s, kInC);
   const int8_t* row = RowsOf(run, Word(run.blob, s, kSrc0), in_w * in_c).Row(r);
   int32_t* sums = Sums(run, s);
@@ -1288,6 +1763,10 @@ TFLITE_NOINLINE void WriteMean(const Run& run, int32_t s) {
   Decode(run.blob, s, &st);
   int8_t* out = OutputRow(run, s, st, 0);
   const int32_t* sums = Sums(run, s);
+  if (st[kElementType] == kInt16) {
+    WriteMean16(st, sums, reinterpret_cast<int16_t*>(out));
+    return;
+  }
   const int32_t count = st[kInH] * st[kInW];
   for (int32_t c = 0; c < st[kOutC]; ++c) out[c] = Clamp(RoundedAverage(sums[c], count), st);
 }

@@ -66,10 +66,14 @@ BLOCK_ROWS = 37  # rows a stage computes per step (0 or 1: one)
 CONST_IN = 40  # input index of a constant operand (-1: none; with one, src1 is -1)
 CONST_STRIDE_H, CONST_STRIDE_W, CONST_STRIDE_C = 41, 42, 43  # its strides in elements
 CONST_FIRST = 44  # 1: the constant is the operator's first input (SUB: c - x)
-ELEMENT_TYPE = 45  # the stage's activations: 0 int8
-# 46, 47 reserved (0)
-ELEMENT_TYPES = {"INT8": 0}
+ELEMENT_TYPE = 45  # the stage's activations (its output's and its sources'): ELEMENT_TYPES
+ACC32 = 46  # int16 CONV_2D: 1 when TFLM's reference kernel accumulates in int32, else 0
+# 47 reserved (0)
+ELEMENT_TYPES = {"INT8": 0, "INT16": 1}
+ELEMENT_BYTES = {0: 1, 1: 2}  # bytes of an element of each element type
 INPUT_SRC = -1  # a source word naming the operator's input 0 (kept whole)
+
+
 # header words
 H_VERSION, H_STAGES, H_SCRATCH, H_RECORD = 0, 1, 2, 3
 
@@ -83,6 +87,11 @@ class ChainBlob:
 
     def kind(self, s: int) -> str:
         return KIND_NAMES[self.records[s][KIND]]
+
+
+def element_bytes(w: Sequence[int]) -> int:
+    """Bytes of an element of stage record ``w``'s activations (its rings' too)."""
+    return ELEMENT_BYTES[w[ELEMENT_TYPE]]
 
 
 def encode(records: Sequence[Sequence[int]], scratch: int) -> bytes:
@@ -114,6 +123,8 @@ def decode(op: Operator) -> ChainBlob:
     )
     if any(r[KIND] not in KIND_NAMES for r in records):
         raise ModelFormatError(bad + "a stage of unknown kind")
+    if any(r[ELEMENT_TYPE] not in ELEMENT_BYTES for r in records):
+        raise ModelFormatError(bad + "a stage of unknown element type")
     return ChainBlob(words[H_SCRATCH], records)
 
 

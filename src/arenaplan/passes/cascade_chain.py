@@ -27,9 +27,15 @@ from arenaplan.ir.cascade_format import (
     BIAS_IN,
     BLOCK_ROWS,
     CONST_IN,
+    ELEMENT_TYPE,
+    ELEMENT_TYPES,
+    FILTER_H,
     FILTER_IN,
+    FILTER_W,
+    IN_C,
     KIND,
     KIND_NAMES,
+    KINDS,
     MAX_STAGES,
     OPCODE,
     OUT_C,
@@ -42,9 +48,11 @@ from arenaplan.ir.cascade_format import (
     SRC1,
     WHOLE_INPUT,
     const_row_in_place,
+    element_bytes,
     encode,
     row_geometry,
 )
+from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Operator, Subgraph
 from arenaplan.passes.cascade_rows import INPUT, ring_rows
 from arenaplan.passes.cascade_stage import Stage, Uncascadable, stage_of
@@ -55,6 +63,12 @@ from arenaplan.tflm.kernel_sets import REFERENCE, cmsis_features
 # im2col) take at a time: 2 in plain C and with DSP, 4 with MVE
 _PIXEL_GROUP = {"c": 2, "dsp": 2, "mve": 4}
 STEP_PIXELS = 16  # default: output pixels of a CONV_2D step at least (CMSIS-NN kernels)
+# CMSIS-NN's int16 convolution with an int64 bias, in plain C and with DSP
+# (arm_nn_mat_mult_kernel_s16 against arm_convolve_s16's lone pixel): a pair of pixels
+# sums the first 512 columns of a filter in int32 and the rest in int64, a lone pixel
+# all of them in int32. Above 512 columns a step must pair pixels as the whole
+# operator does (an even number per step), or a sum may wrap where TFLM's does not.
+MAX_COL_COUNT = 512
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,22 +87,42 @@ class Chain:
 
 
 def block_rows(
-    kind: str, out_w: int, out_h: int, kernels: str, step_pixels: int = STEP_PIXELS
+    kind: str,
+    out_w: int,
+    out_h: int,
+    kernels: str,
+    step_pixels: int = STEP_PIXELS,
+    paired: bool = False,
 ) -> int:
     """Rows per step of a stage (the record's ``block_rows``; 0: one): for CMSIS-NN
     kernels, a CONV_2D's fewest rows of at least ``step_pixels`` pixels that fill
     CMSIS-NN's pixel groups (all its rows when there are fewer; ``step_pixels`` 0:
-    one row)."""
+    one row, or with ``paired`` (``paired_steps``) the fewest of an even number of
+    pixels in plain C and with DSP)."""
     features = cmsis_features(kernels)
     if features is None or kind != "CONV_2D":
         return 0
-    if step_pixels <= 0:
-        return 0
     multiple = _PIXEL_GROUP[features] // math.gcd(out_w, _PIXEL_GROUP[features])
-    rows = -(-step_pixels // out_w)
-    rows = -(-rows // multiple) * multiple
+    if step_pixels <= 0:
+        rows = multiple if paired and features != "mve" else 1
+    else:
+        rows = -(-step_pixels // out_w)
+        rows = -(-rows // multiple) * multiple
     rows = min(rows, out_h)
     return rows if rows > 1 else 0
+
+
+def paired_steps(sg: Subgraph, st: Stage) -> bool:
+    """Stage ``st`` is an int16 CONV_2D with an int64 bias and filters of more than
+    ``MAX_COL_COUNT`` columns: CMSIS-NN (C, DSP) must see its pixels in pairs."""
+    w = st.words
+    return (
+        w[KIND] == KINDS["CONV_2D"]
+        and w[ELEMENT_TYPE] == ELEMENT_TYPES["INT16"]
+        and st.bias >= 0
+        and sg.tensors[st.bias].dtype is DType.INT64
+        and w[IN_C] * w[FILTER_H] * w[FILTER_W] > MAX_COL_COUNT
+    )
 
 
 def _sources(stages: Sequence[Stage]) -> tuple[int, list[list[int]]]:
@@ -110,6 +144,12 @@ def _check_words(stages: Sequence[Stage]) -> None:
     for st in stages:
         if any(int(v) not in INT32 for v in (*st.words, *st.quant)):
             raise Uncascadable("a parameter of the chain does not fit the kernel's int32 words")
+
+
+def _check_types(stages: Sequence[Stage]) -> None:
+    """A chain's stages are all int8 or all int16 (its rings hold one type)."""
+    if len({st.words[ELEMENT_TYPE] for st in stages}) != 1:
+        raise Uncascadable("int8 and int16 operators in one chain")
 
 
 def _check_leaves(sg: Subgraph, ops: Sequence[int], stages: Sequence[Stage]) -> None:
@@ -147,19 +187,21 @@ def chain_of(
         raise Uncascadable(f"a chain of {len(ops)} operators (the kernel runs 1 to {MAX_STAGES})")
     stages = [stage_of(sg, sg.operators[i], buffers) for i in ops]
     _check_words(stages)
+    _check_types(stages)
     chain_input, sources = _sources(stages)
     _check_leaves(sg, ops, stages)
     records = [list(st.words) for st in stages]
-    for w, src in zip(records, sources, strict=True):
+    for st, w, src in zip(stages, records, sources, strict=True):
         w[SRC0] = src[0]
         w[SRC1] = src[1] if len(src) > 1 else INPUT
-        w[BLOCK_ROWS] = block_rows(KIND_NAMES[w[KIND]], w[OUT_W], w[OUT_H], kernels, step_pixels)
+        kind, paired = KIND_NAMES[w[KIND]], paired_steps(sg, st)
+        w[BLOCK_ROWS] = block_rows(kind, w[OUT_W], w[OUT_H], kernels, step_pixels, paired)
     rings = ring_rows([row_geometry(w) for w in records])
     at = 0
     for w, rows in zip(records, rings, strict=True):
         w[RING_ROWS] = rows
         w[RING_OFFSET] = at if rows else 0
-        at += align_up(rows * w[OUT_W] * w[OUT_C], 4)
+        at += align_up(rows * w[OUT_W] * w[OUT_C] * element_bytes(w), 4)
         if KIND_NAMES[w[KIND]] in WHOLE_INPUT:
             w[ACC_OFFSET] = at
             at += 4 * w[OUT_C]

@@ -4,7 +4,8 @@
 words of its record except those the chain fills in (sources, constant input
 indices, ring), the constants it needs (filter, bias by tensor index; the
 quantisation data TFLM's Prepare would compute, as values) and its row geometry.
-Everything is int8, NHWC, batch 1.
+Everything is NHWC, batch 1; a stage's activations are all int8 or all int16 (int16
+with int8 weights, TFLM's int16x8 paths: zero points 0, int64 or int32 biases).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from arenaplan.ir.cascade_format import (
+    ACC32,
     ACC_OFFSET,
     ACT_MAX,
     ACT_MIN,
@@ -28,6 +30,8 @@ from arenaplan.ir.cascade_format import (
     DEPTH_MULT,
     DIL_H,
     DIL_W,
+    ELEMENT_TYPE,
+    ELEMENT_TYPES,
     FILTER_H,
     FILTER_IN,
     FILTER_W,
@@ -60,6 +64,7 @@ from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Operator, Subgraph, Tensor
 from arenaplan.passes.rows import same_padding
 from arenaplan.tflm.prepare import (
+    QUANT_RANGES,
     AddParams,
     activation_range,
     add_params,
@@ -76,6 +81,13 @@ ACTIVATIONS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")
 
 
 MAX_ROWS = 65_535  # rows of a tensor in a cascade: the pass simulates every row's order
+BITS = {DType.INT8: 8, DType.INT16: 16}  # activation element types a stage takes
+# int16 average pools: positions a window may sum (32768 * 65536 = 2^31: no int32 sum
+# overflows, so TFLM's reference sum and CMSIS-NN's saturating one agree)
+INT16_POOL_POSITIONS = 65_536
+QUANTIZED_BIAS_INT32 = 2  # the schema's TensorType INT32 (Conv2DOptions.quantized_bias_type)
+# MultiplyByQuantizedMultiplier's shifts: int32 operands [-31, 30]; int64 ones [-31, 7]
+SHIFTS_INT32, SHIFTS_INT64 = range(-31, 31), range(-31, 8)
 
 
 class Uncascadable(Exception):
@@ -101,8 +113,8 @@ class Stage:
 
 
 def _act(t: Tensor, what: str) -> Tensor:
-    if t.dtype is not DType.INT8 or t.is_constant or t.is_variable:
-        raise Uncascadable(f"{what} is not an int8 activation")
+    if t.dtype not in BITS or t.is_constant or t.is_variable:
+        raise Uncascadable(f"{what} is not an int8 or int16 activation")
     if len(t.shape) != 4 or t.shape[0] != 1 or min(t.shape) <= 0:
         raise Uncascadable(f"{what} is not NHWC with batch 1")
     if t.shape[1] > MAX_ROWS:
@@ -114,8 +126,20 @@ def _act(t: Tensor, what: str) -> Tensor:
 
 
 def _scale_zp(t: Tensor) -> tuple[float, int]:
-    assert t.quantization is not None
+    if t.quantization is None:  # _act admits only quantised activations
+        raise Uncascadable(f"tensor {t.index} is not quantised")
     return t.quantization.scales[0], t.quantization.zero_points[0]
+
+
+def _one_type(y: Tensor, *xs: Tensor) -> int:
+    """The bits (8, 16) of the activations ``y`` and ``xs``, all of one type; int16
+    ones have zero points 0 (TFLM's int16 kernels ignore or refuse others)."""
+    if any(x.dtype is not y.dtype for x in xs):
+        raise Uncascadable("its activations are not all of one type")
+    bits = BITS[y.dtype]
+    if bits == 16 and any(_scale_zp(t)[1] != 0 for t in (y, *xs)):
+        raise Uncascadable("an int16 activation has a zero point other than 0")
+    return bits
 
 
 def _opt(op: Operator, name: str, default: int = 1) -> int:
@@ -129,7 +153,7 @@ def _activation(op: Operator, out: Tensor) -> tuple[int, int]:
     act = op.options.get("fused_activation_function", "NONE")
     if act not in ACTIVATIONS:
         raise Uncascadable(f"fused activation {act}")
-    return activation_range(str(act), *_scale_zp(out))
+    return activation_range(str(act), *_scale_zp(out), BITS[out.dtype])
 
 
 def _padding(op: Operator, size: int, out: int, stride: int, eff: int, what: str) -> int:
@@ -158,6 +182,8 @@ def _base(x: Tensor, y: Tensor, kind: str) -> list[int]:
     w[FILTER_IN] = w[BIAS_IN] = w[QUANT_IN] = w[ACC_OFFSET] = w[CONST_IN] = -1
     w[IN_OFFSET] = -_scale_zp(x)[1]
     w[OUT_OFFSET] = _scale_zp(y)[1]
+    w[ELEMENT_TYPE] = ELEMENT_TYPES[y.dtype.name]
+    w[ACT_MIN], w[ACT_MAX] = QUANT_RANGES[BITS[y.dtype]]
     return w
 
 
@@ -170,15 +196,36 @@ def _window(op: Operator, x: Tensor, y: Tensor, w: list[int], kh: int, kw: int) 
     w[ACT_MIN], w[ACT_MAX] = _activation(op, y)
 
 
+def _accumulator(op: Operator, bias: Tensor | None, bits: int, depthwise: bool) -> int:
+    """The record's ``acc32`` word: 1 when TFLM's reference int16 CONV_2D accumulates
+    in int32 (an int32 bias, or none and ``quantized_bias_type`` INT32: conv.cc), else
+    0 (int64; int8 stages: their int32, the word unused). The bias is checked."""
+    if bias is not None and not bias.is_constant:
+        raise Uncascadable("its bias is not constant")
+    if bits == 8:
+        if bias is not None and bias.dtype is not DType.INT32:
+            raise Uncascadable("its bias is not int32")
+        return 0
+    if depthwise:  # depthwise_conv.cc reads an int16x8 bias as int64 whatever its type
+        if bias is not None and bias.dtype is not DType.INT64:
+            raise Uncascadable("its int16x8 bias is not int64 (TFLM reads it as int64)")
+        return 0
+    if bias is None:
+        return int(op.options.get("quantized_bias_type", 0) == QUANTIZED_BIAS_INT32)
+    if bias.dtype not in (DType.INT64, DType.INT32):
+        raise Uncascadable("its bias is neither int64 nor int32")
+    return int(bias.dtype is DType.INT32)
+
+
 def _conv(sg: Subgraph, op: Operator, x: Tensor, y: Tensor) -> Stage:
     filt, bias = sg.operand(op, 1), sg.operand(op, 2)
     depthwise = op.opcode == "DEPTHWISE_CONV_2D"
+    bits = _one_type(y, x)
     if filt is None or not filt.is_constant or filt.dtype is not DType.INT8:
         raise Uncascadable("its filter is not constant int8")
     if len(filt.shape) != 4 or filt.quantization is None:
         raise Uncascadable("its filter is not a quantised 4-D tensor")
-    if bias is not None and (not bias.is_constant or bias.dtype is not DType.INT32):
-        raise Uncascadable("its bias is not constant int32")
+    acc32 = _accumulator(op, bias, bits, depthwise)
     out_c, in_c = y.shape[3], x.shape[3]
     if depthwise:
         mult = _opt(op, "depth_multiplier")
@@ -195,7 +242,11 @@ def _conv(sg: Subgraph, op: Operator, x: Tensor, y: Tensor) -> Stage:
     _window(op, x, y, w, filt.shape[1], filt.shape[2])
     if depthwise:
         w[DEPTH_MULT] = mult
+    w[ACC32] = acc32
     mults, shifts = conv_multipliers(_scale_zp(x)[0], scales, _scale_zp(y)[0], out_c)
+    wide = bits == 16 and not acc32  # MultiplyByQuantizedMultiplier on int64
+    if any(s not in (SHIFTS_INT64 if wide else SHIFTS_INT32) for s in shifts):
+        raise Uncascadable("a channel's multiplier shift is out of the kernel's range")
     return Stage(
         op.opcode,
         tuple(w),
@@ -210,9 +261,12 @@ def _conv(sg: Subgraph, op: Operator, x: Tensor, y: Tensor) -> Stage:
 def _pool(op: Operator, x: Tensor, y: Tensor) -> Stage:
     if x.quantization != y.quantization:
         raise Uncascadable("its input and output are quantised differently")
+    bits = _one_type(y, x)
     kh, kw = _opt(op, "filter_height"), _opt(op, "filter_width")
     whole = (kh, kw) == tuple(x.shape[1:3]) and y.shape[1:3] == (1, 1)
     kind = MEAN_ROWS if op.opcode == "AVERAGE_POOL_2D" and whole else op.opcode
+    if bits == 16 and op.opcode == "AVERAGE_POOL_2D" and kh * kw > INT16_POOL_POSITIONS:
+        raise Uncascadable(f"an int16 average over more than {INT16_POOL_POSITIONS:,} positions")
     w = _base(x, y, kind)
     _window(op, x, y, w, kh, kw)
     return Stage(kind, tuple(w), (x.index,), y.index)
@@ -287,6 +341,16 @@ def _operands(
     return _Operands(tensors[0], tensors[1], const[0] if const else None)
 
 
+def _operand_bits(ops: _Operands, y: Tensor) -> int:
+    """The bits of the operands' activations (int8 or int16, one type); an int16 stage
+    takes no constant operand (the kernel's constants are int8)."""
+    acts = [ops.activation] if ops.const is not None else [ops.first, ops.second]
+    bits = _one_type(y, *acts)
+    if bits == 16 and ops.const is not None:
+        raise Uncascadable("an int16 stage with a constant operand (int8 ones only)")
+    return bits
+
+
 def _const_words(w: list[int], ops: _Operands, y: Tensor) -> None:
     """The constant's words: strides per output row, column, channel and its order
     (const_in, the operator's input index, is the chain's to fill)."""
@@ -305,15 +369,16 @@ def _stage(kind: str, w: list[int], ops: _Operands, y: Tensor) -> Stage:
 def _add(sg: Subgraph, op: Operator, y: Tensor, buffers: Sequence[bytes]) -> Stage:
     """ADD, or SUB (its parameters computed as sub_common.cc does, in float)."""
     ops = _operands(sg, op, y, buffers)
+    bits = _operand_bits(ops, y)
     a, b = ops.first, ops.second
     w = _base(ops.activation, y, op.opcode)
     w[ACT_MIN], w[ACT_MAX] = _activation(op, y)
     p: AddParams
     if op.opcode == "ADD":
-        p = add_params(_scale_zp(a), _scale_zp(b), _scale_zp(y))
+        p = add_params(_scale_zp(a), _scale_zp(b), _scale_zp(y), bits)
     else:
         try:
-            p = sub_params(_scale_zp(a), _scale_zp(b), _scale_zp(y))
+            p = sub_params(_scale_zp(a), _scale_zp(b), _scale_zp(y), bits)
         except ValueError as exc:  # TFLM's Prepare stops there too
             raise Uncascadable(f"a multiplier out of range ({exc})") from None
     w[IN_OFFSET] = p.input1_offset
@@ -332,6 +397,7 @@ def _add(sg: Subgraph, op: Operator, y: Tensor, buffers: Sequence[bytes]) -> Sta
 
 def _mul(sg: Subgraph, op: Operator, y: Tensor, buffers: Sequence[bytes]) -> Stage:
     ops = _operands(sg, op, y, buffers)
+    _operand_bits(ops, y)
     a, b = ops.first, ops.second
     w = _base(ops.activation, y, "MUL")
     w[ACT_MIN], w[ACT_MAX] = _activation(op, y)
@@ -347,6 +413,8 @@ def _min_max(sg: Subgraph, op: Operator, y: Tensor, buffers: Sequence[bytes]) ->
     """MINIMUM, MAXIMUM: the raw int8 values compared (maximum_minimum.cc has no
     Prepare and reads no quantisation); offsets and clamp at their neutral values."""
     ops = _operands(sg, op, y, buffers, scaled=False)
+    if _operand_bits(ops, y) != 8:
+        raise Uncascadable(f"an int16 {op.opcode} (the kernel compares int8 values)")
     w = _base(ops.activation, y, op.opcode)
     w[IN_OFFSET] = w[OUT_OFFSET] = 0
     w[ACT_MIN], w[ACT_MAX] = -128, 127
@@ -361,16 +429,20 @@ def _shift_in_range(mult: int, shift: int) -> tuple[int, int]:
 
 
 def _unary(op: Operator, x: Tensor, y: Tensor) -> Stage:
-    """RELU, RELU6, LEAKY_RELU: the int8 kernels' arithmetic, element by element."""
+    """RELU, RELU6, LEAKY_RELU: the int8 or int16 kernels' arithmetic, element by
+    element (the clamp: RELU's and RELU6's range, else the type's)."""
     if x.shape != y.shape:
         raise Uncascadable("its output's shape is not its input's")
+    bits = _one_type(y, x)
     w = _base(x, y, op.opcode)
-    w[ACT_MIN], w[ACT_MAX] = -128, 127
     if op.opcode == "RELU":
-        mult, shift, w[ACT_MIN], w[ACT_MAX] = relu_params(_scale_zp(x), _scale_zp(y))
+        mult, shift, w[ACT_MIN], w[ACT_MAX] = relu_params(_scale_zp(x), _scale_zp(y), bits)
         w[OUT_MULT], w[OUT_SHIFT] = _shift_in_range(mult, shift)
     elif op.opcode == "RELU6":
-        w[ACT_MIN], w[ACT_MAX] = relu6_range(_scale_zp(x))
+        try:
+            w[ACT_MIN], w[ACT_MAX] = relu6_range(_scale_zp(x), bits)
+        except ValueError as exc:
+            raise Uncascadable(str(exc)) from None
     else:
         alpha = op.options.get("alpha", 0.0)  # the schema's default
         if not isinstance(alpha, (int, float)) or isinstance(alpha, bool):
@@ -393,10 +465,10 @@ def _pad(sg: Subgraph, op: Operator, x: Tensor, y: Tensor, buffers: Sequence[byt
     (n0, n1), (top, _), (left, _), (c0, c1) = values.reshape(4, 2)
     if n0 or n1 or c0 or c1 or x.quantization != y.quantization:
         raise Uncascadable("it pads the batch or the channels, or requantises")
+    _one_type(y, x)
     w = _base(x, y, "PAD")
     w[PAD_TOP], w[PAD_LEFT] = int(top), int(left)
-    w[ACT_MIN], w[ACT_MAX] = -128, 127
-    w[PAD_VALUE] = _scale_zp(y)[1]
+    w[PAD_VALUE] = _scale_zp(y)[1]  # pad.cc: int8 the zero point, int16 0 (its zero point)
     return Stage("PAD", tuple(w), (x.index,), y.index)
 
 

@@ -1,4 +1,4 @@
-"""What TFLM's int8 kernels compute in Prepare, computed offline bit for bit.
+"""What TFLM's int8 and int16 kernels compute in Prepare, computed offline bit for bit.
 
 Sources: tensorflow/lite/kernels/internal/quantization_util.cc (QuantizeMultiplier,
 QuantizeMultiplierSmallerThanOneExp), tensorflow/lite/kernels/kernel_util.cc
@@ -7,7 +7,9 @@ tensorflow/lite/micro/kernels/add_common.cc (the int8 ADD's parameters), and the
 int8 RELU, RELU6 (activations_common.cc), LEAKY_RELU (leaky_relu_common.cc), MUL
 (mul_common.cc), SUB (sub_common.cc) and MEAN (reduce_common.cc, with the rescaling
 by the element count of reference_ops::QuantizedMeanOrSum), each in float or double
-where TFLM uses it.
+where TFLM uses it. The int16 paths compute the same multipliers; what differs is the
+clamp's range (``bits``: 8 or 16, the activations' width) and ADD's and SUB's left
+shift (15).
 
 Scales are the float32 values of the file held as Python floats (exact); TFLM's
 double arithmetic is IEEE double in every build, so Python's gives the same bits;
@@ -23,7 +25,11 @@ from dataclasses import dataclass
 import numpy as np
 
 INT8_MIN, INT8_MAX = -128, 127
-ADD_LEFT_SHIFT_INT8 = 20  # add_common.cc: 20 for int8 outputs (15 for int16)
+INT16_MIN, INT16_MAX = -32768, 32767
+QUANT_RANGES = {8: (INT8_MIN, INT8_MAX), 16: (INT16_MIN, INT16_MAX)}  # bits -> [min, max]
+ADD_LEFT_SHIFT_INT8 = 20  # add_common.cc, sub_common.cc: 20 for int8 outputs
+ADD_LEFT_SHIFT_INT16 = 15  # and 15 for int16 outputs
+ADD_LEFT_SHIFTS = {8: ADD_LEFT_SHIFT_INT8, 16: ADD_LEFT_SHIFT_INT16}
 
 
 def round_away(x: float) -> float:
@@ -73,10 +79,13 @@ def _quantize(scale: float, zero_point: int, f: float) -> int:
     return zero_point + int(round_away(float(value)))
 
 
-def activation_range(activation: str, scale: float, zero_point: int) -> tuple[int, int]:
-    """The int8 clamp of a fused activation (``NONE``, ``RELU``, ``RELU6``,
-    ``RELU_N1_TO_1``) on an output of ``scale`` and ``zero_point``."""
-    lo, hi = INT8_MIN, INT8_MAX
+def activation_range(
+    activation: str, scale: float, zero_point: int, bits: int = 8
+) -> tuple[int, int]:
+    """The clamp of a fused activation (``NONE``, ``RELU``, ``RELU6``,
+    ``RELU_N1_TO_1``) on an output of ``scale`` and ``zero_point`` of ``bits`` (8, 16)
+    bits: CalculateActivationRangeQuantized."""
+    lo, hi = QUANT_RANGES[bits]
     if activation in ("RELU", "RELU6"):
         lo = max(lo, _quantize(scale, zero_point, 0.0))
     if activation == "RELU6":
@@ -85,7 +94,7 @@ def activation_range(activation: str, scale: float, zero_point: int) -> tuple[in
         lo = max(lo, _quantize(scale, zero_point, -1.0))
         hi = min(hi, _quantize(scale, zero_point, 1.0))
     if activation not in ("NONE", "RELU", "RELU6", "RELU_N1_TO_1"):
-        raise ValueError(f"fused activation {activation} has no int8 range here")
+        raise ValueError(f"fused activation {activation} has no quantised range here")
     return lo, hi
 
 
@@ -105,10 +114,13 @@ class AddParams:
     output_shift: int
 
 
-def add_params(in1: tuple[float, int], in2: tuple[float, int], out: tuple[float, int]) -> AddParams:
-    """ADD's parameters from (scale, zero point) of its inputs and output."""
+def add_params(
+    in1: tuple[float, int], in2: tuple[float, int], out: tuple[float, int], bits: int = 8
+) -> AddParams:
+    """ADD's parameters from (scale, zero point) of its inputs and output of ``bits``
+    bits (add_common.cc: the same for int8 and int16 but the left shift)."""
     twice_max = 2 * max(in1[0], in2[0])
-    left = ADD_LEFT_SHIFT_INT8
+    left = ADD_LEFT_SHIFTS[bits]
     m1 = quantize_multiplier_below_one(in1[0] / twice_max)
     m2 = quantize_multiplier_below_one(in2[0] / twice_max)
     mo = quantize_multiplier_below_one(twice_max / ((1 << left) * out[0]))
@@ -119,20 +131,26 @@ def _f32(x: float) -> np.float32:
     return np.float32(x)
 
 
-def relu_params(inp: tuple[float, int], out: tuple[float, int]) -> tuple[int, int, int, int]:
-    """The int8 RELU's (multiplier, shift, act_min, act_max): activations_common.cc's
-    CalculateReluOpData (input over output scale in float, then QuantizeMultiplier; the
-    clamp from the output's zero point, roundf(0 / scale) being 0, to 127)."""
+def relu_params(
+    inp: tuple[float, int], out: tuple[float, int], bits: int = 8
+) -> tuple[int, int, int, int]:
+    """RELU's (multiplier, shift, act_min, act_max): activations_common.cc's
+    CalculateReluOpData<T> (input over output scale in float, then QuantizeMultiplier;
+    the clamp from the output's zero point, roundf(0 / scale) being 0, to T's max)."""
+    lo, hi = QUANT_RANGES[bits]
     mult, shift = quantize_multiplier(float(_f32(inp[0]) / _f32(out[0])))
-    return mult, shift, max(INT8_MIN, out[1]), INT8_MAX
+    return mult, shift, max(lo, out[1]), hi
 
 
-def relu6_range(inp: tuple[float, int]) -> tuple[int, int]:
-    """The int8 RELU6's clamp of the raw input values (Relu6Prepare: the input's zero
-    point and FloatToQuantizedType(6.0f, scale, zero point), clamped to int8; no
-    requantisation: the output's quantisation is not read)."""
+def relu6_range(inp: tuple[float, int], bits: int = 8) -> tuple[int, int]:
+    """RELU6's clamp of the raw input values (Relu6Prepare: the input's zero point and
+    FloatToQuantizedType<T>(6.0f, scale, zero point), clamped to T; no requantisation:
+    the output's quantisation is not read)."""
+    lo, hi = QUANT_RANGES[bits]
     six = inp[1] + int(round_away(float(_f32(6.0) / _f32(inp[0]))))
-    return inp[1], min(max(six, INT8_MIN), INT8_MAX)
+    if not -(2**31) <= six < 2**31:  # FloatToQuantizedType's int32 would overflow
+        raise ValueError(f"6.0 quantised at scale {inp[0]} is beyond int32")
+    return inp[1], min(max(six, lo), hi)
 
 
 def leaky_relu_params(
@@ -154,11 +172,14 @@ def mul_params(
     return quantize_multiplier(in1[0] * in2[0] / out[0])
 
 
-def sub_params(in1: tuple[float, int], in2: tuple[float, int], out: tuple[float, int]) -> AddParams:
+def sub_params(
+    in1: tuple[float, int], in2: tuple[float, int], out: tuple[float, int], bits: int = 8
+) -> AddParams:
     """SUB's parameters (sub_common.cc): ADD's, but the three real multipliers
-    computed in float (twice the larger input scale, the ratios, 2^20 * output scale)."""
+    computed in float (twice the larger input scale, the ratios, 2^left_shift * output
+    scale)."""
     twice_max = _f32(2) * max(_f32(in1[0]), _f32(in2[0]))
-    left = ADD_LEFT_SHIFT_INT8
+    left = ADD_LEFT_SHIFTS[bits]
     m1 = quantize_multiplier_below_one(float(_f32(in1[0]) / twice_max))
     m2 = quantize_multiplier_below_one(float(_f32(in2[0]) / twice_max))
     mo = quantize_multiplier_below_one(float(twice_max / (_f32(1 << left) * _f32(out[0]))))

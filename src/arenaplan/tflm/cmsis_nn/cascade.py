@@ -1,8 +1,9 @@
 """ARENAPLAN_CASCADE in a CMSIS-NN build: arenaplan's own kernel
 (src/arenaplan/firmware/arenaplan_cascade.cc, docs/cascade.md) runs its CONV_2D and
-DEPTHWISE_CONV_2D steps by CMSIS-NN's int8 wrappers, as TFLM's
+DEPTHWISE_CONV_2D steps by the CMSIS-NN functions TFLM's
 tensorflow/lite/micro/kernels/cmsis_nn/conv.cc and
-tensorflow/lite/micro/kernels/cmsis_nn/depthwise_conv.cc call them, on windows of
+tensorflow/lite/micro/kernels/cmsis_nn/depthwise_conv.cc call (int8: the s8 wrappers;
+int16: ``arm_convolve_wrapper_s16`` and ``arm_depthwise_conv_s16``), on windows of
 rows. Not a kernel of ``kernels/cmsis_nn/`` (no ``KERNELS`` here): what the kernel
 asks for besides the reference facts (``tflm.kernels.cascade``).
 
@@ -11,12 +12,14 @@ asks for besides the reference facts (``tflm.kernels.cascade``).
   ``buffer`` is above 0, where
   - ``window``: over convolutions reading a ring of fewer rows than their
     ``in_h``, the largest ``min((block_rows-1)*stride_h + (filter_h-1)*dilation_h
-    + 1, in_h) * in_w * in_c`` above one row (a window that wraps around the ring
-    is copied there);
+    + 1, in_h) * in_w * in_c`` elements above one row, in bytes (a window that wraps
+    around the ring is copied there);
   - ``buffer``: the largest ``arm_convolve_wrapper_s8_get_buffer_size`` /
-    ``arm_depthwise_conv_wrapper_s8_get_buffer_size`` over every step's window
+    ``arm_depthwise_conv_wrapper_s8_get_buffer_size`` over every int8 step's window
     (``buffer_sizes``): an input of the window's rows, padding above it the rows
-    before its first, an output of the step's rows;
+    before its first, an output of the step's rows; int16 CONV_2D
+    ``arm_convolve_wrapper_s16_get_buffer_size`` (the window does not change it),
+    int16 DEPTHWISE_CONV_2D none (TFLM passes ``arm_depthwise_conv_s16`` no buffer);
 - tail, refusals, in place: as the reference facts (OpData stays 4 bytes).
 """
 
@@ -43,6 +46,7 @@ from arenaplan.ir.cascade_format import (
     STRIDE_W,
     ChainBlob,
     decode,
+    element_bytes,
     row_geometry,
 )
 from arenaplan.ir.model import Operator
@@ -51,6 +55,7 @@ from arenaplan.tflm.cmsis_nn.buffer_sizes import (
     Dims,
     Window,
     convolve_wrapper_s8_buffer,
+    convolve_wrapper_s16_buffer,
     depthwise_wrapper_s8_buffer,
 )
 
@@ -70,6 +75,10 @@ def _steps(r: tuple[int, ...]):
 
 def _buffer(features: str, r: tuple[int, ...]) -> int:
     """The largest buffer CMSIS-NN asks for a step of convolution record ``r``."""
+    if element_bytes(r) == 2:
+        if r[KIND] != CONV:
+            return 0
+        return convolve_wrapper_s16_buffer(features, _whole(r), Dims(1, *_taps(r)))
     largest = 0
     for y, n, span in _steps(r):
         if span is None:
@@ -102,6 +111,16 @@ def _buffer(features: str, r: tuple[int, ...]) -> int:
     return largest
 
 
+def _whole(r: tuple[int, ...]) -> Dims:
+    """The source of convolution record ``r`` as CMSIS-NN sees it (heights aside)."""
+    return Dims(1, r[IN_H], r[IN_W], r[IN_C])
+
+
+def _taps(r: tuple[int, ...]) -> tuple[int, int, int]:
+    """A CONV_2D's filter (h, w, in_c) as TFLM's CMSIS-NN kernel gives it."""
+    return r[FILTER_H], r[FILTER_W], r[IN_C]
+
+
 def _window(chain: ChainBlob, r: tuple[int, ...]) -> int:
     """Bytes of the largest window of record ``r`` that may wrap around its ring."""
     src = r[SRC0]
@@ -110,7 +129,7 @@ def _window(chain: ChainBlob, r: tuple[int, ...]) -> int:
     block = max(r[BLOCK_ROWS], 1)
     rows = (block - 1) * r[STRIDE_H] + (r[FILTER_H] - 1) * r[DIL_H] + 1
     rows = min(rows, r[IN_H])
-    return rows * r[IN_W] * r[IN_C] if rows > 1 else 0
+    return rows * r[IN_W] * r[IN_C] * element_bytes(r) if rows > 1 else 0
 
 
 def work_bytes(features: str, op: Operator) -> int:
