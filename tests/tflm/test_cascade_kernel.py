@@ -24,6 +24,7 @@ from testkit import MODELS_DIR, SHARED_ABSENT
 
 from arenaplan.builder.ds_cnn import ds_cnn
 from arenaplan.builder.mobilenet import mobilenet_v1, mobilenet_v2
+from arenaplan.builder.unet import unet_denoiser
 from arenaplan.builder.writer import ModelBuilder
 from arenaplan.export.offline_plan import with_offline_plan
 from arenaplan.export.tflite_writer import write_model
@@ -59,10 +60,14 @@ KINDS = {
     "MINIMUM": 13,
     "MAXIMUM": 14,
     "MEAN": 15,
+    "TRANSPOSE_CONV": 20,
+    "CONCATENATION": 21,
 }
-# row y reads row y
-ELEMENTWISE = ("ADD", "RELU", "RELU6", "LEAKY_RELU", "MUL", "SUB", "MINIMUM", "MAXIMUM")
-TWO_INPUTS = ("ADD", "MUL", "SUB", "MINIMUM", "MAXIMUM")
+# row y reads row y (of both sources for two inputs)
+ELEMENTWISE = (
+    "ADD", "RELU", "RELU6", "LEAKY_RELU", "MUL", "SUB", "MINIMUM", "MAXIMUM", "CONCATENATION"
+)  # fmt: skip
+TWO_INPUTS = ("ADD", "MUL", "SUB", "MINIMUM", "MAXIMUM", "CONCATENATION")
 WHOLE_INPUT = ("MEAN_ROWS", "MEAN")  # one output row from every input row
 HEADER_WORDS, STAGE_WORDS = 4, 48
 ADD_LEFT_SHIFT = {DType.INT8: 20, DType.INT16: 15}  # TFLM's add_common.cc, sub_common.cc
@@ -200,8 +205,13 @@ class HandChain:
         self.rng = np.random.default_rng(seed)
         self.stages: list[_Stage] = []
         self.dtype = dtype
-        # the operator's activation input: (shape, quant); source -1
+        # the operator's activation inputs: (shape, quant); source -1 - k is input k
         self.inputs: list[tuple[tuple[int, int, int], tuple[float, int]]] = [(shape, (scale, zp))]
+
+    def input(self, shape: tuple[int, int, int], scale: float = 0.04, zp: int = 0) -> int:
+        """Another activation entering the chain whole; its source word."""
+        self.inputs.append((shape, (scale, zp)))
+        return -len(self.inputs)
 
     # Shapes and quantisation of a source (-1: the chain's input) or a constant.
     def _shape(self, src: int) -> tuple[int, int, int]:
@@ -297,6 +307,35 @@ class HandChain:
         if int32_sum and not bias:
             options["quantized_bias_type"] = SCHEMA_INT32
         st.builtin = (kind, [src], options)
+        return self._push(st)
+
+    def transpose_conv(self, src, out_c, k, stride, same=True, scale=0.004, zp=0, bias=True):
+        """int16x8 TRANSPOSE_CONV (inputs: output shape, filter, input, int64 bias);
+        its output SAME in * stride, VALID (in - 1) * stride + k; padding as TFLM
+        computes it from the output's size."""
+        in_h, in_w, in_c = self._shape(src)
+        out_hw = [n * stride if same else (n - 1) * stride + k for n in (in_h, in_w)]
+        pads = [_padding(n, k, stride, 1, True)[1] if same else 0 for n in out_hw]
+        st = self._base("TRANSPOSE_CONV", src, (*out_hw, out_c), (scale, zp))
+        st.words.update({9: k, 10: k, 11: stride, 12: stride, 15: pads[0], 16: pads[1]})
+        filt = self.rng.integers(-127, 128, (out_c, k, k, in_c)).astype(np.int8)
+        fscales = [_f32(s) for s in self.rng.uniform(0.002, 0.02, out_c)]
+        b = self.rng.integers(-3_000_000, 3_000_000, out_c).astype(np.int64) if bias else None
+        in_scale = _f32(self._quant(src)[0])
+        pairs = [_quantize_multiplier(in_scale * s / _f32(scale)) for s in fscales]
+        quant = np.array([m for m, _ in pairs] + [s for _, s in pairs], np.int32)
+        st.consts = [(filt, DType.INT8), (b, DType.INT64), (quant, DType.INT32)]
+        st.filter_quant = Quantization(tuple(fscales), (0,) * out_c, 0)
+        st.bias_quant = Quantization(tuple(in_scale * s for s in fscales), (0,) * out_c)
+        options = {"padding": "SAME" if same else "VALID", "stride_h": stride, "stride_w": stride}
+        st.builtin = ("TRANSPOSE_CONV", [src], options)
+        return self._push(st)
+
+    def concat(self, a, b) -> int:
+        """CONCATENATION along the channels (the values copied, quantised as ``a``)."""
+        (h, w, ca), cb = self._shape(a), self._shape(b)[2]
+        st = self._base("CONCATENATION", a, (h, w, ca + cb), self._quant(a), src1=b)
+        st.builtin = ("CONCATENATION", [a, b], {"axis": 3})
         return self._push(st)
 
     def pool(self, src, k, stride, same=True, average=True, activation="NONE") -> int:
@@ -468,7 +507,7 @@ class HandChain:
         for i, st in enumerate(self.stages):
             opcode, srcs, options = st.builtin
             ins = [self._source(b, i, s, xs, made) for s in srcs]
-            if st.kind in ("CONV_2D", "DEPTHWISE_CONV_2D"):
+            if st.kind in ("CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV"):
                 (filt, _), (bias, bias_type), _ = st.consts
                 ins.append(
                     b.add_tensor(
@@ -482,6 +521,9 @@ class HandChain:
                         f"b{i}", bias.shape, bias_type, data=bias, quantization=st.bias_quant
                     )
                 )
+            if st.kind == "TRANSPOSE_CONV":  # output shape, filter, input, bias
+                shape = np.array((1, *st.shape), np.int32)
+                ins = [b.add_tensor(f"s{i}", (4,), DType.INT32, data=shape), ins[1], ins[0], ins[2]]
             if st.kind == "PAD":
                 ins.append(b.add_tensor(f"p{i}", (4, 2), DType.INT32, data=st.paddings))
             if st.kind == "MEAN":
@@ -575,6 +617,9 @@ def _needs(st: _Stage, y: int) -> tuple[int, int]:
     if st.kind == "PAD":
         r = y - w[15]
         return (r, r) if 0 <= r < in_h else (0, -1)
+    if st.kind == "TRANSPOSE_CONV":  # input rows r with y + pad - r*stride a filter row
+        rows = [r for r in range(in_h) if 0 <= y + w[15] - r * w[11] < w[9]]
+        return (rows[0], rows[-1]) if rows else (0, -1)
     rows = [y * w[11] - w[15] + k * w[13] for k in range(w[9])]
     inside = [r for r in rows if 0 <= r < in_h]
     return (inside[0], inside[-1]) if inside else (0, -1)
@@ -835,6 +880,30 @@ def _int16_chain_elementwise() -> HandChain:
     return c
 
 
+def _int16_chain_unet() -> HandChain:
+    """A U-Net decoder, int16x8: three activations enter (the bottleneck, the skip
+    tensors); TRANSPOSE_CONV /2 SAME, CONCATENATION with a skip (a stage and an input),
+    a CONV, TRANSPOSE_CONV /2 again, CONCATENATION with the other skip first, a CONV."""
+    c = HandChain((4, 3, 6), scale=0.0004, zp=0, seed=14, dtype=DType.INT16)
+    skip = c.input((8, 6, 4), scale=0.003)
+    top = c.input((16, 12, 1), scale=0.0002)
+    t1 = c.transpose_conv(-1, 4, 3, 2, scale=0.004)
+    v1 = c.conv(c.concat(t1, skip), 4, 3, scale=0.006, zp=0, activation="RELU")
+    t2 = c.transpose_conv(v1, 2, 3, 2, scale=0.02)
+    c.conv(c.concat(top, t2), 1, 3, scale=0.02, zp=0)
+    return c
+
+
+def _int16_chain_transpose() -> HandChain:
+    """int16x8 TRANSPOSE_CONVs of other shapes: VALID with a 4x4 filter and stride 2,
+    SAME with stride 1 and no bias, SAME stride 3 with a 2x2 filter (rows no input reaches)."""
+    c = HandChain((5, 4, 3), scale=0.0005, zp=0, seed=15, dtype=DType.INT16)
+    a = c.transpose_conv(-1, 4, 4, 2, same=False, scale=0.004)
+    b = c.transpose_conv(a, 3, 3, 1, scale=0.01, bias=False)
+    c.transpose_conv(b, 2, 2, 3, scale=0.02)
+    return c
+
+
 HAND_CHAINS = {
     "block": _chain_block,
     "strided_tall": _chain_strided_tall,
@@ -853,6 +922,8 @@ HAND_CHAINS = {
     "int16_convs": _int16_chain_convs,
     "int16_block": _int16_chain_block,
     "int16_elementwise": _int16_chain_elementwise,
+    "int16_unet": _int16_chain_unet,
+    "int16_transpose": _int16_chain_transpose,
 }
 
 
@@ -998,7 +1069,8 @@ def test_prepare_refuses_bad_constant_operands(case: str) -> None:
 
 # int16 stages' bad words, each refused in Prepare with one line: in _int16_chain_convs
 # (stage 0 CONV int64 bias, 1 CONV int32 bias, 2 DW, 3 CONV no bias summing in int32),
-# and _int16_chain_block (3 ADD, 6 AVERAGE_POOL_2D).
+# _int16_chain_block (3 ADD, 6 AVERAGE_POOL_2D) and _int16_chain_unet (0 TRANSPOSE_CONV,
+# 1 CONCATENATION of stage 0 and input 1, 4 CONCATENATION of input 2 and stage 3).
 BROKEN_INT16 = {
     "element_type_unknown": ("convs", {(0, 45): 2}),
     "element_type_of_its_source": ("convs", {(2, 45): 0, (2, 23): -128, (2, 24): 127}),
@@ -1013,8 +1085,14 @@ BROKEN_INT16 = {
     "add_left_shift_above_15": ("block", {(3, 29): 16}),
     "add_input2_offset": ("block", {(3, 28): 1}),
     "pool_of_more_than_65536": ("block", {(6, 9): 300, (6, 10): 300}),
+    "transpose_conv_dilation": ("unet", {(0, 13): 2}),
+    "transpose_conv_as_int8": ("unet", {(0, 45): 0, (0, 23): -128, (0, 24): 127}),
+    "concatenation_channels": ("unet", {(1, 8): 4}),
+    "source_input_missing": ("unet", {(1, 2): -40}),
+    "source_input_shape": ("unet", {(1, 2): -3}),
+    "second_source_channels": ("unet", {(4, 8): 4}),
 }
-INT16_CHAINS = {"convs": _int16_chain_convs, "block": _int16_chain_block}
+INT16_CHAINS = {"convs": _int16_chain_convs, "block": _int16_chain_block, "unet": _int16_chain_unet}
 
 
 @pytest.mark.parametrize("case", list(BROKEN_INT16))
@@ -1125,7 +1203,8 @@ BUILT = {
     # as Keras exports: MUL, ADD by constants; MINIMUM, MAXIMUM, SUB (constant first), MEAN
     "bn_classifier": bn_classifier,
     "clamp_net": clamp_net,
-    "int16x8_network": int16x8_network,  # CONV, LEAKY_RELU, PAD, DW, ADD, MUL
+    "int16x8_network": int16x8_network,  # CONV, LEAKY_RELU, PAD, DW, ADD, MUL, TRANSPOSE_CONV
+    "unet_int16x8": unet_denoiser,  # TRANSPOSE_CONV, CONCATENATION with the skips
 }
 REAL = [
     "mlcommons-tiny__vww_96_int8",

@@ -15,6 +15,7 @@ from testkit import MODELS_DIR, SHARED_ABSENT
 
 from arenaplan.builder.ds_cnn import ds_cnn
 from arenaplan.builder.mobilenet import mobilenet_v1, mobilenet_v2
+from arenaplan.builder.unet import unet_denoiser
 from arenaplan.cli import main
 from arenaplan.pipeline import PlanRequest, Source, run_plan
 from arenaplan.reader import read_model_bytes
@@ -29,6 +30,7 @@ BUILT = {
     "ds_cnn_M": lambda: ds_cnn("M"),
     "bn_classifier": bn_classifier,  # constant operands (batch norm the converter kept)
     "clamp_net": clamp_net,  # MINIMUM, MAXIMUM, SUB with the constant first, MEAN
+    "unet_int16x8": unet_denoiser,  # int16 chains, TRANSPOSE_CONV, CONCATENATION
 }
 REAL = (
     "mlcommons-tiny__vww_96_int8",

@@ -66,7 +66,12 @@ def cascade_parts(op: Operator) -> tuple[tuple[str, str, int], ...]:
         name = f.KIND_NAMES[w[f.KIND]]
         outputs = w[f.OUT_H] * w[f.OUT_W] * w[f.OUT_C]
         taps = w[f.FILTER_H] * w[f.FILTER_W]
-        work = {"CONV_2D": outputs * taps * w[f.IN_C], "DEPTHWISE_CONV_2D": outputs * taps}
+        inputs = w[f.IN_H] * w[f.IN_W] * w[f.IN_C]
+        work = {
+            "CONV_2D": outputs * taps * w[f.IN_C],
+            "DEPTHWISE_CONV_2D": outputs * taps,
+            "TRANSPOSE_CONV": inputs * taps * w[f.OUT_C],
+        }
         opcode = "AVERAGE_POOL_2D" if name == f.MEAN_ROWS else name
         parts.append((_KINDS.get(opcode, "elementwise"), opcode, work.get(name, outputs)))
     return tuple(parts)

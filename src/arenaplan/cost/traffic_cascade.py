@@ -22,8 +22,8 @@ from arenaplan.ir.model import Tensor
 
 
 def _where(c: KernelCounts, src: int) -> Tensor | Key | None:
-    """The operator's input (src -1) or its scratch buffer (a stage's ring)."""
-    return c.i(0) if src == f.INPUT_SRC else c.scratch(0)
+    """An operator input (src < 0) or its scratch buffer (a stage's ring)."""
+    return c.i(f.source_input(src)) if src < 0 else c.scratch(0)
 
 
 def _second(c: KernelCounts, w: tuple[int, ...]) -> Tensor | Key | None:
@@ -50,6 +50,16 @@ def _stage(c: KernelCounts, w: tuple[int, ...], last: bool) -> None:
             c.load(c.i(w[f.FILTER_IN]), taps * per_tap)
             c.load(c.i(w[f.BIAS_IN]) if w[f.BIAS_IN] >= 0 else None, outputs)
             c.load(c.i(w[f.QUANT_IN]), 2 * outputs, 4)
+    elif kind == "TRANSPOSE_CONV":  # each input pixel's taps that land in the output
+        taps = tap_count(ih, oh, w[f.FILTER_H], w[f.STRIDE_H], w[f.PAD_TOP])
+        taps *= tap_count(iw, ow, w[f.FILTER_W], w[f.STRIDE_W], w[f.PAD_LEFT])
+        c.load(src, taps * ic * oc, e)
+        c.load(c.i(w[f.FILTER_IN]), taps * ic * oc)
+        c.load(c.i(w[f.BIAS_IN]) if w[f.BIAS_IN] >= 0 else None, outputs)
+        c.load(c.i(w[f.QUANT_IN]), 2 * outputs, 4)
+    elif kind == "CONCATENATION":  # each element of both sources copied once
+        c.load(src, oh * ow * ic, e)
+        c.load(_where(c, w[f.SRC1]), oh * ow * (oc - ic), e)
     elif kind in f.ELEMENTWISE:  # each input element read once (both inputs': two)
         c.load(src, outputs, e)
         if kind in f.TWO_INPUTS:

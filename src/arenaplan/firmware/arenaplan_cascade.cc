@@ -75,12 +75,15 @@ enum Kind : int32_t {
   kMinimum = 13,
   kMaximum = 14,
   kMean = 15,
+  kTransposeConv = 20,  // int16 only: output row y gathers the input rows that reach it
+  kConcat = 21,         // CONCATENATION: each pixel src0's in_c then src1's out_c - in_c
 };
 
 // Kinds of two operands: the second is src1 (row y of both sources makes output row
-// y), or a constant (const_in, src1 -1).
+// y), or a constant (const_in, src1 -1; never for CONCATENATION).
 inline bool TwoInputs(int32_t kind) {
-  return kind == kAdd || kind == kMul || kind == kSub || kind == kMinimum || kind == kMaximum;
+  return kind == kAdd || kind == kMul || kind == kSub || kind == kMinimum || kind == kMaximum ||
+         kind == kConcat;
 }
 
 // Kinds that sum every row of their input for their one output row.
@@ -94,8 +97,8 @@ inline bool Elementwise(int32_t kind) {
 // The words of a stage record (docs/cascade.md, "stage record").
 enum Field {
   kKind = 0,
-  kSrc0,             // -1: the operator's input 0; k >= 0: stage k's output
-  kSrc1,             // ADD's, MUL's, SUB's second input, same coding; -1 for other kinds
+  kSrc0,             // -1 - k: the operator's input k (whole); j >= 0: stage j's output
+  kSrc1,             // the second input of TwoInputs kinds, same coding; -1 for others
   kInH,              // shape of src0 (and src1): rows, columns, channels
   kInW,
   kInC,
@@ -405,7 +408,9 @@ bool CheckConstOperand(MicroContext* micro_context, TfLiteNode* node, int32_t s,
     }
     return true;
   }
-  if (!TwoInputs(st[kKind])) return FailStage(s, "a constant operand for a kind of one operand");
+  if (!TwoInputs(st[kKind]) || st[kKind] == kConcat) {
+    return FailStage(s, "a constant operand for a kind of one operand or CONCATENATION");
+  }
   if (st[kSrc1] != -1) return FailStage(s, "src1 is not -1 beside a constant operand");
   if (st[kConstFirst] != 0 && st[kConstFirst] != 1) return FailStage(s, "const_first is not 0 or 1");
   if (st[kConstStrideH] < 0 || st[kConstStrideW] < 0 || st[kConstStrideC] < 0) {
@@ -420,31 +425,47 @@ bool CheckConstOperand(MicroContext* micro_context, TfLiteNode* node, int32_t s,
   const bool scaled = st[kKind] == kAdd || st[kKind] == kSub || st[kKind] == kMul;
   const int32_t offset = st[kConstFirst] == 1 ? st[kInputOffset] : st[kInput2Offset];
   TfLiteTensor* tensor = micro_context->AllocateTempInputTensor(node, index);
-  bool ok = tensor != nullptr && tensor->type == kTfLiteInt8 && ElementCount(*tensor) > last;
+  // a constant: data in the model (an activation input is the chain's, never read so)
+  bool ok = tensor != nullptr && tensor->allocation_type == kTfLiteMmapRo &&
+            tensor->type == kTfLiteInt8 && ElementCount(*tensor) > last;
   if (ok && scaled) ok = PerTensor(*tensor) && tensor->params.zero_point == -offset;
   if (tensor != nullptr) micro_context->DeallocateTempTfLiteTensor(tensor);
   if (!ok) {
-    MicroPrintf("ARENAPLAN_CASCADE: stage %d: input %d (the constant) is not int8 with more "
-                "than %d elements%s",
+    MicroPrintf("ARENAPLAN_CASCADE: stage %d: input %d (the constant) is not constant int8 "
+                "with more than %d elements%s",
                 static_cast<int>(s), static_cast<int>(index), static_cast<int>(last),
                 scaled ? ", quantised per tensor, zero point minus its offset word" : "");
   }
   return ok;
 }
 
-// The source `src` of stage `s` is the input tensor or an earlier stage, of the
-// shape the record says it reads.
-bool CheckSource(const Chain& chain, const TfLiteTensor* input, int32_t s, const Stage& st,
-                 int32_t src) {
-  if (src < -1 || src >= s) return FailStage(s, "a source is not the input or an earlier stage");
-  if (src == -1) {
-    if (!IsImage(input, TensorType(st[kElementType]), st[kInH], st[kInW], st[kInC])) {
-      return FailStage(s, "the input tensor is not [1, in_h, in_w, in_c] of its element type");
+// The operator's input k (k > 0; input 0 is checked once for the chain, `input`) is a
+// tensor of stage record st's element type and shape [1, in_h, in_w, channels].
+bool InputIsImage(MicroContext* micro_context, TfLiteNode* node, const TfLiteTensor* input,
+                  int32_t k, const Stage& st, int32_t channels) {
+  const TfLiteType type = TensorType(st[kElementType]);
+  if (k == 0) return IsImage(input, type, st[kInH], st[kInW], channels);
+  if (k >= NumInputs(node)) return false;
+  TfLiteTensor* tensor = micro_context->AllocateTempInputTensor(node, k);
+  const bool ok = IsImage(tensor, type, st[kInH], st[kInW], channels);
+  if (tensor != nullptr) micro_context->DeallocateTempTfLiteTensor(tensor);
+  return ok;
+}
+
+// The source `src` of stage `s` is an operator input or an earlier stage, of the
+// shape the record says it reads ([in_h, in_w, channels]).
+bool CheckSource(MicroContext* micro_context, TfLiteNode* node, const Chain& chain,
+                 const TfLiteTensor* input, int32_t s, const Stage& st, int32_t src,
+                 int32_t channels) {
+  if (src >= s) return FailStage(s, "a source is not an input or an earlier stage");
+  if (src < 0) {
+    if (!InputIsImage(micro_context, node, input, -1 - src, st, channels)) {
+      return FailStage(s, "a source input is not [1, in_h, in_w, c] of its element type");
     }
     return true;
   }
   if (Word(chain.blob, src, kOutH) != st[kInH] || Word(chain.blob, src, kOutW) != st[kInW] ||
-      Word(chain.blob, src, kOutC) != st[kInC]) {
+      Word(chain.blob, src, kOutC) != channels) {
     return FailStage(s, "in_h, in_w, in_c are not its source stage's out_h, out_w, out_c");
   }
   if (Word(chain.blob, src, kElementType) != st[kElementType]) {
@@ -591,6 +612,17 @@ bool CheckKind(MicroContext* micro_context, TfLiteNode* node, int32_t s, const S
                             "out of range");
       }
       return true;
+    case kTransposeConv:
+      if (st[kElementType] != kInt16 || st[kDilationH] != 1 || st[kDilationW] != 1) {
+        return FailStage(s, "TRANSPOSE_CONV runs int16 only, without dilation");
+      }
+      return CheckGeometry(s, st) &&
+             CheckWeights(micro_context, node, s, st, window * st[kOutC] * st[kInC]);
+    case kConcat:
+      if (st[kOutH] != st[kInH] || st[kOutW] != st[kInW] || st[kOutC] <= st[kInC]) {
+        return FailStage(s, "CONCATENATION's output is not its inputs' rows, more channels");
+      }
+      return true;
     default:
       return FailStage(s, "unknown kind");
   }
@@ -651,10 +683,14 @@ bool CheckStage(MicroContext* micro_context, TfLiteNode* node, const Chain& chai
       !InType(-st[kInputOffset], type) || !InType(st[kOutputOffset], type)) {
     return FailStage(s, "the clamp or the offsets are outside the element type's range");
   }
-  if (!CheckSource(chain, input, s, st, st[kSrc0])) return false;
+  if (!CheckSource(micro_context, node, chain, input, s, st, st[kSrc0], st[kInC])) return false;
   if (!CheckConstOperand(micro_context, node, s, st)) return false;
   if (TwoInputs(st[kKind]) && st[kConstInput] == -1) {
-    if (!CheckSource(chain, input, s, st, st[kSrc1])) return false;
+    // CONCATENATION's second source has the channels the first leaves
+    const int32_t channels = st[kKind] == kConcat ? st[kOutC] - st[kInC] : st[kInC];
+    if (!CheckSource(micro_context, node, chain, input, s, st, st[kSrc1], channels)) {
+      return false;
+    }
   } else if (st[kSrc1] != -1) {
     return FailStage(s, "src1 is not -1 for a kind of one operand");
   }
@@ -689,9 +725,13 @@ bool CheckChain(MicroContext* micro_context, TfLiteNode* node, const Chain& chai
 // ---------------------------------------------------------------------------
 // Row geometry, shared by Prepare (CMSIS-NN builds) and Eval.
 
+// a / b rounded up, for b > 0 and any a.
+inline int32_t CeilDiv(int32_t a, int32_t b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
+
 // needs(s, y) for src0 (not MEAN_ROWS): the first and last row, false when none.
 // Convolutions and pools: y*stride_h - pad_top + k*dilation_h, k in [0, filter_h),
-// those inside [0, in_h); element-wise kinds: y; PAD: y - pad_top if inside.
+// those inside [0, in_h); element-wise kinds: y; PAD: y - pad_top if inside;
+// TRANSPOSE_CONV: the rows r with 0 <= y + pad_top - r*stride_h < filter_h inside.
 bool NeededRows(const uint8_t* blob, int32_t s, int32_t y, int32_t* lo, int32_t* hi) {
   const int32_t kind = Word(blob, s, kKind);
   const int32_t in_h = Word(blob, s, kInH);
@@ -703,6 +743,15 @@ bool NeededRows(const uint8_t* blob, int32_t s, int32_t y, int32_t* lo, int32_t*
     const int32_t r = y - Word(blob, s, kPadTop);
     *lo = *hi = r;
     return r >= 0 && r < in_h;
+  }
+  if (kind == kTransposeConv) {  // input rows r with 0 <= y + pad_top - r*stride_h < filter_h
+    const int32_t top = y + Word(blob, s, kPadTop);
+    const int32_t stride = Word(blob, s, kStrideH);
+    *lo = CeilDiv(top - Word(blob, s, kFilterH) + 1, stride);
+    if (*lo < 0) *lo = 0;
+    *hi = top / stride;
+    if (*hi > in_h - 1) *hi = in_h - 1;
+    return *lo <= *hi;
   }
   const int32_t first = y * Word(blob, s, kStrideH) - Word(blob, s, kPadTop);
   const int32_t step = Word(blob, s, kDilationH);
@@ -998,7 +1047,11 @@ int32_t SourceRowBytes(const Stage& st) {
 }
 
 Rows RowsOf(const Run& run, int32_t src, int32_t row_bytes) {
-  if (src < 0) return Rows{run.input, 0, row_bytes};
+  if (src == -1) return Rows{run.input, 0, row_bytes};
+  if (src < 0) {  // the operator's input -1 - src, whole
+    const TfLiteEvalTensor* input = micro::GetEvalInput(run.context, run.node, -1 - src);
+    return Rows{micro::GetTensorData<int8_t>(input), 0, row_bytes};
+  }
   return Rows{run.scratch + Word(run.blob, src, kRingOffset), Word(run.blob, src, kRingRows),
               row_bytes};
 }
@@ -1317,6 +1370,19 @@ void PadRow(const Stage& st, const Rows& in, int32_t y, int8_t* out) {
   }
 }
 
+// CONCATENATION of two rows along the channels (any element type: TFLM copies the
+// values): per pixel src0's in_c elements, then src1's out_c - in_c.
+void ConcatRow(const Stage& st, const int8_t* a, const int8_t* b, int8_t* out) {
+  const size_t bytes = static_cast<size_t>(ElementBytes(st[kElementType]));
+  const size_t a_bytes = bytes * static_cast<size_t>(st[kInC]);
+  const size_t b_bytes = bytes * static_cast<size_t>(st[kOutC] - st[kInC]);
+  for (int32_t x = 0; x < st[kOutW]; ++x) {
+    std::memcpy(out, a + x * a_bytes, a_bytes);
+    std::memcpy(out + a_bytes, b + x * b_bytes, b_bytes);
+    out += a_bytes + b_bytes;
+  }
+}
+
 // ---- int16 stages ---------------------------------------------------------------
 // int16 activations with int8 weights (element_type 1): TFLM's int16x8 reference
 // arithmetic. CONV_2D: reference_integer_ops::ConvPerChannel<AccumScalar> on int16,
@@ -1546,6 +1612,43 @@ void PadRow16(const Stage& st, const Rows& in, int32_t y, int16_t* out) {
   }
 }
 
+// TRANSPOSE_CONV, filter [out_c, filter_h, filter_w, in_c], on int16: output pixel
+// (y, x) gathers what TFLM's scatter adds to it, the input pixels (r, c) whose filter
+// tap (y + pad_top - r*stride_h, x + pad_left - c*stride_w) lies inside the filter,
+// as an int64 sum (exact, so the order of TFLM's scatter does not change it); then
+// the int64 bias, MultiplyByQuantizedMultiplier on int64 and the clamp.
+void TransposeConvRow16(const Stage& st, const Rows& in, const Weights16& w, int32_t y,
+                        int16_t* out) {
+  const int32_t in_w = st[kInW], in_c = st[kInC], fh = st[kFilterH], fw = st[kFilterW];
+  const int32_t sh = st[kStrideH], sw = st[kStrideW];
+  const int32_t top = y + st[kPadTop];
+  int32_t r_lo = CeilDiv(top - fh + 1, sh), r_hi = top / sh;
+  if (r_lo < 0) r_lo = 0;
+  if (r_hi > st[kInH] - 1) r_hi = st[kInH] - 1;
+  for (int32_t x = 0; x < st[kOutW]; ++x) {
+    const int32_t left = x + st[kPadLeft];
+    int32_t c_lo = CeilDiv(left - fw + 1, sw), c_hi = left / sw;
+    if (c_lo < 0) c_lo = 0;
+    if (c_hi > in_w - 1) c_hi = in_w - 1;
+    for (int32_t oc = 0; oc < st[kOutC]; ++oc) {
+      int64_t acc = 0;
+      for (int32_t r = r_lo; r <= r_hi; ++r) {
+        const int16_t* row = Row16(in, r);
+        const int8_t* filter_row = w.filter + (oc * fh + (top - r * sh)) * fw * in_c;
+        for (int32_t c = c_lo; c <= c_hi; ++c) {
+          const int16_t* pixel = row + c * in_c;
+          const int8_t* taps = filter_row + (left - c * sw) * in_c;
+          for (int32_t ic = 0; ic < in_c; ++ic) {
+            acc += static_cast<int64_t>(static_cast<int32_t>(taps[ic]) * pixel[ic]);
+          }
+        }
+      }
+      if (w.bias64 != nullptr) acc += w.bias64[oc];
+      *out++ = Clamp16(MultiplyByQuantizedMultiplier(acc, w.multiplier[oc], w.shift[oc]), st);
+    }
+  }
+}
+
 // Row y of int16 stage s by the reference arithmetic.
 void ComputeRow16(const Run& run, int32_t s, const Stage& st, const Rows& in, int32_t y) {
   int16_t* out = reinterpret_cast<int16_t*>(OutputRow(run, s, st, y));
@@ -1556,6 +1659,9 @@ void ComputeRow16(const Run& run, int32_t s, const Stage& st, const Rows& in, in
       break;
     case kDepthwise:
       DepthwiseRow16(st, in, WeightsOf16(run, st), y, out);
+      break;
+    case kTransposeConv:
+      TransposeConvRow16(st, in, WeightsOf16(run, st), y, out);
       break;
     case kAvgPool:
     case kMaxPool:
@@ -1667,6 +1773,11 @@ bool CmsisConvRows16(const Run& run, int32_t s, const Stage& st, const Rows& in,
 
 // Row y of stage s by the reference arithmetic.
 void ComputeRow(const Run& run, int32_t s, const Stage& st, const Rows& in, int32_t y) {
+  if (st[kKind] == kConcat) {
+    const int32_t second = st[kInW] * (st[kOutC] - st[kInC]) * ElementBytes(st[kElementType]);
+    ConcatRow(st, in.Row(y), RowsOf(run, st[kSrc1], second).Row(y), OutputRow(run, s, st, y));
+    return;
+  }
   if (st[kElementType] == kInt16) {
     ComputeRow16(run, s, st, in, y);
     return;

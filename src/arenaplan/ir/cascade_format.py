@@ -39,12 +39,25 @@ KINDS = {
     "MINIMUM": 13,
     "MAXIMUM": 14,
     "MEAN": 15,  # TFLM's int8 MEAN over rows and columns (requantised), summed row by row
+    "TRANSPOSE_CONV": 20,  # int16x8 only: output row y gathers the input rows that reach it
+    "CONCATENATION": 21,  # of src0's channels then src1's (out_c - in_c), row y of both
 }
 KIND_NAMES = {code: name for name, code in KINDS.items()}
 # kinds whose output row y reads row y of their sources alone (of both for two inputs)
-ELEMENTWISE = ("ADD", "RELU", "RELU6", "LEAKY_RELU", "MUL", "SUB", "MINIMUM", "MAXIMUM")
+ELEMENTWISE = (
+    "ADD",
+    "RELU",
+    "RELU6",
+    "LEAKY_RELU",
+    "MUL",
+    "SUB",
+    "MINIMUM",
+    "MAXIMUM",
+    "CONCATENATION",
+)
 # kinds of two operands: src1 names the second activation, or const_in a constant
-TWO_INPUTS = ("ADD", "MUL", "SUB", "MINIMUM", "MAXIMUM")
+# (CONCATENATION: never a constant)
+TWO_INPUTS = ("ADD", "MUL", "SUB", "MINIMUM", "MAXIMUM", "CONCATENATION")
 # kinds that read every row of their input for their one output row (int32 sums)
 WHOLE_INPUT = (MEAN_ROWS, "MEAN")
 
@@ -72,6 +85,17 @@ ACC32 = 46  # int16 CONV_2D: 1 when TFLM's reference kernel accumulates in int32
 ELEMENT_TYPES = {"INT8": 0, "INT16": 1}
 ELEMENT_BYTES = {0: 1, 1: 2}  # bytes of an element of each element type
 INPUT_SRC = -1  # a source word naming the operator's input 0 (kept whole)
+
+
+def input_source(k: int) -> int:
+    """The source word of the operator's input ``k`` (an activation kept whole):
+    -1 - k, so -1 is input 0; a stage is named by its index (>= 0)."""
+    return -1 - k
+
+
+def source_input(src: int) -> int:
+    """The operator's input a negative source word names."""
+    return -1 - src
 
 
 # header words
@@ -133,8 +157,8 @@ class RowGeometry:
     """How a stage's output rows read its sources' rows (heights in rows)."""
 
     kind: str  # a builtin name or MEAN_ROWS
-    src0: int  # INPUT_SRC or an earlier stage
-    src1: int  # the second activation of a two-operand kind, else INPUT_SRC (unused)
+    src0: int  # an operator input (< 0: input_source) or an earlier stage
+    src1: int  # the second source of TWO_INPUTS kinds (same coding), else INPUT_SRC
     in_h: int
     out_h: int
     filter_h: int = 1
@@ -164,6 +188,10 @@ class RowGeometry:
         if self.kind == "PAD":
             r = y - self.pad_top
             return (r, r) if 0 <= r < self.in_h else (0, -1)
+        if self.kind == "TRANSPOSE_CONV":  # input rows r with 0 <= y + pad - r*stride < filter
+            lo = max(-(-(y + self.pad_top - self.filter_h + 1) // self.stride_h), 0)
+            hi = min((y + self.pad_top) // self.stride_h, self.in_h - 1)
+            return (lo, hi) if lo <= hi else (0, -1)
         first = y * self.stride_h - self.pad_top
         rows = [first + k * self.dilation_h for k in range(self.filter_h)]
         inside = [r for r in rows if 0 <= r < self.in_h]

@@ -5,7 +5,7 @@ intermediate tensors shrink to rings of rows in one scratch buffer and its
 quantisation data moves from TFLM's persistent arena to constant tensors in flash.
 
 The chooser: in model order, the longest runs of operators that can be one cascade
-(one activation in, only the last output out, at most 64 operators); each run cut
+(activations in kept whole, only the last output out, at most 64 operators); each run cut
 where its largest piece (input and output whole plus rings) is smallest, in the
 fewest pieces (``cuts``), or kept whole, whichever scores lower. The score is what
 the search minimises: the estimated head (live activations and kernel scratch at
@@ -25,12 +25,12 @@ from typing import ClassVar
 
 from arenaplan.allocation.packing import align_up
 from arenaplan.errors import UsageError
-from arenaplan.ir.cascade_format import MAX_STAGES, OPCODE, TWO_INPUTS
+from arenaplan.ir.cascade_format import MAX_STAGES, OPCODE
 from arenaplan.ir.model import Model, Subgraph
 from arenaplan.passes.band_search import ALIGN, head_peak
 from arenaplan.passes.base import Origin, PassResult, compose, identity
 from arenaplan.passes.cascade_chain import STEP_PIXELS, Chain, add_cascade, chain_of
-from arenaplan.passes.cascade_stage import Uncascadable, stage_of
+from arenaplan.passes.cascade_stage import Uncascadable, activation_inputs, stage_of
 from arenaplan.passes.edit import SubgraphEdit
 from arenaplan.tflm.kernel_sets import REFERENCE
 from arenaplan.tflm.tail import PROFILES, tail_estimate
@@ -109,12 +109,9 @@ def _valid(sg: Subgraph, a: int, e: int) -> bool:
     made = {sg.operators[i].outputs[0] for i in range(a, e + 1)}
     entering = set()
     for i in range(a, e + 1):
-        op = sg.operators[i]
-        acts = op.inputs[:2] if op.opcode in TWO_INPUTS else op.inputs[:1]
-        entering.update(
-            t for t in acts if t >= 0 and t not in made and not sg.tensors[t].is_constant
-        )
-    if len(entering) != 1:
+        acts = activation_inputs(sg, sg.operators[i])
+        entering.update(t for t in acts if t not in made)
+    if not entering:
         return False
     last = sg.operators[e].outputs[0]
     inside = set(range(a, e + 1))
@@ -243,9 +240,8 @@ def cuts(
             if c is None:
                 continue
             t = sg.tensors
-            cost = sum(
-                align_up(n, ALIGN) for n in (t[c.input].nbytes, t[c.output].nbytes, c.scratch)
-            )
+            whole = [*(t[i].nbytes for i in c.inputs), t[c.output].nbytes, c.scratch]
+            cost = sum(align_up(n, ALIGN) for n in whole)
             peak, parts, _ = best[i]  # type: ignore[misc]
             trial = (max(peak, cost), parts + 1, i)
             if best[j] is None or trial[:2] < best[j][:2]:  # type: ignore[index]

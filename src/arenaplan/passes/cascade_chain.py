@@ -1,7 +1,8 @@
 """A chain of operators as one ``ARENAPLAN_CASCADE`` operator (docs/cascade.md).
 
-``chain_of`` checks that a run of operators can be one cascade (one activation
-enters, only the last operator's output leaves, every operator is a stage), sizes
+``chain_of`` checks that a run of operators can be one cascade (activations enter
+whole, only the last operator's output leaves and every other one is read inside,
+every operator is a stage), sizes
 the rings by simulating the kernel's row order (``cascade_rows``) and lays out the
 scratch buffer. For CMSIS-NN kernels (``kernels``), each CONV_2D stage computes
 several rows per step (``block_rows``), one CMSIS-NN call each: at least
@@ -50,6 +51,7 @@ from arenaplan.ir.cascade_format import (
     const_row_in_place,
     element_bytes,
     encode,
+    input_source,
     row_geometry,
 )
 from arenaplan.ir.dtypes import DType
@@ -74,14 +76,15 @@ MAX_COL_COUNT = 512
 @dataclass(frozen=True, slots=True)
 class Chain:
     """A cascade ready to be written: ``records`` with sources, rings and the scratch
-    layout filled in (constant input indices still -1), ``stages`` as read, ``input``/``output`` the
+    layout filled in (constant input indices still -1), ``stages`` as read,
+    ``inputs``/``output`` the
     chain's tensors, ``scratch`` the bytes its kernel requests."""
 
     subgraph: int
     ops: tuple[int, ...]  # operator indices in the subgraph, in order
     stages: tuple[Stage, ...]
     records: tuple[tuple[int, ...], ...]
-    input: int
+    inputs: tuple[int, ...]  # the activations entering, the operator's inputs 0, 1, ...
     output: int
     scratch: int
 
@@ -125,14 +128,21 @@ def paired_steps(sg: Subgraph, st: Stage) -> bool:
     )
 
 
-def _sources(stages: Sequence[Stage]) -> tuple[int, list[list[int]]]:
-    """The chain's input tensor and each stage's sources as stage indices (INPUT)."""
+def _sources(stages: Sequence[Stage]) -> tuple[tuple[int, ...], list[list[int]]]:
+    """The activations entering the chain (the operator's inputs 0, 1, ..., in the
+    order the stages first read them) and each stage's sources as source words (a
+    stage's index, or ``input_source`` of an operator input)."""
     made = {st.output: s for s, st in enumerate(stages)}
-    outside = {t for st in stages for t in st.sources if t not in made}
-    if len(outside) != 1:
-        raise Uncascadable(f"{len(outside)} activations enter the chain, not one")
-    chain_input = outside.pop()
-    return chain_input, [[made.get(t, INPUT) for t in st.sources] for st in stages]
+    entering: list[int] = []
+    for st in stages:
+        entering.extend(t for t in st.sources if t not in made and t not in entering)
+    if not entering:
+        raise Uncascadable("no activation enters the chain")
+    words = [
+        [made[t] if t in made else input_source(entering.index(t)) for t in st.sources]
+        for st in stages
+    ]
+    return tuple(entering), words
 
 
 INT32 = range(-(2**31), 2**31)
@@ -153,7 +163,8 @@ def _check_types(stages: Sequence[Stage]) -> None:
 
 
 def _check_leaves(sg: Subgraph, ops: Sequence[int], stages: Sequence[Stage]) -> None:
-    """Only the last stage's output is read outside the chain."""
+    """Only the last stage's output is read outside the chain, and every other stage's
+    is read inside it (a ring nothing reads is not a chain)."""
     inside = set(ops)
     for st in stages[:-1]:
         if st.output in sg.outputs:
@@ -161,6 +172,9 @@ def _check_leaves(sg: Subgraph, ops: Sequence[int], stages: Sequence[Stage]) -> 
         for op in sg.operators:
             if op.index not in inside and st.output in op.inputs:
                 raise Uncascadable("an intermediate tensor is read outside the chain")
+    read = {t for st in stages for t in st.sources}
+    if any(st.output not in read for st in stages[:-1]):
+        raise Uncascadable("an intermediate tensor is not read inside the chain")
 
 
 def _const_rows(stages: Sequence[Stage], records: list[list[int]], at: int) -> int:
@@ -188,7 +202,7 @@ def chain_of(
     stages = [stage_of(sg, sg.operators[i], buffers) for i in ops]
     _check_words(stages)
     _check_types(stages)
-    chain_input, sources = _sources(stages)
+    chain_inputs, sources = _sources(stages)
     _check_leaves(sg, ops, stages)
     records = [list(st.words) for st in stages]
     for st, w, src in zip(stages, records, sources, strict=True):
@@ -211,7 +225,7 @@ def chain_of(
         tuple(ops),
         tuple(stages),
         tuple(tuple(w) for w in records),
-        chain_input,
+        chain_inputs,
         stages[-1].output,
         at,
     )
@@ -219,7 +233,7 @@ def chain_of(
 
 def add_cascade(edit: SubgraphEdit, chain: Chain, name: str) -> None:
     """Append the chain's operator to ``edit`` (a new operator: no source)."""
-    inputs = [chain.input]
+    inputs = list(chain.inputs)
 
     def slot(tensor: int) -> int:
         if tensor < 0:

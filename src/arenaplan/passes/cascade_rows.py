@@ -26,7 +26,7 @@ class _Simulation:
         self.ring = [0] * len(stages)
 
     def make(self, s: int, r: int) -> None:
-        if s == INPUT:
+        if s < 0:  # an operator input: whole
             return
         while self.next[s] <= r:
             y = self.next[s]
@@ -34,7 +34,7 @@ class _Simulation:
             self.next[s] += self.stages[s].step(y)
 
     def read(self, s: int, r: int) -> None:
-        if s != INPUT:
+        if s >= 0:
             assert r < self.next[s], "a stage reads a row not made yet"
             self.ring[s] = max(self.ring[s], self.next[s] - r)
 

@@ -58,6 +58,7 @@ from arenaplan.ir.cascade_format import (
     SRC1,
     STRIDE_H,
     STRIDE_W,
+    TWO_INPUTS,
 )
 from arenaplan.ir.constants import constant_values
 from arenaplan.ir.dtypes import DType
@@ -258,6 +259,55 @@ def _conv(sg: Subgraph, op: Operator, x: Tensor, y: Tensor) -> Stage:
     )
 
 
+def _transpose_padding(op: Operator, size: int, stride: int, k: int) -> int:
+    """TRANSPOSE_CONV's padding before: TFLM computes it as a convolution's from the
+    output's size (transpose_conv.cc's CalculateOpData; no dilation)."""
+    padding = op.options.get("padding", "SAME")
+    if padding == "VALID":
+        return 0
+    if padding != "SAME":
+        raise Uncascadable(f"padding {padding}")
+    return same_padding(size, 0, stride, k)[0]
+
+
+def _transpose_conv(sg: Subgraph, op: Operator, y: Tensor) -> Stage:
+    """TRANSPOSE_CONV, int16x8 (TFLM's int16 kernel, reference in every build: an int64
+    sum per output, no whole-output scratch here); inputs: shape, filter, input, bias."""
+    if len(op.inputs) not in (3, 4) or op.inputs[2] < 0:
+        raise Uncascadable("not a shape, a filter and an input")
+    x = _act(sg.tensors[op.inputs[2]], "its input")
+    if _one_type(y, x) != 16:
+        raise Uncascadable("an int8 TRANSPOSE_CONV (only int16x8 ones are stages)")
+    filt, bias = sg.operand(op, 1), sg.operand(op, 3)
+    if filt is None or not filt.is_constant or filt.dtype is not DType.INT8:
+        raise Uncascadable("its filter is not constant int8")
+    if len(filt.shape) != 4 or filt.quantization is None:
+        raise Uncascadable("its filter is not a quantised 4-D tensor")
+    out_c, in_c = y.shape[3], x.shape[3]
+    if filt.shape[0] != out_c or filt.shape[3] != in_c:
+        raise Uncascadable("its filter's shape does not match its channels")
+    if bias is not None and (not bias.is_constant or bias.dtype is not DType.INT64):
+        raise Uncascadable("its bias is not constant int64")
+    if bias is not None and bias.elements != out_c:
+        raise Uncascadable("its bias is not one per output channel")
+    scales = filt.quantization.scales
+    if len(scales) not in (1, out_c):
+        raise Uncascadable("its filter has neither one scale nor one per channel")
+    kh, kw = filt.shape[1:3]
+    w = _base(x, y, "TRANSPOSE_CONV")
+    sh, sw = _opt(op, "stride_h"), _opt(op, "stride_w")
+    w[FILTER_H], w[FILTER_W], w[STRIDE_H], w[STRIDE_W] = kh, kw, sh, sw
+    w[PAD_TOP] = _transpose_padding(op, y.shape[1], sh, kh)
+    w[PAD_LEFT] = _transpose_padding(op, y.shape[2], sw, kw)
+    w[ACT_MIN], w[ACT_MAX] = _activation(op, y)
+    mults, shifts = conv_multipliers(_scale_zp(x)[0], scales, _scale_zp(y)[0], out_c)
+    if any(s not in SHIFTS_INT64 for s in shifts):
+        raise Uncascadable("a channel's multiplier shift is out of the kernel's range")
+    bias_index = bias.index if bias is not None else -1
+    return Stage("TRANSPOSE_CONV", tuple(w), (x.index,), y.index, filt.index, bias_index,
+                 tuple(mults + shifts))  # fmt: skip
+
+
 def _pool(op: Operator, x: Tensor, y: Tensor) -> Stage:
     if x.quantization != y.quantization:
         raise Uncascadable("its input and output are quantised differently")
@@ -421,6 +471,27 @@ def _min_max(sg: Subgraph, op: Operator, y: Tensor, buffers: Sequence[bytes]) ->
     return _stage(op.opcode, w, ops, y)
 
 
+def _concat(sg: Subgraph, op: Operator, y: Tensor) -> Stage:
+    """CONCATENATION of two activations along the channels: TFLM copies the values
+    (int8: refused unless quantised as the output; int16: as they are, zero points 0)."""
+    if len(op.inputs) != 2:
+        raise Uncascadable("not two inputs")
+    if op.options.get("axis") not in (3, -1):
+        raise Uncascadable("it concatenates along another axis than the channels")
+    if op.options.get("fused_activation_function", "NONE") != "NONE":
+        raise Uncascadable("a fused activation (TFLM refuses one)")
+    a = _act(sg.tensors[op.inputs[0]], "input 0")
+    b = _act(sg.tensors[op.inputs[1]], "input 1")
+    if a.shape[:3] != y.shape[:3] or b.shape[:3] != y.shape[:3]:
+        raise Uncascadable("its inputs' shapes do not make its output's")
+    if a.shape[3] + b.shape[3] != y.shape[3]:
+        raise Uncascadable("its inputs' shapes do not make its output's")
+    if _one_type(y, a, b) == 8 and not a.quantization == b.quantization == y.quantization:
+        raise Uncascadable("its int8 inputs are not quantised as its output")
+    w = _base(a, y, "CONCATENATION")
+    return Stage("CONCATENATION", tuple(w), (a.index, b.index), y.index)
+
+
 def _shift_in_range(mult: int, shift: int) -> tuple[int, int]:
     """MultiplyByQuantizedMultiplier's range (the kernel refuses others)."""
     if not -31 <= shift <= 30:
@@ -505,6 +576,17 @@ def _mean(sg: Subgraph, op: Operator, buffers: Sequence[bytes]) -> Stage:
     return Stage("MEAN", tuple(w), (x.index,), y.index)
 
 
+def activation_inputs(sg: Subgraph, op: Operator) -> tuple[int, ...]:
+    """The tensors ``op`` reads as activations if it is a stage (by position: ADD, MUL,
+    SUB, MINIMUM, MAXIMUM, CONCATENATION two, less a constant operand; TRANSPOSE_CONV
+    its third input; the rest their first)."""
+    if op.opcode in TWO_INPUTS:
+        return tuple(t for t in op.inputs[:2] if t >= 0 and not sg.tensors[t].is_constant)
+    if op.opcode == "TRANSPOSE_CONV":
+        return tuple(op.inputs[2:3])
+    return tuple(op.inputs[:1])
+
+
 def stage_of(sg: Subgraph, op: Operator, buffers: Sequence[bytes]) -> Stage:
     """The stage of ``op`` (``Uncascadable`` if it cannot be one)."""
     if op.opcode not in KINDS or op.is_custom:
@@ -520,6 +602,10 @@ def stage_of(sg: Subgraph, op: Operator, buffers: Sequence[bytes]) -> Stage:
         return _mul(sg, op, y, buffers)
     if op.opcode in ("MINIMUM", "MAXIMUM"):
         return _min_max(sg, op, y, buffers)
+    if op.opcode == "TRANSPOSE_CONV":
+        return _transpose_conv(sg, op, y)
+    if op.opcode == "CONCATENATION":
+        return _concat(sg, op, y)
     x = _act(sg.tensors[op.inputs[0]], "its input")
     if op.opcode in ("RELU", "RELU6", "LEAKY_RELU"):
         return _unary(op, x, y)

@@ -1,0 +1,133 @@
+"""An int16x8 U-Net denoiser (int16 activations, int8 weights, int64 biases) written
+with the project's own writer, shaped like the audio denoisers TensorFlow's
+converter makes from Keras:
+
+    input [1, T, F, 1] (a magnitude spectrogram, T frames x F bins)
+    encoder: 2 x [CONV 3x3 /2 -> LEAKY_RELU]           -> e1 [T/2, F/2, c], e2 [T/4, F/4, 2c]
+    bottleneck: RESHAPE to [T/4, F/4*2c], a gated recurrent cell (FULLY_CONNECTED,
+        LOGISTIC, TANH, MUL, SUB, ADD: h' = n + z * (h - n)) with its state h a second
+        input, RESHAPE back
+    decoder: TRANSPOSE_CONV 3x3 /2 -> CONCATENATION with e1 -> CONV 3x3 -> LEAKY_RELU,
+        TRANSPOSE_CONV 3x3 /2 -> CONCATENATION with the input -> CONV 3x3 (1 channel)
+    mask: LOGISTIC, then MUL with the input: the denoised spectrogram.
+
+Weights are random (fixed seed), per-channel symmetric int8; activations symmetric
+int16 (zero point 0): right for planning and for running in TFLM, not for accuracy.
+The same call gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from arenaplan.builder.writer import ModelBuilder
+from arenaplan.errors import UsageError
+from arenaplan.ir.dtypes import DType
+from arenaplan.ir.model import Quantization
+
+SIGMOID_SCALE = 1 / 32768  # LOGISTIC's and TANH's int16 outputs (TFLM requires it)
+
+
+class _Net:
+    """The model under construction and the tensors its layers need."""
+
+    def __init__(self, name: str) -> None:
+        self.b = ModelBuilder(name)
+        self.rng = np.random.default_rng(0)
+        self.n = 0
+
+    def _name(self, stem: str) -> str:
+        self.n += 1
+        return f"{stem}{self.n}"
+
+    def act(self, shape: tuple[int, ...], scale: float) -> int:
+        """An int16 activation, symmetric (zero point 0)."""
+        q = Quantization((scale,), (0,))
+        return self.b.add_tensor(self._name("a"), shape, DType.INT16, quantization=q)
+
+    def weights(self, shape: tuple[int, ...], axis: int) -> int:
+        """Constant int8 weights, symmetric, one scale per channel along ``axis``."""
+        data = self.rng.integers(-100, 100, shape).astype(np.int8)
+        k = shape[axis]
+        scales = tuple(float(s) for s in self.rng.uniform(0.002, 0.01, k))
+        q = Quantization(scales, (0,) * k, axis)
+        return self.b.add_tensor(self._name("w"), shape, DType.INT8, data=data, quantization=q)
+
+    def bias(self, k: int) -> int:
+        """A constant int64 bias of ``k`` channels (the converter's int16x8 bias)."""
+        data = self.rng.integers(-20_000, 20_000, k).astype(np.int64)
+        q = Quantization((1e-5,) * k, (0,) * k)
+        return self.b.add_tensor(self._name("b"), (k,), DType.INT64, data=data, quantization=q)
+
+    def shape(self, values: tuple[int, ...]) -> int:
+        data = np.array(values, np.int32)
+        return self.b.add_tensor(self._name("s"), data.shape, DType.INT32, data=data)
+
+    def op(self, opcode: str, ins: list[int], outs: list[int], **options) -> int:
+        self.b.add_operator(opcode, ins, outs, options)
+        return outs[0]
+
+    def conv(self, x: int, hw: tuple[int, int], c_in: int, c_out: int, stride: int) -> int:
+        """A 3x3 SAME CONV_2D (no fused activation, as Keras exports one)."""
+        y = self.act((1, *hw, c_out), 0.004)
+        ins = [x, self.weights((c_out, 3, 3, c_in), 0), self.bias(c_out)]
+        return self.op("CONV_2D", ins, [y], padding="SAME", stride_h=stride, stride_w=stride)
+
+    def leaky(self, x: int, shape: tuple[int, ...]) -> int:
+        return self.op("LEAKY_RELU", [x], [self.act(shape, 0.004)], alpha=0.2)
+
+    def up(self, x: int, hw: tuple[int, int], c_in: int, c_out: int) -> int:
+        """A 3x3 TRANSPOSE_CONV with stride 2 to ``hw``."""
+        y = self.act((1, *hw, c_out), 0.004)
+        ins = [self.shape((1, *hw, c_out)), self.weights((c_out, 3, 3, c_in), 0), x]
+        ins.append(self.bias(c_out))
+        return self.op("TRANSPOSE_CONV", ins, [y], padding="SAME", stride_h=2, stride_w=2)
+
+    def dense(self, x: int, rows: int, c_in: int, c_out: int) -> int:
+        y = self.act((rows, c_out), 0.004)
+        ins = [x, self.weights((c_out, c_in), 0), self.bias(c_out)]
+        return self.op("FULLY_CONNECTED", ins, [y])
+
+    def gate(self, x: int, h: int, rows: int, width: int, opcode: str) -> int:
+        """``opcode`` (LOGISTIC or TANH) of FC(x) + FC(h)."""
+        s = self.act((rows, width), 0.008)
+        self.op("ADD", [self.dense(x, rows, width, width), self.dense(h, rows, width, width)], [s])
+        return self.op(opcode, [s], [self.act((rows, width), SIGMOID_SCALE)])
+
+
+def _cell(n: _Net, x: int, h: int, rows: int, width: int) -> int:
+    """A gated recurrent cell: z = sigmoid, n = tanh of FC(x) + FC(h); h' = n + z * (h - n)."""
+    z = n.gate(x, h, rows, width, "LOGISTIC")
+    cand = n.gate(x, h, rows, width, "TANH")
+    diff = n.op("SUB", [h, cand], [n.act((rows, width), 2 / 32768)])
+    scaled = n.op("MUL", [z, diff], [n.act((rows, width), 2 / 32768)])
+    return n.op("ADD", [cand, scaled], [n.act((rows, width), 2 / 32768)])
+
+
+def unet_denoiser(frames: int = 32, bins: int = 16, channels: int = 8, out_up: int = 2) -> bytes:
+    """The U-Net as .tflite bytes: an input of ``frames`` x ``bins`` (multiples of 4),
+    ``channels`` in the first encoder (twice as many in the second), ``out_up``
+    channels out of the last TRANSPOSE_CONV."""
+    if frames % 4 or bins % 4 or min(frames, bins, channels, out_up) <= 0:
+        raise UsageError("the U-Net needs frames and bins that are multiples of 4")
+    n = _Net("unet_denoiser_int16x8")
+    c1, c2 = channels, 2 * channels
+    hw0, hw1, hw2 = (frames, bins), (frames // 2, bins // 2), (frames // 4, bins // 4)
+    x = n.act((1, *hw0, 1), 1 / 32768)
+    e1 = n.leaky(n.conv(x, hw1, 1, c1, 2), (1, *hw1, c1))
+    e2 = n.leaky(n.conv(e1, hw2, c1, c2, 2), (1, *hw2, c2))
+    width = hw2[1] * c2
+    flat = n.op("RESHAPE", [e2, n.shape((hw2[0], width))], [n.act((hw2[0], width), 0.004)])
+    h = n.act((hw2[0], width), 2 / 32768)
+    cell = _cell(n, flat, h, hw2[0], width)
+    back = n.op("RESHAPE", [cell, n.shape((1, *hw2, c2))], [n.act((1, *hw2, c2), 2 / 32768)])
+    d1 = n.up(back, hw1, c2, c1)
+    cat1 = n.op("CONCATENATION", [d1, e1], [n.act((1, *hw1, 2 * c1), 0.004)], axis=3)
+    u1 = n.leaky(n.conv(cat1, hw1, 2 * c1, c1, 1), (1, *hw1, c1))
+    d2 = n.up(u1, hw0, c1, out_up)
+    cat0 = n.op("CONCATENATION", [d2, x], [n.act((1, *hw0, out_up + 1), 0.004)], axis=3)
+    logits = n.conv(cat0, hw0, out_up + 1, 1, 1)
+    mask = n.op("LOGISTIC", [logits], [n.act((1, *hw0, 1), SIGMOID_SCALE)])
+    y = n.op("MUL", [mask, x], [n.act((1, *hw0, 1), 1 / 32768)])
+    n.b.set_io([x, h], [y])
+    return n.b.finish()
