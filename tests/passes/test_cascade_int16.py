@@ -25,6 +25,7 @@ from arenaplan.tflm.cmsis_nn.buffer_sizes import Dims, convolve_wrapper_s16_buff
 from arenaplan.tflm.cmsis_nn.cascade import work_bytes
 
 SAME = {"padding": "SAME", "stride_h": 1, "stride_w": 1}
+DECODER = list(range(17, 26))  # the built U-Net's decoder: TRANSPOSE_CONV .. CONV_2D
 
 
 def _conv_model(bias, dtype=I16, depthwise=False, zero=0, **options) -> bytes:
@@ -130,7 +131,7 @@ def test_int16_rings_hold_two_bytes_an_element() -> None:
     """Ring offsets advance by rows x out_w x out_c x 2 bytes (4-aligned)."""
     model = read_model_bytes(unet_denoiser())
     sg = model.subgraphs[0]
-    chain = chain_of(sg, list(range(17, 24)), model.buffers)
+    chain = chain_of(sg, DECODER, model.buffers)
     at = 0
     for w in chain.records[:-1]:
         assert w[f.RING_OFFSET] == at and w[f.ELEMENT_TYPE] == 1
@@ -192,12 +193,12 @@ def test_a_chain_takes_several_activations_whole() -> None:
     -1, -2, -3); the rewritten model is valid and writes back."""
     model = read_model_bytes(unet_denoiser())
     sg = model.subgraphs[0]
-    assert [17, 18, 19, 20, 21, 22, 23] in longest_chains(sg, model.buffers)
-    chain = chain_of(sg, list(range(17, 24)), model.buffers)
+    assert DECODER in longest_chains(sg, model.buffers)
+    chain = chain_of(sg, DECODER, model.buffers)
     ops = sg.operators
-    assert chain.inputs == (ops[17].inputs[2], ops[18].inputs[1], ops[22].inputs[1])
+    assert chain.inputs == (ops[17].inputs[2], ops[19].inputs[1], ops[24].inputs[1])
     srcs = [(w[f.SRC0], w[f.SRC1]) for w in chain.records]
-    assert srcs[0][0] == -1 and srcs[1] == (0, -2) and srcs[5] == (4, -3)
+    assert srcs[0][0] == -1 and srcs[2] == (1, -2) and srcs[7] == (6, -3)
     out, _ = run_passes(model, [make_pass("cascade", {})])
     verify_ir(out)
     cascades = [op for op in out.subgraphs[0].operators if op.opcode == f.OPCODE]
@@ -255,4 +256,25 @@ def test_int16_unet_cascades_lower_the_estimate() -> None:
     stats = records[0].stats
     assert stats["score_after"] <= stats["score_before"] - 6_000
     left = {op.opcode for op in out.subgraphs[0].operators}
-    assert not left & {"TRANSPOSE_CONV", "CONCATENATION", "CONV_2D", "LEAKY_RELU"}
+    assert not left & {"TRANSPOSE_CONV", "QUANTIZE", "CONCATENATION", "CONV_2D", "LEAKY_RELU"}
+
+
+def test_quantize_within_a_type_is_a_stage() -> None:
+    """QUANTIZE from int16 to int16 (the converter's, before a CONCATENATION):
+    Requantize's multiplier, input over output scale in double; the type's clamp. From
+    int16 to int8 it is no stage (a chain's activations are of one type)."""
+    model = read_model_bytes(unet_denoiser())
+    sg = model.subgraphs[0]
+    op = sg.operators[18]
+    w = stage_of(sg, op, model.buffers).words
+    scale_in = sg.tensors[op.inputs[0]].quantization.scales[0]
+    scale_out = sg.tensors[op.outputs[0]].quantization.scales[0]
+    assert (w[f.OUT_MULT], w[f.OUT_SHIFT]) == p.requantize_params((scale_in, 0), (scale_out, 0))
+    assert (w[f.KIND], w[f.ACT_MIN], w[f.ACT_MAX]) == (f.KINDS["QUANTIZE"], -32768, 32767)
+    n = Net("narrowing")
+    x = n.act((1, 4, 4, 2), I16, 0.001)
+    y = n.act((1, 4, 4, 2), I8, 0.05)
+    n.op("QUANTIZE", [x], [y])
+    narrow = read_model_bytes(n.done([x], [y]))
+    with pytest.raises(Uncascadable, match="not all of one type"):
+        stage_of(narrow.subgraphs[0], narrow.subgraphs[0].operators[0], narrow.buffers)

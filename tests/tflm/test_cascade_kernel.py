@@ -62,10 +62,12 @@ KINDS = {
     "MEAN": 15,
     "TRANSPOSE_CONV": 20,
     "CONCATENATION": 21,
+    "QUANTIZE": 22,
 }
 # row y reads row y (of both sources for two inputs)
 ELEMENTWISE = (
-    "ADD", "RELU", "RELU6", "LEAKY_RELU", "MUL", "SUB", "MINIMUM", "MAXIMUM", "CONCATENATION"
+    "ADD", "RELU", "RELU6", "LEAKY_RELU", "MUL", "SUB", "MINIMUM", "MAXIMUM", "CONCATENATION",
+    "QUANTIZE",
 )  # fmt: skip
 TWO_INPUTS = ("ADD", "MUL", "SUB", "MINIMUM", "MAXIMUM", "CONCATENATION")
 WHOLE_INPUT = ("MEAN_ROWS", "MEAN")  # one output row from every input row
@@ -463,6 +465,15 @@ class HandChain:
         scaled = _quantize_multiplier(float(s_in * np.float32(alpha) / np.float32(scale)))
         st.words.update({34: identity[0], 35: identity[1], 32: scaled[0], 33: scaled[1]})
         st.builtin = ("LEAKY_RELU", [src], {"alpha": alpha})
+        return self._push(st)
+
+    def quantize(self, src, scale, zp=0) -> int:
+        """QUANTIZE within a type: quantize_common.cc's multiplier, input over output
+        scale in double; the clamp the type's range."""
+        st = self._base("QUANTIZE", src, self._shape(src), (scale, zp))
+        mo = _quantize_multiplier(_f32(self._quant(src)[0]) / _f32(scale))
+        st.words.update({34: mo[0], 35: mo[1]})
+        st.builtin = ("QUANTIZE", [src], {})
         return self._push(st)
 
     def pad(self, src, top, bottom, left, right) -> int:
@@ -894,6 +905,26 @@ def _int16_chain_unet() -> HandChain:
     return c
 
 
+def _chain_requantized_concat() -> HandChain:
+    """int8 QUANTIZE before a CONCATENATION, as converters write it: a stage's output
+    requantised to the scale and zero point of the other input, then concatenated."""
+    c = HandChain((7, 6, 3), scale=0.3, zp=4, seed=17)
+    a = c.conv(-1, 5, 3, scale=0.6, zp=-6)
+    q = c.quantize(a, scale=0.3, zp=4)
+    c.conv(c.concat(q, -1), 4, 3, scale=1.5, zp=1)
+    return c
+
+
+def _int16_chain_requantized_concat() -> HandChain:
+    """The same in int16 (zero points 0), a TRANSPOSE_CONV's output requantised."""
+    c = HandChain((4, 3, 5), scale=0.0004, zp=0, seed=18, dtype=DType.INT16)
+    skip = c.input((8, 6, 3), scale=0.002)
+    t = c.transpose_conv(-1, 3, 3, 2, scale=0.004)
+    q = c.quantize(t, scale=0.002)
+    c.conv(c.concat(q, skip), 2, 3, scale=0.01, zp=0)
+    return c
+
+
 def _int16_chain_transpose() -> HandChain:
     """int16x8 TRANSPOSE_CONVs of other shapes: VALID with a 4x4 filter and stride 2,
     SAME with stride 1 and no bias, SAME stride 3 with a 2x2 filter (rows no input reaches)."""
@@ -924,6 +955,8 @@ HAND_CHAINS = {
     "int16_elementwise": _int16_chain_elementwise,
     "int16_unet": _int16_chain_unet,
     "int16_transpose": _int16_chain_transpose,
+    "requantized_concat": _chain_requantized_concat,
+    "int16_requantized_concat": _int16_chain_requantized_concat,
 }
 
 

@@ -7,9 +7,13 @@ converter makes from Keras:
     bottleneck: RESHAPE to [T/4, F/4*2c], a gated recurrent cell (FULLY_CONNECTED,
         LOGISTIC, TANH, MUL, SUB, ADD: h' = n + z * (h - n)) with its state h a second
         input, RESHAPE back
-    decoder: TRANSPOSE_CONV 3x3 /2 -> CONCATENATION with e1 -> CONV 3x3 -> LEAKY_RELU,
-        TRANSPOSE_CONV 3x3 /2 -> CONCATENATION with the input -> CONV 3x3 (1 channel)
+    decoder: TRANSPOSE_CONV 3x3 /2 (no bias) -> QUANTIZE to e1's scale ->
+        CONCATENATION with e1 -> CONV 3x3 -> LEAKY_RELU, TRANSPOSE_CONV 3x3 /2 ->
+        QUANTIZE to the input's scale -> CONCATENATION with the input -> CONV 3x3
     mask: LOGISTIC, then MUL with the input: the denoised spectrogram.
+
+As TensorFlow's converter writes them: the TRANSPOSE_CONVs without a bias, and a
+QUANTIZE before each CONCATENATION that brings its input to the other's scale.
 
 Weights are random (fixed seed), per-channel symmetric int8; activations symmetric
 int16 (zero point 0): right for planning and for running in TFLM, not for accuracy.
@@ -76,12 +80,13 @@ class _Net:
     def leaky(self, x: int, shape: tuple[int, ...]) -> int:
         return self.op("LEAKY_RELU", [x], [self.act(shape, 0.004)], alpha=0.2)
 
-    def up(self, x: int, hw: tuple[int, int], c_in: int, c_out: int) -> int:
-        """A 3x3 TRANSPOSE_CONV with stride 2 to ``hw``."""
-        y = self.act((1, *hw, c_out), 0.004)
+    def up(self, x: int, hw: tuple[int, int], c_in: int, c_out: int, scale: float) -> int:
+        """A 3x3 TRANSPOSE_CONV with stride 2 to ``hw`` (no bias), requantised to
+        ``scale`` (a QUANTIZE, as the converter writes before a CONCATENATION)."""
+        y = self.act((1, *hw, c_out), 0.003)
         ins = [self.shape((1, *hw, c_out)), self.weights((c_out, 3, 3, c_in), 0), x]
-        ins.append(self.bias(c_out))
-        return self.op("TRANSPOSE_CONV", ins, [y], padding="SAME", stride_h=2, stride_w=2)
+        self.op("TRANSPOSE_CONV", ins, [y], padding="SAME", stride_h=2, stride_w=2)
+        return self.op("QUANTIZE", [y], [self.act((1, *hw, c_out), scale)])
 
     def dense(self, x: int, rows: int, c_in: int, c_out: int) -> int:
         y = self.act((rows, c_out), 0.004)
@@ -121,11 +126,11 @@ def unet_denoiser(frames: int = 32, bins: int = 16, channels: int = 8, out_up: i
     h = n.act((hw2[0], width), 2 / 32768)
     cell = _cell(n, flat, h, hw2[0], width)
     back = n.op("RESHAPE", [cell, n.shape((1, *hw2, c2))], [n.act((1, *hw2, c2), 2 / 32768)])
-    d1 = n.up(back, hw1, c2, c1)
+    d1 = n.up(back, hw1, c2, c1, 0.004)
     cat1 = n.op("CONCATENATION", [d1, e1], [n.act((1, *hw1, 2 * c1), 0.004)], axis=3)
     u1 = n.leaky(n.conv(cat1, hw1, 2 * c1, c1, 1), (1, *hw1, c1))
-    d2 = n.up(u1, hw0, c1, out_up)
-    cat0 = n.op("CONCATENATION", [d2, x], [n.act((1, *hw0, out_up + 1), 0.004)], axis=3)
+    d2 = n.up(u1, hw0, c1, out_up, 1 / 32768)
+    cat0 = n.op("CONCATENATION", [d2, x], [n.act((1, *hw0, out_up + 1), 1 / 32768)], axis=3)
     logits = n.conv(cat0, hw0, out_up + 1, 1, 1)
     mask = n.op("LOGISTIC", [logits], [n.act((1, *hw0, 1), SIGMOID_SCALE)])
     y = n.op("MUL", [mask, x], [n.act((1, *hw0, 1), 1 / 32768)])

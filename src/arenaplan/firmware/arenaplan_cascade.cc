@@ -77,6 +77,7 @@ enum Kind : int32_t {
   kMean = 15,
   kTransposeConv = 20,  // int16 only: output row y gathers the input rows that reach it
   kConcat = 21,         // CONCATENATION: each pixel src0's in_c then src1's out_c - in_c
+  kQuantize = 22,       // QUANTIZE requantising within a type: RELU's formula, no RELU
 };
 
 // Kinds of two operands: the second is src1 (row y of both sources makes output row
@@ -91,7 +92,8 @@ inline bool WholeInput(int32_t kind) { return kind == kMeanRows || kind == kMean
 
 // Kinds whose output row y reads row y of src0 (and of src1) only.
 inline bool Elementwise(int32_t kind) {
-  return TwoInputs(kind) || kind == kRelu || kind == kRelu6 || kind == kLeakyRelu;
+  return TwoInputs(kind) || kind == kRelu || kind == kRelu6 || kind == kLeakyRelu ||
+         kind == kQuantize;
 }
 
 // The words of a stage record (docs/cascade.md, "stage record").
@@ -570,6 +572,12 @@ bool CheckKind(MicroContext* micro_context, TfLiteNode* node, int32_t s, const S
       if (!InType(-st[kInput2Offset], st[kElementType]) ||
           !Scaling(st[kOutputMultiplier], st[kOutputShift])) {
         return FailStage(s, "MUL's input2_offset, multiplier or shift is out of range");
+      }
+      return true;
+    case kQuantize:
+      if (!SameShape(st)) return FailStage(s, "QUANTIZE's output shape is not its input's");
+      if (!Scaling(st[kOutputMultiplier], st[kOutputShift])) {
+        return FailStage(s, "QUANTIZE's multiplier or shift is out of range");
       }
       return true;
     case kRelu:
@@ -1255,8 +1263,9 @@ void MulRow(const Stage& st, const int8_t* a, const int8_t* b, int8_t* out) {
 }
 
 // RELU (ReluQuantized: requantised to the output's scale, then clamped), RELU6
-// (Relu6Quantized: the raw values clamped) and LEAKY_RELU (QuantizeLeakyRelu: the
-// identity or the alpha branch by the sign of input - zero point) of a row.
+// (Relu6Quantized: the raw values clamped), LEAKY_RELU (QuantizeLeakyRelu: the
+// identity or the alpha branch by the sign of input - zero point) and QUANTIZE
+// (Requantize: RELU's formula, clamped to the type) of a row.
 void ActivationRow(const Stage& st, const int8_t* in, int8_t* out) {
   const int32_t n = st[kOutW] * st[kOutC];
   const int32_t kind = st[kKind];
@@ -1271,7 +1280,7 @@ void ActivationRow(const Stage& st, const int8_t* in, int8_t* out) {
     }
     const int32_t value = in[i] + st[kInputOffset];
     int32_t raw = st[kOutputOffset];
-    if (kind == kRelu || value >= 0) {
+    if (kind == kRelu || kind == kQuantize || value >= 0) {
       raw += MultiplyByQuantizedMultiplier(value, st[kOutputMultiplier], st[kOutputShift]);
     } else {
       const int32_t scaled = MultiplyByQuantizedMultiplier(value, alpha, st[kInput2Shift]);
@@ -1571,7 +1580,7 @@ void MulRow16(const Stage& st, const int16_t* a, const int16_t* b, int16_t* out)
   }
 }
 
-// RELU, RELU6 and LEAKY_RELU of an int16 row (as ActivationRow does for int8).
+// RELU, RELU6, LEAKY_RELU and QUANTIZE of an int16 row (as ActivationRow for int8).
 void ActivationRow16(const Stage& st, const int16_t* in, int16_t* out) {
   const int32_t n = st[kOutW] * st[kOutC];
   const int32_t kind = st[kKind];
@@ -1584,7 +1593,7 @@ void ActivationRow16(const Stage& st, const int16_t* in, int16_t* out) {
     }
     const int32_t value = in[i] + st[kInputOffset];
     int32_t raw = st[kOutputOffset];
-    if (kind == kRelu || value >= 0) {
+    if (kind == kRelu || kind == kQuantize || value >= 0) {
       raw += MultiplyByQuantizedMultiplier(value, st[kOutputMultiplier], st[kOutputShift]);
     } else {
       const int32_t scaled = MultiplyByQuantizedMultiplier(value, alpha, st[kInput2Shift]);
@@ -1678,6 +1687,7 @@ void ComputeRow16(const Run& run, int32_t s, const Stage& st, const Rows& in, in
     case kRelu:
     case kRelu6:
     case kLeakyRelu:
+    case kQuantize:
       ActivationRow16(st, Row16(in, y), out);
       break;
     case kPad:
@@ -1814,6 +1824,7 @@ void ComputeRow(const Run& run, int32_t s, const Stage& st, const Rows& in, int3
     case kRelu:
     case kRelu6:
     case kLeakyRelu:
+    case kQuantize:
       ActivationRow(st, in.Row(y), out);
       break;
     case kPad:

@@ -41,6 +41,7 @@ KINDS = {
     "MEAN": 15,  # TFLM's int8 MEAN over rows and columns (requantised), summed row by row
     "TRANSPOSE_CONV": 20,  # int16x8 only: output row y gathers the input rows that reach it
     "CONCATENATION": 21,  # of src0's channels then src1's (out_c - in_c), row y of both
+    "QUANTIZE": 22,  # int8 to int8 or int16 to int16: requantised to the output's scale
 }
 KIND_NAMES = {code: name for name, code in KINDS.items()}
 # kinds whose output row y reads row y of their sources alone (of both for two inputs)
@@ -54,6 +55,7 @@ ELEMENTWISE = (
     "MINIMUM",
     "MAXIMUM",
     "CONCATENATION",
+    "QUANTIZE",
 )
 # kinds of two operands: src1 names the second activation, or const_in a constant
 # (CONCATENATION: never a constant)
@@ -72,7 +74,7 @@ RING_ROWS, RING_OFFSET, ACC_OFFSET = 25, 26, 27  # ACC_OFFSET also: a constant's
 ADD_WORDS = 28  # input2_offset, left_shift, then three (multiplier, shift) pairs
 IN2_OFFSET = 28  # ADD, SUB, MUL: minus src1's zero point
 ALPHA_MULT, ALPHA_SHIFT = 32, 33  # LEAKY_RELU: the alpha branch's multiplier and shift
-OUT_MULT, OUT_SHIFT = 34, 35  # ADD, SUB; RELU, LEAKY_RELU (identity branch), MUL: output's
+OUT_MULT, OUT_SHIFT = 34, 35  # ADD, SUB, MUL, RELU, QUANTIZE; LEAKY_RELU's identity branch
 PAD_VALUE = 36
 BLOCK_ROWS = 37  # rows a stage computes per step (0 or 1: one)
 # 38, 39 reserved (0)

@@ -75,6 +75,7 @@ from arenaplan.tflm.prepare import (
     mul_params,
     relu6_range,
     relu_params,
+    requantize_params,
     sub_params,
 )
 
@@ -526,6 +527,17 @@ def _unary(op: Operator, x: Tensor, y: Tensor) -> Stage:
     return Stage(op.opcode, tuple(w), (x.index,), y.index)
 
 
+def _quantize(x: Tensor, y: Tensor) -> Stage:
+    """QUANTIZE that requantises (int8 to int8, int16 to int16): Requantize, the
+    RELU formula clamped to the type (quantize_common.cc)."""
+    if x.shape != y.shape:
+        raise Uncascadable("its output's shape is not its input's")
+    _one_type(y, x)
+    w = _base(x, y, "QUANTIZE")
+    w[OUT_MULT], w[OUT_SHIFT] = _shift_in_range(*requantize_params(_scale_zp(x), _scale_zp(y)))
+    return Stage("QUANTIZE", tuple(w), (x.index,), y.index)
+
+
 def _pad(sg: Subgraph, op: Operator, x: Tensor, y: Tensor, buffers: Sequence[bytes]) -> Stage:
     paddings = sg.operand(op, 1)
     if len(op.inputs) != 2 or paddings is None or not paddings.is_constant:
@@ -609,6 +621,8 @@ def stage_of(sg: Subgraph, op: Operator, buffers: Sequence[bytes]) -> Stage:
     x = _act(sg.tensors[op.inputs[0]], "its input")
     if op.opcode in ("RELU", "RELU6", "LEAKY_RELU"):
         return _unary(op, x, y)
+    if op.opcode == "QUANTIZE":
+        return _quantize(x, y)
     if op.opcode == "PAD":
         return _pad(sg, op, x, y, buffers)
     if op.opcode in ("CONV_2D", "DEPTHWISE_CONV_2D"):

@@ -153,6 +153,13 @@ def relu6_range(inp: tuple[float, int], bits: int = 8) -> tuple[int, int]:
     return inp[1], min(max(six, lo), hi)
 
 
+def requantize_params(inp: tuple[float, int], out: tuple[float, int]) -> tuple[int, int]:
+    """QUANTIZE from int8 to int8 or int16 to int16 (quantize_common.cc's
+    PrepareQuantizeReference): (multiplier, shift) of input over output scale in
+    double; Requantize then adds the output's zero point and clamps to the type."""
+    return quantize_multiplier(inp[0] / out[0])
+
+
 def leaky_relu_params(
     inp: tuple[float, int], out: tuple[float, int], alpha: float
 ) -> tuple[int, int, int, int]:
