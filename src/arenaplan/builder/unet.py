@@ -7,7 +7,7 @@ converter makes from Keras:
     bottleneck: RESHAPE to [T/4, F/4*2c], a gated recurrent cell (FULLY_CONNECTED,
         LOGISTIC, TANH, MUL, SUB, ADD: h' = n + z * (h - n)) with its state h a second
         input, RESHAPE back
-    decoder: TRANSPOSE_CONV 3x3 /2 (no bias) -> QUANTIZE to e1's scale ->
+    decoder: TRANSPOSE_CONV 3x3 /2 -> QUANTIZE to e1's scale ->
         CONCATENATION with e1 -> CONV 3x3 -> LEAKY_RELU, TRANSPOSE_CONV 3x3 /2 ->
         QUANTIZE to the input's scale -> CONCATENATION with the input -> CONV 3x3
     mask: LOGISTIC, then MUL with the input: the denoised spectrogram.
@@ -35,10 +35,11 @@ SIGMOID_SCALE = 1 / 32768  # LOGISTIC's and TANH's int16 outputs (TFLM requires 
 class _Net:
     """The model under construction and the tensors its layers need."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, dense_axis: int | None) -> None:
         self.b = ModelBuilder(name)
         self.rng = np.random.default_rng(0)
         self.n = 0
+        self.dense_axis = dense_axis  # the FULLY_CONNECTED weights' scales: per row, or one
 
     def _name(self, stem: str) -> str:
         self.n += 1
@@ -49,12 +50,13 @@ class _Net:
         q = Quantization((scale,), (0,))
         return self.b.add_tensor(self._name("a"), shape, DType.INT16, quantization=q)
 
-    def weights(self, shape: tuple[int, ...], axis: int) -> int:
-        """Constant int8 weights, symmetric, one scale per channel along ``axis``."""
+    def weights(self, shape: tuple[int, ...], axis: int | None) -> int:
+        """Constant int8 weights, symmetric, one scale per channel along ``axis`` (None:
+        one scale)."""
         data = self.rng.integers(-100, 100, shape).astype(np.int8)
-        k = shape[axis]
+        k = 1 if axis is None else shape[axis]
         scales = tuple(float(s) for s in self.rng.uniform(0.002, 0.01, k))
-        q = Quantization(scales, (0,) * k, axis)
+        q = Quantization(scales, (0,) * k, axis or 0)
         return self.b.add_tensor(self._name("w"), shape, DType.INT8, data=data, quantization=q)
 
     def bias(self, k: int) -> int:
@@ -80,17 +82,22 @@ class _Net:
     def leaky(self, x: int, shape: tuple[int, ...]) -> int:
         return self.op("LEAKY_RELU", [x], [self.act(shape, 0.004)], alpha=0.2)
 
-    def up(self, x: int, hw: tuple[int, int], c_in: int, c_out: int, scale: float) -> int:
-        """A 3x3 TRANSPOSE_CONV with stride 2 to ``hw`` (no bias), requantised to
-        ``scale`` (a QUANTIZE, as the converter writes before a CONCATENATION)."""
+    def up(
+        self, x: int, hw: tuple[int, int], c_in: int, c_out: int, scale: float, bias: bool
+    ) -> int:
+        """A 3x3 TRANSPOSE_CONV with stride 2 to ``hw`` (an int64 bias or none),
+        requantised to ``scale`` (a QUANTIZE, as the converter writes before a
+        CONCATENATION)."""
         y = self.act((1, *hw, c_out), 0.003)
         ins = [self.shape((1, *hw, c_out)), self.weights((c_out, 3, 3, c_in), 0), x]
+        if bias:
+            ins.append(self.bias(c_out))
         self.op("TRANSPOSE_CONV", ins, [y], padding="SAME", stride_h=2, stride_w=2)
         return self.op("QUANTIZE", [y], [self.act((1, *hw, c_out), scale)])
 
     def dense(self, x: int, rows: int, c_in: int, c_out: int) -> int:
         y = self.act((rows, c_out), 0.004)
-        ins = [x, self.weights((c_out, c_in), 0), self.bias(c_out)]
+        ins = [x, self.weights((c_out, c_in), self.dense_axis), self.bias(c_out)]
         return self.op("FULLY_CONNECTED", ins, [y])
 
     def gate(self, x: int, h: int, rows: int, width: int, opcode: str) -> int:
@@ -109,13 +116,23 @@ def _cell(n: _Net, x: int, h: int, rows: int, width: int) -> int:
     return n.op("ADD", [cand, scaled], [n.act((rows, width), 2 / 32768)])
 
 
-def unet_denoiser(frames: int = 32, bins: int = 16, channels: int = 8, out_up: int = 2) -> bytes:
+def unet_denoiser(
+    frames: int = 32,
+    bins: int = 16,
+    channels: int = 8,
+    out_up: int = 2,
+    transpose_bias: bool = False,
+    dense_per_channel: bool = True,
+) -> bytes:
     """The U-Net as .tflite bytes: an input of ``frames`` x ``bins`` (multiples of 4),
     ``channels`` in the first encoder (twice as many in the second), ``out_up``
-    channels out of the last TRANSPOSE_CONV."""
+    channels out of the last TRANSPOSE_CONV; ``transpose_bias``: the TRANSPOSE_CONVs
+    have an int64 bias (TFLM's CMSIS-NN TRANSPOSE_CONV crashes without one);
+    ``dense_per_channel``: the cell's FULLY_CONNECTED weights have a scale per output
+    (TFLM's CMSIS-NN FULLY_CONNECTED refuses that for int16: False, one scale)."""
     if frames % 4 or bins % 4 or min(frames, bins, channels, out_up) <= 0:
         raise UsageError("the U-Net needs frames and bins that are multiples of 4")
-    n = _Net("unet_denoiser_int16x8")
+    n = _Net("unet_denoiser_int16x8", 0 if dense_per_channel else None)
     c1, c2 = channels, 2 * channels
     hw0, hw1, hw2 = (frames, bins), (frames // 2, bins // 2), (frames // 4, bins // 4)
     x = n.act((1, *hw0, 1), 1 / 32768)
@@ -126,10 +143,10 @@ def unet_denoiser(frames: int = 32, bins: int = 16, channels: int = 8, out_up: i
     h = n.act((hw2[0], width), 2 / 32768)
     cell = _cell(n, flat, h, hw2[0], width)
     back = n.op("RESHAPE", [cell, n.shape((1, *hw2, c2))], [n.act((1, *hw2, c2), 2 / 32768)])
-    d1 = n.up(back, hw1, c2, c1, 0.004)
+    d1 = n.up(back, hw1, c2, c1, 0.004, transpose_bias)
     cat1 = n.op("CONCATENATION", [d1, e1], [n.act((1, *hw1, 2 * c1), 0.004)], axis=3)
     u1 = n.leaky(n.conv(cat1, hw1, 2 * c1, c1, 1), (1, *hw1, c1))
-    d2 = n.up(u1, hw0, c1, out_up, 1 / 32768)
+    d2 = n.up(u1, hw0, c1, out_up, 1 / 32768, transpose_bias)
     cat0 = n.op("CONCATENATION", [d2, x], [n.act((1, *hw0, out_up + 1), 1 / 32768)], axis=3)
     logits = n.conv(cat0, hw0, out_up + 1, 1, 1)
     mask = n.op("LOGISTIC", [logits], [n.act((1, *hw0, 1), SIGMOID_SCALE)])
