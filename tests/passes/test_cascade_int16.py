@@ -278,3 +278,35 @@ def test_quantize_within_a_type_is_a_stage() -> None:
     narrow = read_model_bytes(n.done([x], [y]))
     with pytest.raises(Uncascadable, match="not all of one type"):
         stage_of(narrow.subgraphs[0], narrow.subgraphs[0].operators[0], narrow.buffers)
+
+
+def test_chains_of_one_row_run_along_the_columns() -> None:
+    """A 1-D network's chains (one-row tensors, 1xk windows) are written along the
+    columns: each record's rows and columns swapped (word 47 set), so rings hold a
+    few columns, not the whole row; a 2-D network's are not, nor, for CMSIS-NN
+    kernels, an int8 chain that convolves (the s8 wrappers choose by shape)."""
+    model = read_model_bytes(unet_denoiser(frames=1, bins=64, channels=4))
+    out, _ = run_passes(model, [make_pass("cascade", {})])
+    cascades = [op for op in out.subgraphs[0].operators if op.opcode == f.OPCODE]
+    decoder = max(cascades, key=lambda op: len(f.decode(op).records))
+    records = f.decode(decoder).records
+    assert all(w[f.COLUMNS] == 1 and w[f.IN_W] == w[f.OUT_W] == w[f.FILTER_W] == 1 for w in records)
+    widths = [w[f.OUT_H] for w in records]
+    assert all(0 <= w[f.RING_ROWS] <= 3 for w in records[:-1]) and max(widths) == 64
+    flat, _ = run_passes(read_model_bytes(unet_denoiser()), [make_pass("cascade", {})])
+    assert all(
+        w[f.COLUMNS] == 0
+        for op in flat.subgraphs[0].operators
+        if op.opcode == f.OPCODE
+        for w in f.decode(op).records
+    )
+    n = Net("row8")
+    x = n.act((1, 1, 12, 2), I8)
+    y = n.act((1, 1, 12, 4), I8)
+    n.op("CONV_2D", [x, n.weights((4, 1, 3, 2), 0), n.bias(4, I32, 4)], [y], **SAME)
+    z = n.act((1, 1, 12, 4), I8)
+    n.op("RELU", [y], [z])
+    row8 = read_model_bytes(n.done([x], [z]))
+    sg = row8.subgraphs[0]
+    assert chain_of(sg, [0, 1], row8.buffers).records[0][f.COLUMNS] == 1
+    assert chain_of(sg, [0, 1], row8.buffers, "cmsis_nn").records[0][f.COLUMNS] == 0

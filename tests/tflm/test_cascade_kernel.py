@@ -11,6 +11,7 @@ naming the build command, when its TFLM variant is not built.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -267,18 +268,20 @@ class HandChain:
         bias=True,
         int32_sum=False,
     ) -> int:
-        """``bias``: int8 stages an int32 one; int16 ones int64, or int32 with
-        ``int32_sum`` (TFLM's int16 CONV_2D then sums in int32, as it does without a
-        bias whose options say quantized_bias_type INT32)."""
+        """``k``, ``stride``, ``dilation``: one number, or (rows, columns); ``bias``:
+        int8 stages an int32 one; int16 ones int64, or int32 with ``int32_sum``
+        (TFLM's int16 CONV_2D then sums in int32, as it does without a bias whose
+        options say quantized_bias_type INT32)."""
         in_h, in_w, in_c = self._shape(src)
-        kh, kw = k if isinstance(k, tuple) else (k, k)
-        out_h, pad_top = _padding(in_h, kh, stride, dilation, same)
-        out_w, pad_left = _padding(in_w, kw, stride, dilation, same)
+        kh, kw = _pair(k)
+        (sh, sw), (dh, dw) = _pair(stride), _pair(dilation)
+        out_h, pad_top = _padding(in_h, kh, sh, dh, same)
+        out_w, pad_left = _padding(in_w, kw, sw, dw, same)
         if depthwise:
             out_c = in_c * multiplier
         kind = "DEPTHWISE_CONV_2D" if depthwise else "CONV_2D"
         st = self._base(kind, src, (out_h, out_w, out_c), (scale, zp))
-        st.words.update({9: kh, 10: kw, 11: stride, 12: stride, 13: dilation, 14: dilation})
+        st.words.update({9: kh, 10: kw, 11: sh, 12: sw, 13: dh, 14: dw})
         st.words.update({15: pad_top, 16: pad_left, 17: multiplier if depthwise else 1})
         st.words[23], st.words[24] = _act_range(activation, _f32(scale), zp, self.dtype)
         fshape = (1, kh, kw, out_c) if depthwise else (out_c, kh, kw, in_c)
@@ -298,10 +301,10 @@ class HandChain:
         st.bias_quant = Quantization(tuple(in_scale * s for s in fscales), (0,) * out_c)
         options = {
             "padding": "SAME" if same else "VALID",
-            "stride_h": stride,
-            "stride_w": stride,
-            "dilation_h_factor": dilation,
-            "dilation_w_factor": dilation,
+            "stride_h": sh,
+            "stride_w": sw,
+            "dilation_h_factor": dh,
+            "dilation_w_factor": dw,
             "fused_activation_function": activation,
         }
         if depthwise:
@@ -313,14 +316,18 @@ class HandChain:
 
     def transpose_conv(self, src, out_c, k, stride, same=True, scale=0.004, zp=0, bias=True):
         """int16x8 TRANSPOSE_CONV (inputs: output shape, filter, input, int64 bias);
-        its output SAME in * stride, VALID (in - 1) * stride + k; padding as TFLM
-        computes it from the output's size."""
+        ``k``, ``stride``: one number or (rows, columns); its output SAME in * stride,
+        VALID (in - 1) * stride + k; padding as TFLM computes it from the output's size."""
         in_h, in_w, in_c = self._shape(src)
-        out_hw = [n * stride if same else (n - 1) * stride + k for n in (in_h, in_w)]
-        pads = [_padding(n, k, stride, 1, True)[1] if same else 0 for n in out_hw]
+        ks, strides = _pair(k), _pair(stride)
+        dims = zip((in_h, in_w), ks, strides, strict=True)
+        out_hw = [n * s if same else (n - 1) * s + kk for n, kk, s in dims]
+        dims = zip(out_hw, ks, strides, strict=True)
+        pads = [_padding(n, kk, s, 1, True)[1] if same else 0 for n, kk, s in dims]
         st = self._base("TRANSPOSE_CONV", src, (*out_hw, out_c), (scale, zp))
-        st.words.update({9: k, 10: k, 11: stride, 12: stride, 15: pads[0], 16: pads[1]})
-        filt = self.rng.integers(-127, 128, (out_c, k, k, in_c)).astype(np.int8)
+        st.words.update({9: ks[0], 10: ks[1], 11: strides[0], 12: strides[1]})
+        st.words.update({15: pads[0], 16: pads[1]})
+        filt = self.rng.integers(-127, 128, (out_c, *ks, in_c)).astype(np.int8)
         fscales = [_f32(s) for s in self.rng.uniform(0.002, 0.02, out_c)]
         b = self.rng.integers(-3_000_000, 3_000_000, out_c).astype(np.int64) if bias else None
         in_scale = _f32(self._quant(src)[0])
@@ -329,7 +336,8 @@ class HandChain:
         st.consts = [(filt, DType.INT8), (b, DType.INT64), (quant, DType.INT32)]
         st.filter_quant = Quantization(tuple(fscales), (0,) * out_c, 0)
         st.bias_quant = Quantization(tuple(in_scale * s for s in fscales), (0,) * out_c)
-        options = {"padding": "SAME" if same else "VALID", "stride_h": stride, "stride_w": stride}
+        options = {"padding": "SAME" if same else "VALID", "stride_h": strides[0]}
+        options["stride_w"] = strides[1]
         st.builtin = ("TRANSPOSE_CONV", [src], options)
         return self._push(st)
 
@@ -341,20 +349,22 @@ class HandChain:
         return self._push(st)
 
     def pool(self, src, k, stride, same=True, average=True, activation="NONE") -> int:
+        """``k``, ``stride``: one number or (rows, columns)."""
         in_h, in_w, in_c = self._shape(src)
-        out_h, pad_top = _padding(in_h, k, stride, 1, same)
-        out_w, pad_left = _padding(in_w, k, stride, 1, same)
+        (kh, kw), (sh, sw) = _pair(k), _pair(stride)
+        out_h, pad_top = _padding(in_h, kh, sh, 1, same)
+        out_w, pad_left = _padding(in_w, kw, sw, 1, same)
         kind = "AVERAGE_POOL_2D" if average else "MAX_POOL_2D"
         quant = self._quant(src)
         st = self._base(kind, src, (out_h, out_w, in_c), quant)
-        st.words.update({9: k, 10: k, 11: stride, 12: stride, 15: pad_top, 16: pad_left})
+        st.words.update({9: kh, 10: kw, 11: sh, 12: sw, 15: pad_top, 16: pad_left})
         st.words[23], st.words[24] = _act_range(activation, _f32(quant[0]), quant[1], self.dtype)
         options = {
             "padding": "SAME" if same else "VALID",
-            "stride_h": stride,
-            "stride_w": stride,
-            "filter_height": k,
-            "filter_width": k,
+            "stride_h": sh,
+            "stride_w": sw,
+            "filter_height": kh,
+            "filter_width": kw,
             "fused_activation_function": activation,
         }
         st.builtin = (kind, [src], options)
@@ -545,33 +555,39 @@ class HandChain:
         b.set_io(xs, [made[-1]])
         return b.finish()
 
-    def blob(self, full_rings: bool = False, words: dict | None = None, steps: int = 0) -> bytes:
+    def blob(
+        self,
+        full_rings: bool = False,
+        words: dict | None = None,
+        steps: int = 0,
+        columns: bool = False,
+    ) -> bytes:
         """The chain blob: rings sized by the row order (or whole tensors); ``steps``:
-        the block_rows of every stage but MEAN_ROWS (at most its rows)."""
-        blocks = [0 if st.kind in WHOLE_INPUT else min(steps, st.shape[0]) for st in self.stages]
-        rings = (
-            _ring_rows(self.stages, blocks) if not full_rings else [s.shape[0] for s in self.stages]
-        )
+        the block_rows of every stage but MEAN_ROWS and MEAN (at most its rows);
+        ``columns``: along the columns of one-row tensors (word 47)."""
+        stages = [_along_columns(st) for st in self.stages] if columns else self.stages
+        blocks = [0 if st.kind in WHOLE_INPUT else min(steps, st.shape[0]) for st in stages]
+        rings = _ring_rows(stages, blocks) if not full_rings else [s.shape[0] for s in stages]
         rings = [-(-r // max(b, 1)) * max(b, 1) for r, b in zip(rings, blocks, strict=True)]
         rings[-1] = 0
         records, offset = [], 0
-        for s, st in enumerate(self.stages):
+        for s, st in enumerate(stages):
             w = dict(st.words)
             w[37] = blocks[s]
             w[25] = rings[s]
             w[26] = offset if rings[s] else 0
             offset += _align4(rings[s] * st.shape[1] * st.shape[2] * ELEMENT_BYTES[self.dtype])
             records.append(w)
-        for s, st in enumerate(self.stages):
+        for s, st in enumerate(stages):
             if st.kind in WHOLE_INPUT:
                 records[s][27] = offset
                 offset += 4 * st.shape[2]
-        spread = [s for s, st in enumerate(self.stages) if _spreads(st)]
+        spread = [s for s, st in enumerate(stages) if _spreads(st)]
         for s in spread:  # one row shared by every stage that spreads its constant
             records[s][27] = offset
-        offset += _align4(max((self.stages[s].shape[1] * self.stages[s].shape[2] for s in spread),
+        offset += _align4(max((stages[s].shape[1] * stages[s].shape[2] for s in spread),
                               default=0))  # fmt: skip
-        header = [2, len(self.stages), offset, STAGE_WORDS]
+        header = [2, len(stages), offset, STAGE_WORDS]
         for (s, f), v in (words or {}).items():
             if s == "header":
                 header[f] = v
@@ -586,9 +602,11 @@ class HandChain:
         words: dict | None = None,
         options: bytes | None = None,
         steps: int = 0,
+        columns: bool = False,
     ) -> bytes:
         """The one-operator model; ``words``: {(stage or "header", word): value} to
-        break; ``options``: custom options to use instead of the right ones."""
+        break; ``options``: custom options to use instead of the right ones;
+        ``columns``: run along the columns of its one-row tensors."""
         b = ModelBuilder("hand chain, cascaded")
         xs = self._inputs(b)
         inputs = list(xs)
@@ -604,7 +622,7 @@ class HandChain:
                 extra[(s, 40)] = len(inputs) - 1
         for (s, f), index in extra.items():
             self.stages[s].words[f] = index
-        blob = self.blob(full_rings, words, steps)
+        blob = self.blob(full_rings, words, steps, columns)
         custom = (
             options if options is not None else flexbuffers.Dumps({"version": 2, "chain": blob})
         )
@@ -613,6 +631,28 @@ class HandChain:
         b.add_operator(f"custom:{CUSTOM}", inputs, [y], custom_options=custom)
         b.set_io(xs, [y])
         return b.finish()
+
+
+# word pairs of a stage's rows and columns: in_h/in_w, out_h/out_w, filter, stride,
+# dilation, padding
+# in_h/in_w, out_h/out_w, filter, stride, dilation, padding, constant strides h/w
+_ROWS_COLUMNS = ((3, 4), (6, 7), (9, 10), (11, 12), (13, 14), (15, 16), (41, 42))
+
+
+def _along_columns(st: _Stage) -> _Stage:
+    """A one-row stage as the kernel runs it along columns: rows and columns swapped
+    (a [1, 1, W, C] tensor's bytes are [1, W, 1, C]'s), word 47 set."""
+    words = dict(st.words)
+    for a, b in _ROWS_COLUMNS:
+        words[a], words[b] = st.words[b], st.words[a]
+    words[47] = 1
+    h, w, c = st.shape
+    return dataclasses.replace(st, shape=(w, h, c), words=words)
+
+
+def _pair(v) -> tuple[int, int]:
+    """A (rows, columns) pair from one number or a pair."""
+    return tuple(v) if isinstance(v, tuple) else (v, v)
 
 
 def _align4(n: int) -> int:
@@ -943,6 +983,54 @@ def _int16_chain_transpose_no_bias() -> HandChain:
     return c
 
 
+def _int16_chain_one_row() -> HandChain:
+    """One row, int16x8, as a 1-D denoiser's layers are: a 1x3 CONV of stride 2 along
+    the columns, a 1x3 depthwise of dilation 2, a 1x2 max pool, PAD of columns, a 1x3
+    TRANSPOSE_CONV of stride 2, QUANTIZE, CONCATENATION with a second input, a 1x3
+    CONV, MEAN_ROWS (of the one row)."""
+    c = HandChain((1, 24, 2), scale=0.0005, zp=0, seed=20, dtype=DType.INT16)
+    skip = c.input((1, 18, 3), scale=0.003)
+    a = c.conv(-1, 4, (1, 3), stride=(1, 2), scale=0.002, zp=0, activation="RELU")
+    d = c.conv(a, 0, (1, 3), depthwise=True, dilation=(1, 2), scale=0.006, zp=0)
+    m = c.pool(d, (1, 2), (1, 2), average=False)
+    p = c.pad(m, 0, 0, 1, 2)
+    t = c.transpose_conv(p, 3, (1, 3), (1, 2), scale=0.015)
+    q = c.quantize(t, scale=0.01)
+    v = c.conv(c.concat(skip, q), 4, (1, 3), scale=0.02, zp=0)
+    c.mean(v)
+    return c
+
+
+def _chain_one_row() -> HandChain:
+    """One row, int8: a 1x3 CONV of stride 2 along the columns, RELU, a 1x3 average
+    pool, the ADD of two stages."""
+    c = HandChain((1, 21, 3), scale=0.05, zp=2, seed=22)
+    a = c.conv(-1, 4, (1, 3), stride=(1, 2), scale=0.3, zp=-3)
+    r = c.relu(a, scale=0.2, zp=-50)
+    p = c.pool(r, (1, 3), 1)
+    c.add(a, p, scale=0.4, zp=1)
+    return c
+
+
+def _chain_one_row_consts() -> HandChain:
+    """One row, int8, constant operands: whole [1, 1, W, C] (in place), per column
+    [W, 1] (per row along columns), per channel first (SUB c - x); MEAN at the end."""
+    c = HandChain((1, 9, 4), scale=0.03, zp=-5, seed=23)
+    rng = np.random.default_rng(23)
+    a = c.add(-1, Const(_values(rng, (1, 1, 9, 4)), (0.05, -1)), scale=0.06, zp=4)
+    b = c.mul(a, Const(_values(rng, (9, 1)), (0.01, 0)), scale=0.03, zp=-9)
+    d = c.sub(Const(_values(rng, (1, 1, 1, 4)), (0.04, 1)), b, scale=0.09, zp=7)
+    c.reduce_mean(d, keep_dims=True, scale=0.15, zp=-6)
+    return c
+
+
+# chains of one-row tensors, written along their columns too (word 47)
+ONE_ROW = {
+    "int16_one_row": _int16_chain_one_row,
+    "one_row": _chain_one_row,
+    "one_row_consts": _chain_one_row_consts,
+}
+
 HAND_CHAINS = {
     "block": _chain_block,
     "strided_tall": _chain_strided_tall,
@@ -966,6 +1054,7 @@ HAND_CHAINS = {
     "int16_transpose_no_bias": _int16_chain_transpose_no_bias,
     "requantized_concat": _chain_requantized_concat,
     "int16_requantized_concat": _int16_chain_requantized_concat,
+    **ONE_ROW,
 }
 
 
@@ -1004,6 +1093,28 @@ def test_hand_chain_is_bit_identical(variant: str, name: str, layout: str) -> No
     original = chain.original()
     full_rings, steps = LAYOUTS[layout]
     cascaded = chain.cascaded(full_rings=full_rings, steps=steps)
+    inputs = random_inputs(read_model_bytes(original), 3, seed=7)
+    assert _outputs(runner, cascaded, inputs) == _outputs(runner, original, inputs)
+
+
+@pytest.mark.parametrize("steps", [0, 3])
+@pytest.mark.parametrize("name", list(ONE_ROW))
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_one_row_chains_run_along_columns(variant: str, name: str, steps: int) -> None:
+    """A chain of one-row tensors written along its columns (rows of one column, the
+    same bytes; rings of a few columns) gives the original's outputs; in CMSIS-NN
+    builds an int8 convolution along columns is refused, in one line (CMSIS-NN's s8
+    wrappers choose their path from the shapes)."""
+    runner = _runner(variant)
+    chain = ONE_ROW[name]()
+    original = chain.original()
+    cascaded = chain.cascaded(steps=steps, columns=True)
+    convolves = any(st.kind in ("CONV_2D", "DEPTHWISE_CONV_2D") for st in chain.stages)
+    if variant in CMSIS_KERNELS and chain.dtype is DType.INT8 and convolves:
+        result = runner.run_native(cascaded, GENEROUS_ARENA, [], 1)
+        assert result.report.get("status") == "allocate", result.report
+        assert "along columns" in result.result.log
+        return
     inputs = random_inputs(read_model_bytes(original), 3, seed=7)
     assert _outputs(runner, cascaded, inputs) == _outputs(runner, original, inputs)
 
@@ -1141,6 +1252,8 @@ BROKEN_INT16 = {
     "source_input_missing": ("unet", {(1, 2): -40}),
     "source_input_shape": ("unet", {(1, 2): -3}),
     "second_source_channels": ("unet", {(4, 8): 4}),
+    "columns_above_1": ("convs", {(0, 47): 2}),
+    "columns_of_one_stage": ("convs", {(2, 47): 1}),
 }
 INT16_CHAINS = {"convs": _int16_chain_convs, "block": _int16_chain_block, "unet": _int16_chain_unet}
 
@@ -1176,7 +1289,8 @@ def test_the_pass_writes_the_hand_chains_words(name: str) -> None:
     sg = model.subgraphs[0]
     written = chain_of(sg, list(range(len(sg.operators))), model.buffers).records
     chain_filled = {18, 19, 20, 25, 26, 27, 37}
-    for s, (st, words) in enumerate(zip(chain.stages, written, strict=True)):
+    stages = [_along_columns(st) for st in chain.stages] if name in ONE_ROW else chain.stages
+    for s, (st, words) in enumerate(zip(stages, written, strict=True)):
         mine = [v for k, v in sorted(st.words.items()) if k not in chain_filled]
         theirs = [v for k, v in enumerate(words) if k not in chain_filled]
         assert mine == theirs, f"stage {s} {st.kind}"
@@ -1257,6 +1371,10 @@ BUILT = {
     # TRANSPOSE_CONV, QUANTIZE, CONCATENATION with the skips; as TFLM's CMSIS-NN kernels
     # run it (TRANSPOSE_CONVs with a bias, FULLY_CONNECTED weights with one scale)
     "unet_int16x8": lambda: unet_denoiser(transpose_bias=True, dense_per_channel=False),
+    # one row (a 1-D denoiser's layers): its chains run along the columns
+    "unet_1d_int16x8": lambda: unet_denoiser(
+        frames=1, bins=64, channels=4, transpose_bias=True, dense_per_channel=False
+    ),
 }
 REAL = [
     "mlcommons-tiny__vww_96_int8",

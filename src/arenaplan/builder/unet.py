@@ -35,10 +35,11 @@ SIGMOID_SCALE = 1 / 32768  # LOGISTIC's and TANH's int16 outputs (TFLM requires 
 class _Net:
     """The model under construction and the tensors its layers need."""
 
-    def __init__(self, name: str, dense_axis: int | None) -> None:
+    def __init__(self, name: str, dense_axis: int | None, kh: int) -> None:
         self.b = ModelBuilder(name)
         self.rng = np.random.default_rng(0)
         self.n = 0
+        self.kh = kh  # the filters' rows: 3, or 1 for a one-row input
         self.dense_axis = dense_axis  # the FULLY_CONNECTED weights' scales: per row, or one
 
     def _name(self, stem: str) -> str:
@@ -74,10 +75,12 @@ class _Net:
         return outs[0]
 
     def conv(self, x: int, hw: tuple[int, int], c_in: int, c_out: int, stride: int) -> int:
-        """A 3x3 SAME CONV_2D (no fused activation, as Keras exports one)."""
+        """A 3x3 (one-row: 1x3) SAME CONV_2D, no fused activation (as Keras exports one);
+        ``stride`` 2 halves the rows (not one row) and the columns."""
         y = self.act((1, *hw, c_out), 0.004)
-        ins = [x, self.weights((c_out, 3, 3, c_in), 0), self.bias(c_out)]
-        return self.op("CONV_2D", ins, [y], padding="SAME", stride_h=stride, stride_w=stride)
+        ins = [x, self.weights((c_out, self.kh, 3, c_in), 0), self.bias(c_out)]
+        sh = stride if self.kh > 1 else 1
+        return self.op("CONV_2D", ins, [y], padding="SAME", stride_h=sh, stride_w=stride)
 
     def leaky(self, x: int, shape: tuple[int, ...]) -> int:
         return self.op("LEAKY_RELU", [x], [self.act(shape, 0.004)], alpha=0.2)
@@ -89,10 +92,11 @@ class _Net:
         requantised to ``scale`` (a QUANTIZE, as the converter writes before a
         CONCATENATION)."""
         y = self.act((1, *hw, c_out), 0.003)
-        ins = [self.shape((1, *hw, c_out)), self.weights((c_out, 3, 3, c_in), 0), x]
+        ins = [self.shape((1, *hw, c_out)), self.weights((c_out, self.kh, 3, c_in), 0), x]
         if bias:
             ins.append(self.bias(c_out))
-        self.op("TRANSPOSE_CONV", ins, [y], padding="SAME", stride_h=2, stride_w=2)
+        sh = 2 if self.kh > 1 else 1
+        self.op("TRANSPOSE_CONV", ins, [y], padding="SAME", stride_h=sh, stride_w=2)
         return self.op("QUANTIZE", [y], [self.act((1, *hw, c_out), scale)])
 
     def dense(self, x: int, rows: int, c_in: int, c_out: int) -> int:
@@ -124,17 +128,20 @@ def unet_denoiser(
     transpose_bias: bool = False,
     dense_per_channel: bool = True,
 ) -> bytes:
-    """The U-Net as .tflite bytes: an input of ``frames`` x ``bins`` (multiples of 4),
-    ``channels`` in the first encoder (twice as many in the second), ``out_up``
-    channels out of the last TRANSPOSE_CONV; ``transpose_bias``: the TRANSPOSE_CONVs
-    have an int64 bias (TFLM's CMSIS-NN TRANSPOSE_CONV crashes without one);
-    ``dense_per_channel``: the cell's FULLY_CONNECTED weights have a scale per output
-    (TFLM's CMSIS-NN FULLY_CONNECTED refuses that for int16: False, one scale)."""
-    if frames % 4 or bins % 4 or min(frames, bins, channels, out_up) <= 0:
-        raise UsageError("the U-Net needs frames and bins that are multiples of 4")
-    n = _Net("unet_denoiser_int16x8", 0 if dense_per_channel else None)
+    """The U-Net as .tflite bytes: an input of ``frames`` x ``bins`` (multiples of 4;
+    ``frames`` 1: one row, 1x3 filters, strides along the columns alone, as the
+    one-dimensional denoisers' converted models), ``channels`` in the first encoder
+    (twice as many in the second), ``out_up`` channels out of the last
+    TRANSPOSE_CONV; ``transpose_bias``: the TRANSPOSE_CONVs have an int64 bias (TFLM's
+    CMSIS-NN TRANSPOSE_CONV crashes without one); ``dense_per_channel``: the cell's
+    FULLY_CONNECTED weights have a scale per output (TFLM's CMSIS-NN FULLY_CONNECTED
+    refuses that for int16: False, one scale)."""
+    if (frames % 4 and frames != 1) or bins % 4 or min(frames, bins, channels, out_up) <= 0:
+        raise UsageError("the U-Net needs frames 1 or a multiple of 4, bins a multiple of 4")
+    n = _Net("unet_denoiser_int16x8", 0 if dense_per_channel else None, 1 if frames == 1 else 3)
     c1, c2 = channels, 2 * channels
-    hw0, hw1, hw2 = (frames, bins), (frames // 2, bins // 2), (frames // 4, bins // 4)
+    rows = [frames, max(frames // 2, 1), max(frames // 4, 1)]
+    hw0, hw1, hw2 = (rows[0], bins), (rows[1], bins // 2), (rows[2], bins // 4)
     x = n.act((1, *hw0, 1), 1 / 32768)
     e1 = n.leaky(n.conv(x, hw1, 1, c1, 2), (1, *hw1, c1))
     e2 = n.leaky(n.conv(e1, hw2, c1, c2, 2), (1, *hw2, c2))

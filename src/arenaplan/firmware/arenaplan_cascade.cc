@@ -147,9 +147,9 @@ enum Field {
   kConstFirst,       // 44: 1 when the constant is the operator's first input
   kElementType,      // 45: the stage's activations: ElementType
   kAcc32,            // 46: int16 CONV_2D: 1 when TFLM's reference kernel sums in int32
-  kReserved4,        // 47: reserved, 0
+  kColumns,          // 47: 1 along the columns of one-row tensors (every stage alike)
 };
-static_assert(kReserved4 + 1 == kStageWords, "a stage record is 48 words");
+static_assert(kColumns + 1 == kStageWords, "a stage record is 48 words");
 
 // The element type of a stage's activations (its sources', its output's, its ring's).
 enum ElementType : int32_t { kInt8 = 0, kInt16 = 1 };
@@ -279,6 +279,14 @@ bool IsImage(const TfLiteTensor* tensor, TfLiteType type, int32_t h, int32_t w, 
 bool IsVector(const TfLiteTensor* tensor, int32_t c) {
   return tensor != nullptr && tensor->type == kTfLiteInt8 && tensor->dims != nullptr &&
          tensor->dims->size == 2 && tensor->dims->data[0] == 1 && tensor->dims->data[1] == c;
+}
+
+// The operator's tensor of rows h, w and channels c as a stage record with `columns`
+// sees it: [1, h, w, c], or along columns (w = 1) [1, 1, h, c] (the same bytes).
+bool IsStageImage(const TfLiteTensor* tensor, TfLiteType type, int32_t h, int32_t w, int32_t c,
+                  int32_t columns) {
+  if (columns == 0) return IsImage(tensor, type, h, w, c);
+  return w == 1 && IsImage(tensor, type, 1, h, c);
 }
 
 // Multipliers >= 0 then shifts in [-31, max_shift]: MultiplyByQuantizedMultiplier's
@@ -446,10 +454,10 @@ bool CheckConstOperand(MicroContext* micro_context, TfLiteNode* node, int32_t s,
 bool InputIsImage(MicroContext* micro_context, TfLiteNode* node, const TfLiteTensor* input,
                   int32_t k, const Stage& st, int32_t channels) {
   const TfLiteType type = TensorType(st[kElementType]);
-  if (k == 0) return IsImage(input, type, st[kInH], st[kInW], channels);
+  if (k == 0) return IsStageImage(input, type, st[kInH], st[kInW], channels, st[kColumns]);
   if (k >= NumInputs(node)) return false;
   TfLiteTensor* tensor = micro_context->AllocateTempInputTensor(node, k);
-  const bool ok = IsImage(tensor, type, st[kInH], st[kInW], channels);
+  const bool ok = IsStageImage(tensor, type, st[kInH], st[kInW], channels, st[kColumns]);
   if (tensor != nullptr) micro_context->DeallocateTempTfLiteTensor(tensor);
   return ok;
 }
@@ -675,8 +683,11 @@ bool CheckStage(MicroContext* micro_context, TfLiteNode* node, const Chain& chai
       st[kOutC] < 1) {
     return FailStage(s, "a dimension is < 1");
   }
-  if (st[kReserved1] != 0 || st[kReserved2] != 0 || st[kReserved4] != 0) {
+  if (st[kReserved1] != 0 || st[kReserved2] != 0) {
     return FailStage(s, "reserved words are not 0");
+  }
+  if ((st[kColumns] != 0 && st[kColumns] != 1) || st[kColumns] != Word(chain.blob, 0, kColumns)) {
+    return FailStage(s, "columns is not 0 or 1, or not stage 0's");
   }
   if (!CheckElementType(s, st)) return false;
   if (st[kBlockRows] < 0 || st[kBlockRows] > st[kOutH] ||
@@ -720,7 +731,8 @@ bool CheckChain(MicroContext* micro_context, TfLiteNode* node, const Chain& chai
   TfLiteTensor* output = micro_context->AllocateTempOutputTensor(node, 0);
   const int32_t out_h = Word(chain.blob, last, kOutH), out_w = Word(chain.blob, last, kOutW);
   const int32_t out_c = Word(chain.blob, last, kOutC);
-  ok = IsImage(output, TensorType(Word(chain.blob, last, kElementType)), out_h, out_w, out_c) ||
+  ok = IsStageImage(output, TensorType(Word(chain.blob, last, kElementType)), out_h, out_w, out_c,
+                    Word(chain.blob, last, kColumns)) ||
        (out_h == 1 && out_w == 1 && IsVector(output, out_c));
   if (output != nullptr) micro_context->DeallocateTempTfLiteTensor(output);
   if (!ok) {
@@ -948,8 +960,14 @@ int64_t WorkBytes(int64_t window, int64_t buffer) {
 }
 
 // Plain C and DSP: an int16 CONV_2D with an int64 bias and more than MAX_COL_COUNT
-// columns sees its pixels in pairs, as the whole operator does (see above).
-bool CheckCmsisPairs(int32_t s, const Stage& st) {
+// columns sees its pixels in pairs, as the whole operator does (see above). No int8
+// convolution along columns: the s8 wrappers choose their path from the shapes, and
+// the whole operator's were [1, 1, W, C].
+bool CheckCmsis(int32_t s, const Stage& st) {
+  const bool convolves = st[kKind] == kConv || st[kKind] == kDepthwise;
+  if (convolves && st[kElementType] == kInt8 && st[kColumns] == 1) {
+    return FailStage(s, "an int8 convolution along columns (CMSIS-NN chose by the shapes)");
+  }
 #if !defined(ARM_MATH_MVEI)
   const bool wide_bias = st[kBias] != -1 && st[kAcc32] == 0;
   const int64_t columns = int64_t{st[kInC]} * st[kFilterH] * st[kFilterW];
@@ -1011,7 +1029,7 @@ TfLiteStatus Prepare(TfLiteContext* context, TfLiteNode* node) {
   for (int32_t s = 0; s < chain.stages; ++s) {
     Stage st;
     Decode(chain.blob, s, &st);
-    if (!CheckCmsisPairs(s, st)) return kTfLiteError;
+    if (!CheckCmsis(s, st)) return kTfLiteError;
   }
   const int64_t work = WorkBytes(WindowBytes(chain.blob, chain.stages),
                                  CmsisBufferBytes(chain.blob, chain.stages));

@@ -83,7 +83,10 @@ CONST_STRIDE_H, CONST_STRIDE_W, CONST_STRIDE_C = 41, 42, 43  # its strides in el
 CONST_FIRST = 44  # 1: the constant is the operator's first input (SUB: c - x)
 ELEMENT_TYPE = 45  # the stage's activations (its output's and its sources'): ELEMENT_TYPES
 ACC32 = 46  # int16 CONV_2D: 1 when TFLM's reference kernel accumulates in int32, else 0
-# 47 reserved (0)
+# 1 in every record of a chain along the columns of one-row tensors: the records give
+# each [1, W, C] tensor as W rows of one column (the same bytes); the operator's
+# inputs and output are [1, 1, W, C]
+COLUMNS = 47
 ELEMENT_TYPES = {"INT8": 0, "INT16": 1}
 ELEMENT_BYTES = {0: 1, 1: 2}  # bytes of an element of each element type
 INPUT_SRC = -1  # a source word naming the operator's input 0 (kept whole)

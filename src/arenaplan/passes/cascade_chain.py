@@ -27,13 +27,20 @@ from arenaplan.ir.cascade_format import (
     ACC_OFFSET,
     BIAS_IN,
     BLOCK_ROWS,
+    COLUMNS,
     CONST_IN,
+    CONST_STRIDE_H,
+    CONST_STRIDE_W,
+    DIL_H,
+    DIL_W,
     ELEMENT_TYPE,
     ELEMENT_TYPES,
     FILTER_H,
     FILTER_IN,
     FILTER_W,
     IN_C,
+    IN_H,
+    IN_W,
     KIND,
     KIND_NAMES,
     KINDS,
@@ -42,11 +49,15 @@ from arenaplan.ir.cascade_format import (
     OUT_C,
     OUT_H,
     OUT_W,
+    PAD_LEFT,
+    PAD_TOP,
     QUANT_IN,
     RING_OFFSET,
     RING_ROWS,
     SRC0,
     SRC1,
+    STRIDE_H,
+    STRIDE_W,
     WHOLE_INPUT,
     const_row_in_place,
     element_bytes,
@@ -188,6 +199,41 @@ def _const_rows(stages: Sequence[Stage], records: list[list[int]], at: int) -> i
     return at + align_up(max((w[OUT_W] * w[OUT_C] for w in spread), default=0), 4)
 
 
+# the record words of a stage's height and width, swapped along columns
+_SWAPPED = ((IN_H, IN_W), (OUT_H, OUT_W), (FILTER_H, FILTER_W), (STRIDE_H, STRIDE_W),
+            (DIL_H, DIL_W), (PAD_TOP, PAD_LEFT),
+            (CONST_STRIDE_H, CONST_STRIDE_W))  # fmt: skip
+
+
+def along_columns(sg: Subgraph, stages: Sequence[Stage], kernels: str) -> bool:
+    """Run the chain along the columns of one-row tensors: every tensor it touches has
+    one row (one at least more than one column), every window one row, and CMSIS-NN
+    sees no int8 convolution of it (its s8 wrappers choose their path by shape). A
+    [1, 1, W, C] tensor's bytes are those of [1, W, 1, C], a (1, k) filter's those of
+    (k, 1): its rows become the chain's rows, and rings hold a few columns, not all."""
+    tensors = {t for st in stages for t in (*st.sources, st.output)}
+    shapes = [sg.tensors[t].shape for t in tensors]
+    if any(len(shape) != 4 for shape in shapes):  # MEAN's [1, C] output
+        return False
+    if any(shape[1] != 1 for shape in shapes) or all(shape[2] == 1 for shape in shapes):
+        return False
+    for st in stages:
+        w = st.words
+        if (w[FILTER_H], w[STRIDE_H], w[DIL_H], w[PAD_TOP]) != (1, 1, 1, 0):
+            return False
+        convolves = w[KIND] in (KINDS["CONV_2D"], KINDS["DEPTHWISE_CONV_2D"])
+        if convolves and w[ELEMENT_TYPE] == ELEMENT_TYPES["INT8"] and kernels != REFERENCE:
+            return False
+    return True
+
+
+def _transposed(w: list[int]) -> None:
+    """Stage record ``w`` along columns (COLUMNS 1): heights and widths swapped."""
+    for a, b in _SWAPPED:
+        w[a], w[b] = w[b], w[a]
+    w[COLUMNS] = 1
+
+
 def chain_of(
     sg: Subgraph,
     ops: Sequence[int],
@@ -205,6 +251,9 @@ def chain_of(
     chain_inputs, sources = _sources(stages)
     _check_leaves(sg, ops, stages)
     records = [list(st.words) for st in stages]
+    if along_columns(sg, stages, kernels):
+        for w in records:
+            _transposed(w)
     for st, w, src in zip(stages, records, sources, strict=True):
         w[SRC0] = src[0]
         w[SRC1] = src[1] if len(src) > 1 else INPUT
