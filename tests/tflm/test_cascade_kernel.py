@@ -1371,9 +1371,15 @@ BUILT = {
     # TRANSPOSE_CONV, QUANTIZE, CONCATENATION with the skips; as TFLM's CMSIS-NN kernels
     # run it (TRANSPOSE_CONVs with a bias, FULLY_CONNECTED weights with one scale)
     "unet_int16x8": lambda: unet_denoiser(transpose_bias=True, dense_per_channel=False),
-    # one row (a 1-D denoiser's layers): its chains run along the columns
+    # one row (a 1-D denoiser's layers): its chains run along the columns; its
+    # TRANSPOSE_CONV shapes computed by SHAPE, STRIDED_SLICE, PACK (folded)
     "unet_1d_int16x8": lambda: unet_denoiser(
-        frames=1, bins=64, channels=4, transpose_bias=True, dense_per_channel=False
+        frames=1,
+        bins=64,
+        channels=4,
+        transpose_bias=True,
+        dense_per_channel=False,
+        shape_ops=True,
     ),
 }
 REAL = [

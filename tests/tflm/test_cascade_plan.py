@@ -31,7 +31,8 @@ BUILT = {
     "bn_classifier": bn_classifier,  # constant operands (batch norm the converter kept)
     "clamp_net": clamp_net,  # MINIMUM, MAXIMUM, SUB with the constant first, MEAN
     "unet_int16x8": unet_denoiser,  # int16 chains, TRANSPOSE_CONV, CONCATENATION
-    "unet_1d_int16x8": lambda: unet_denoiser(frames=1, bins=64, channels=4),  # along columns
+    # one row (along columns), TRANSPOSE_CONV shapes computed by SHAPE (folded)
+    "unet_1d_int16x8": lambda: unet_denoiser(frames=1, bins=64, channels=4, shape_ops=True),
 }
 REAL = (
     "mlcommons-tiny__vww_96_int8",

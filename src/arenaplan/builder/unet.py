@@ -35,11 +35,12 @@ SIGMOID_SCALE = 1 / 32768  # LOGISTIC's and TANH's int16 outputs (TFLM requires 
 class _Net:
     """The model under construction and the tensors its layers need."""
 
-    def __init__(self, name: str, dense_axis: int | None, kh: int) -> None:
+    def __init__(self, name: str, dense_axis: int | None, kh: int, shape_ops: bool) -> None:
         self.b = ModelBuilder(name)
         self.rng = np.random.default_rng(0)
         self.n = 0
         self.kh = kh  # the filters' rows: 3, or 1 for a one-row input
+        self.shape_ops = shape_ops  # TRANSPOSE_CONV shapes computed as the converter does
         self.dense_axis = dense_axis  # the FULLY_CONNECTED weights' scales: per row, or one
 
     def _name(self, stem: str) -> str:
@@ -70,6 +71,22 @@ class _Net:
         data = np.array(values, np.int32)
         return self.b.add_tensor(self._name("s"), data.shape, DType.INT32, data=data)
 
+    def shape_of(self, x: int, values: tuple[int, ...]) -> int:
+        """``values`` (a 4-D shape) as the converter computes it when the batch is
+        dynamic: PACK(STRIDED_SLICE(SHAPE(x), 0, 1, shrunk), the other three dims);
+        with ``shape_ops`` off, a constant."""
+        if not self.shape_ops:
+            return self.shape(values)
+        dims = self.b.add_tensor(self._name("s"), (4,), DType.INT32)
+        self.op("SHAPE", [x], [dims], out_type=2)  # TensorType INT32
+        batch = self.b.add_tensor(self._name("s"), (), DType.INT32)
+        ends = [self.shape((0,)), self.shape((1,)), self.shape((1,))]
+        self.op("STRIDED_SLICE", [dims, *ends], [batch], shrink_axis_mask=1)
+        rest = [self.b.add_tensor(self._name("c"), (), DType.INT32, data=np.array(v, np.int32))
+                for v in values[1:]]  # fmt: skip
+        packed = self.b.add_tensor(self._name("s"), (4,), DType.INT32)
+        return self.op("PACK", [batch, *rest], [packed], axis=0, values_count=4)
+
     def op(self, opcode: str, ins: list[int], outs: list[int], **options) -> int:
         self.b.add_operator(opcode, ins, outs, options)
         return outs[0]
@@ -92,7 +109,7 @@ class _Net:
         requantised to ``scale`` (a QUANTIZE, as the converter writes before a
         CONCATENATION)."""
         y = self.act((1, *hw, c_out), 0.003)
-        ins = [self.shape((1, *hw, c_out)), self.weights((c_out, self.kh, 3, c_in), 0), x]
+        ins = [self.shape_of(x, (1, *hw, c_out)), self.weights((c_out, self.kh, 3, c_in), 0), x]
         if bias:
             ins.append(self.bias(c_out))
         sh = 2 if self.kh > 1 else 1
@@ -127,6 +144,7 @@ def unet_denoiser(
     out_up: int = 2,
     transpose_bias: bool = False,
     dense_per_channel: bool = True,
+    shape_ops: bool = False,
 ) -> bytes:
     """The U-Net as .tflite bytes: an input of ``frames`` x ``bins`` (multiples of 4;
     ``frames`` 1: one row, 1x3 filters, strides along the columns alone, as the
@@ -135,10 +153,13 @@ def unet_denoiser(
     TRANSPOSE_CONV; ``transpose_bias``: the TRANSPOSE_CONVs have an int64 bias (TFLM's
     CMSIS-NN TRANSPOSE_CONV crashes without one); ``dense_per_channel``: the cell's
     FULLY_CONNECTED weights have a scale per output (TFLM's CMSIS-NN FULLY_CONNECTED
-    refuses that for int16: False, one scale)."""
+    refuses that for int16: False, one scale); ``shape_ops``: each TRANSPOSE_CONV's
+    shape computed from its input by SHAPE, STRIDED_SLICE and PACK, as the converter
+    writes it for a model of dynamic batch."""
     if (frames % 4 and frames != 1) or bins % 4 or min(frames, bins, channels, out_up) <= 0:
         raise UsageError("the U-Net needs frames 1 or a multiple of 4, bins a multiple of 4")
-    n = _Net("unet_denoiser_int16x8", 0 if dense_per_channel else None, 1 if frames == 1 else 3)
+    kh = 1 if frames == 1 else 3
+    n = _Net("unet_denoiser_int16x8", 0 if dense_per_channel else None, kh, shape_ops)
     c1, c2 = channels, 2 * channels
     rows = [frames, max(frames // 2, 1), max(frames // 4, 1)]
     hw0, hw1, hw2 = (rows[0], bins), (rows[1], bins // 2), (rows[2], bins // 4)

@@ -4,6 +4,11 @@ Each chosen chain becomes one ``ARENAPLAN_CASCADE`` operator (docs/cascade.md): 
 intermediate tensors shrink to rings of rows in one scratch buffer and its
 quantisation data moves from TFLM's persistent arena to constant tensors in flash.
 
+First, shape computations are folded into constants (``cascade_shapes``: SHAPE of
+a tensor whose dims are known, and STRIDED_SLICE and PACK of constants, which a
+converter writes to give TRANSPOSE_CONV and RESHAPE their shapes): SHAPE reads only
+dims, but it kept its input whole and cut the run of operators around it.
+
 The chooser: in model order, the longest runs of operators that can be one cascade
 (activations in kept whole, only the last output out, at most 64 operators); each run cut
 where its largest piece (input and output whole plus rings) is smallest, in the
@@ -30,6 +35,7 @@ from arenaplan.ir.model import Model, Subgraph
 from arenaplan.passes.band_search import ALIGN, head_peak
 from arenaplan.passes.base import Origin, PassResult, compose, identity
 from arenaplan.passes.cascade_chain import STEP_PIXELS, Chain, add_cascade, chain_of
+from arenaplan.passes.cascade_shapes import fold_shapes
 from arenaplan.passes.cascade_stage import Uncascadable, activation_inputs, stage_of
 from arenaplan.passes.edit import SubgraphEdit
 from arenaplan.tflm.kernel_sets import REFERENCE
@@ -166,21 +172,25 @@ class Cascade:
         if self.fit is not None and before <= self.fit:
             note = f"the model fits {self.fit:,} B as it is (estimate {before:,} B)"
             return PassResult(model, False, note, {"stopped": "fit", "score_before": before})
+        folded_model, folded, fold_origin = fold_shapes(model)
+        base = self.score(folded_model) if folded else before
         chosen: list[Chain] = []
-        for sg in model.subgraphs:
-            for ops in longest_chains(sg, model.buffers):
-                chosen.extend(self._choose(model, sg.index, ops, before))
-        if not chosen:
+        for sg in folded_model.subgraphs:
+            for ops in longest_chains(sg, folded_model.buffers):
+                chosen.extend(self._choose(folded_model, sg.index, ops, base))
+        if not chosen and not (folded and base < before):
             return PassResult(model, False, "no chain to cascade")
-        current, origin = apply(model, chosen)
+        current, origin = apply(folded_model, chosen)
+        origin = compose(fold_origin, origin)
         after = self.score(current)
         stages = sum(len(c.ops) for c in chosen)
+        shapes = f", {folded} shape operators folded into constants" if folded else ""
         note = (
-            f"{len(chosen)} cascade(s) of {stages} operators; estimated "
+            f"{len(chosen)} cascade(s) of {stages} operators{shapes}; estimated "
             f"{'arena' if self.objective == 'arena' else 'head'} {before:,} -> {after:,} B"
         )
         stats = {"cascades": len(chosen), "stages": stages, "score_before": before,
-                 "score_after": after}  # fmt: skip
+                 "score_after": after, "shapes_folded": folded}  # fmt: skip
         if self.fit is not None:
             stats |= self._stopped(current, after)
             if after > self.fit and self.kernels != REFERENCE and self.step_pixels > 0:
