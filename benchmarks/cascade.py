@@ -7,7 +7,8 @@ after bands and after the cascade pass, measured in TFLM built from source.
 Needs TFLM built from source (``python scripts/build_tflm.py --variants
 host-reference,arm32-reference``) and valgrind for the instruction counts. Models:
 MobileNetV1 0.25 with a 96x96x1 input and 2 classes (person_detect's shape),
-MobileNetV2 1.0 224, DS-CNN M and L (``arenaplan.builder``), and ../shared/models'
+MobileNetV2 1.0 224, DS-CNN M and L, an int16x8 U-Net denoiser
+(``arenaplan.builder``), and ../shared/models'
 vww_96_int8 and ds_cnn_s_quantized (skipped, with a line on stderr, where absent).
 Bytes, arm32 profile, TFLM's reference kernels:
 
@@ -49,6 +50,7 @@ from rich.table import Table
 from arenaplan.builder.demo import demo_model
 from arenaplan.builder.ds_cnn import ds_cnn
 from arenaplan.builder.mobilenet import mobilenet_v1, mobilenet_v2
+from arenaplan.builder.unet import unet_denoiser
 from arenaplan.errors import ArenaplanError
 from arenaplan.export.figures import placed_seconds
 from arenaplan.passes.cascade import chain_stops
@@ -82,6 +84,7 @@ BUILT: tuple[tuple[str, Callable[[], bytes]], ...] = (
     ("mobilenet_v2_1.0_224", lambda: mobilenet_v2(1.0, 224)),
     ("ds_cnn_M", lambda: ds_cnn("M")),
     ("ds_cnn_L", lambda: ds_cnn("L")),
+    ("unet_int16x8 (denoiser)", unet_denoiser),
 )
 
 
