@@ -917,6 +917,18 @@ def _int16_chain_block() -> HandChain:
     return c
 
 
+def _chain_const_concat() -> HandChain:
+    """int8: a MUL by a per-channel constant, then its CONCATENATION with a second
+    activation entering whole (quantised as the MUL's output: int8 CONCATENATION
+    copies values)."""
+    c = HandChain((4, 5, 3), scale=0.04, zp=-3, seed=24)
+    rng = np.random.default_rng(24)
+    skip = c.input((4, 5, 2), scale=0.05, zp=-3)
+    a = c.mul(-1, Const(_values(rng, (3,)), (0.02, -3)), scale=0.05, zp=-3)
+    c.concat(a, skip)
+    return c
+
+
 def _int16_chain_elementwise() -> HandChain:
     """int16x8 element-wise kinds: RELU6, LEAKY_RELU, RELU, MUL of two stages with a
     fused RELU, SUB of the input and a stage at the end."""
@@ -1046,6 +1058,7 @@ HAND_CHAINS = {
     "broadcasts": _chain_broadcasts,
     "min_max": _chain_min_max,
     "dilated_rows": _chain_dilated_rows,
+    "const_concat": _chain_const_concat,
     "int16_convs": _int16_chain_convs,
     "int16_block": _int16_chain_block,
     "int16_elementwise": _int16_chain_elementwise,
@@ -1216,12 +1229,23 @@ BROKEN_CONSTANTS = {
     "mean_steps": {(9, 37): 2},
     "mean_sums_outside_scratch": {(9, 27): 1 << 20},
 }
+# in _chain_const_concat: stage 0 MUL by constant input 2, 1 CONCATENATION of stage 0
+# and input 1 (an int8 activation quantised as the constant: only its being one differs)
+BROKEN_CONST_CONCAT = {
+    "const_is_an_activation": {(0, 40): 1},
+    "const_of_a_concatenation": {(1, 40): 2, (1, 2): -1},
+}
 
 
-@pytest.mark.parametrize("case", list(BROKEN_CONSTANTS))
+@pytest.mark.parametrize(
+    "case", [*BROKEN_CONSTANTS, *(f"concat/{name}" for name in BROKEN_CONST_CONCAT)]
+)
 def test_prepare_refuses_bad_constant_operands(case: str) -> None:
     runner = _runner("host-reference")
-    model = _chain_broadcasts().cascaded(words=BROKEN_CONSTANTS[case])
+    if case.startswith("concat/"):
+        model = _chain_const_concat().cascaded(words=BROKEN_CONST_CONCAT[case[7:]])
+    else:
+        model = _chain_broadcasts().cascaded(words=BROKEN_CONSTANTS[case])
     result = runner.run_native(model, GENEROUS_ARENA, [], 1)
     assert result.report.get("status") == "allocate", result.report
     lines = [ln for ln in result.result.log.splitlines() if ln.startswith("ARENAPLAN_CASCADE:")]
