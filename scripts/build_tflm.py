@@ -80,12 +80,13 @@ $(RUNNER_OUT).o: $(RUNNER_SRC)
 $(RUNNER_OUT)_startup.o: $(RUNNER_STARTUP)
 \t$(MKDIR_P) $(dir $@)
 \t$(CC) $(CCFLAGS) $(CORE_OPTIMIZATION_LEVEL) -c $< -o $@
-# RUNNER_EXTRA: more C++ sources of the runner (arenaplan's kernels), one object each.
+# RUNNER_EXTRA: more C++ sources of the runner (arenaplan's kernels), one object each,
+# at the level TFLM compiles its own kernels (KERNEL_OPTIMIZATION_LEVEL, -O2).
 RUNNER_EXTRA_OBJ = $(RUNNER_OUT)_x_$(basename $(notdir $(1))).o
 define RUNNER_EXTRA_RULE
 $(call RUNNER_EXTRA_OBJ,$(1)): $(1)
 \t$$(MKDIR_P) $$(dir $$@)
-\t$$(CXX) $$(CXXFLAGS) $$(CORE_OPTIMIZATION_LEVEL) $$(RUNNER_INCLUDES) $$(INCLUDES) -c $$< -o $$@
+\t$$(CXX) $$(CXXFLAGS) $$(KERNEL_OPTIMIZATION_LEVEL) $$(RUNNER_INCLUDES) $$(INCLUDES) -c $$< -o $$@
 endef
 $(foreach src,$(RUNNER_EXTRA),$(eval $(call RUNNER_EXTRA_RULE,$(src))))
 $(RUNNER_OUT): $(RUNNER_OUT).o $(if $(RUNNER_STARTUP),$(RUNNER_OUT)_startup.o) \
