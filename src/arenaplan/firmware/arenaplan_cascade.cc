@@ -43,7 +43,7 @@
 
 #if defined(CMSIS_NN)  // TFLM's Makefile defines it with OPTIMIZED_KERNEL_DIR=cmsis_nn
 #include "Include/arm_nnfunctions.h"
-#include "Include/arm_nnsupportfunctions.h"  // MAX_COL_COUNT
+#include "Include/arm_nnsupportfunctions.h"  // MAX_COL_COUNT, arm_nn_requantize
 #endif
 
 namespace tflite {
@@ -137,8 +137,8 @@ enum Field {
   kOutputShift,
   kPadValue,         // PAD: the int8 value of the rows and columns added
   kBlockRows,        // rows computed per step (0 or 1: one; MEAN_ROWS: 0 or 1)
-  kReserved1,        // 38, 39: reserved, 0
-  kReserved2,
+  kConvPath,         // 38: how a convolution's steps run (ConvPath; 0 otherwise)
+  kReserved2,        // 39: reserved, 0
   kConstInput,       // 40: input index of a constant operand, -1 none (then src1 is -1)
   kConstStrideH,     // 41..43: its element strides per output row, column, channel (0:
                      // broadcast)
@@ -167,12 +167,28 @@ inline bool InType(int32_t value, int32_t element_type) {
   return value >= TypeMin(element_type) && value <= TypeMax(element_type);
 }
 
-// The little-endian int32 at p (the blob has any alignment).
+// Word 38 of a convolution: which code computes its steps (docs/cascade.md). The
+// arithmetic is the same integer sum every way, requantised by the same function.
+enum ConvPath : int32_t {
+  kPathWrapper = 0,    // CMSIS-NN builds: the wrapper TFLM's kernel calls; else reference
+  kPathIm2col = 1,     // CONV_2D: CMSIS-NN's arm_convolve_s8 itself (no per-call filter
+                       // sums); else reference
+  kPathPointwise = 2,  // CONV_2D 1x1, stride 1, no padding: the bias word names the
+                       // folded bias (bias + input_offset * sum of the filter's channel),
+                       // no input offset is added; CMSIS-NN builds: PointwisePixels
+};
+
+// The little-endian int32 at p (the blob has any alignment). On a little-endian
+// machine one (unaligned) load: the blob is read again at every step of Eval.
 inline int32_t LoadWord(const uint8_t* p) {
+  int32_t value;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  std::memcpy(&value, p, sizeof value);
+#else
   const uint32_t u = static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) |
                      (static_cast<uint32_t>(p[2]) << 16) | (static_cast<uint32_t>(p[3]) << 24);
-  int32_t value;
   std::memcpy(&value, &u, sizeof value);
+#endif
   return value;
 }
 
@@ -189,7 +205,11 @@ struct Stage {
 };
 
 void Decode(const uint8_t* blob, int32_t stage, Stage* out) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  std::memcpy(out->words, blob + 4 * (kHeaderWords + kStageWords * stage), sizeof out->words);
+#else
   for (int f = 0; f < kStageWords; ++f) out->words[f] = Word(blob, stage, static_cast<Field>(f));
+#endif
 }
 
 // The kernel's persistent record: 4 bytes whatever the chain and the build
@@ -675,6 +695,26 @@ bool CheckBuffers(const Chain& chain, int32_t s, const Stage& st) {
   return true;
 }
 
+// Word 38: 0 for every kind; 1 for an int8 CONV_2D; 2 for an int8 CONV_2D that is
+// pointwise (1x1 filter, strides and dilations 1, no padding), whose bias is the
+// folded one.
+bool CheckConvPath(int32_t s, const Stage& st) {
+  const int32_t path = st[kConvPath];
+  if (path == kPathWrapper) return true;
+  if (st[kKind] != kConv || st[kElementType] != kInt8 ||
+      (path != kPathIm2col && path != kPathPointwise)) {
+    return FailStage(s, "conv_path is not 0, or 1 or 2 for an int8 CONV_2D");
+  }
+  const bool pointwise = st[kFilterH] == 1 && st[kFilterW] == 1 && st[kStrideH] == 1 &&
+                         st[kStrideW] == 1 && st[kDilationH] == 1 && st[kDilationW] == 1 &&
+                         st[kPadTop] == 0 && st[kPadLeft] == 0 && st[kOutH] == st[kInH] &&
+                         st[kOutW] == st[kInW];
+  if (path == kPathPointwise && (!pointwise || st[kBias] < 0)) {
+    return FailStage(s, "conv_path 2 needs a pointwise CONV_2D with its folded bias");
+  }
+  return true;
+}
+
 bool CheckStage(MicroContext* micro_context, TfLiteNode* node, const Chain& chain,
                 const TfLiteTensor* input, int32_t s) {
   Stage st;
@@ -683,7 +723,7 @@ bool CheckStage(MicroContext* micro_context, TfLiteNode* node, const Chain& chai
       st[kOutC] < 1) {
     return FailStage(s, "a dimension is < 1");
   }
-  if (st[kReserved1] != 0 || st[kReserved2] != 0) {
+  if (st[kReserved2] != 0) {
     return FailStage(s, "reserved words are not 0");
   }
   if ((st[kColumns] != 0 && st[kColumns] != 1) || st[kColumns] != Word(chain.blob, 0, kColumns)) {
@@ -713,7 +753,8 @@ bool CheckStage(MicroContext* micro_context, TfLiteNode* node, const Chain& chai
   } else if (st[kSrc1] != -1) {
     return FailStage(s, "src1 is not -1 for a kind of one operand");
   }
-  return CheckKind(micro_context, node, s, st) && CheckBuffers(chain, s, st);
+  return CheckConvPath(s, st) && CheckKind(micro_context, node, s, st) &&
+         CheckBuffers(chain, s, st);
 }
 
 bool CheckChain(MicroContext* micro_context, TfLiteNode* node, const Chain& chain) {
@@ -847,13 +888,21 @@ struct ConvWindow {
   int32_t out_rows;  // n
 };
 
+// The window of the step of rows y .. y+n-1 of stage s that reads source rows lo..hi.
+ConvWindow WindowOfRows(const uint8_t* blob, int32_t s, int32_t y, int32_t n, int32_t lo,
+                        int32_t hi) {
+  ConvWindow window;
+  window.lo = lo;
+  window.rows = hi - lo + 1;
+  window.pad_top = lo - (y * Word(blob, s, kStrideH) - Word(blob, s, kPadTop));
+  window.out_rows = n;
+  return window;
+}
+
 bool WindowOf(const uint8_t* blob, int32_t s, int32_t y, int32_t n, ConvWindow* window) {
   int32_t lo = 0, hi = -1;
   if (!NeededBlock(blob, s, y, n, &lo, &hi)) return false;
-  window->lo = lo;
-  window->rows = hi - lo + 1;
-  window->pad_top = lo - (y * Word(blob, s, kStrideH) - Word(blob, s, kPadTop));
-  window->out_rows = n;
+  *window = WindowOfRows(blob, s, y, n, lo, hi);
   return true;
 }
 
@@ -891,11 +940,19 @@ void Describe(const uint8_t* blob, int32_t s, const ConvWindow& window, CmsisCal
               stride, padding, dilation, activation};
 }
 
+// Kinds whose steps run by CMSIS-NN on a window of rows: the convolutions and the int8
+// pools (arm_avgpool_s8, arm_max_pool_s8, as TFLM's CMSIS-NN pooling.cc; an int16
+// pool keeps the reference arithmetic).
+inline bool Windowed(int32_t kind, int32_t element_type) {
+  const bool pool = (kind == kAvgPool || kind == kMaxPool) && element_type == kInt8;
+  return kind == kConv || kind == kDepthwise || pool;
+}
+
 // Rows of the largest window stage s copies (0: its windows never wrap: it reads
 // the input tensor, a ring of at least in_h rows, or one row per step).
 int32_t WindowCopyRows(const uint8_t* blob, int32_t s) {
-  const int32_t kind = Word(blob, s, kKind);
-  if (kind != kConv && kind != kDepthwise) return 0;
+  if (!Windowed(Word(blob, s, kKind), Word(blob, s, kElementType))) return 0;
+  if (Word(blob, s, kConvPath) == kPathPointwise) return 0;  // split at the wrap instead
   const int32_t src = Word(blob, s, kSrc0);
   const int32_t in_h = Word(blob, s, kInH);
   if (src < 0 || Word(blob, src, kRingRows) >= in_h) return 0;
@@ -927,11 +984,27 @@ int64_t CmsisBufferBytes16(const uint8_t* blob, int32_t s) {
                                                   &call.output);
 }
 
-// The largest buffer CMSIS-NN asks for any step of any convolution.
+// The buffer CMSIS-NN asks for one step of a convolution run by conv_path `path`:
+// the wrapper's, arm_convolve_s8's, none for the pointwise loop.
+int32_t StepBufferBytes(int32_t path, int32_t kind, const CmsisCall& call) {
+  if (path == kPathPointwise) return 0;
+  if (path == kPathIm2col) return arm_convolve_s8_get_buffer_size(&call.input, &call.filter);
+  return kind == kConv ? arm_convolve_wrapper_s8_get_buffer_size(&call.conv, &call.input,
+                                                                 &call.filter, &call.output)
+                       : arm_depthwise_conv_wrapper_s8_get_buffer_size(&call.dw, &call.input,
+                                                                       &call.filter,
+                                                                       &call.output);
+}
+
+// The largest buffer CMSIS-NN asks for any step of any convolution or average pool.
 int64_t CmsisBufferBytes(const uint8_t* blob, int32_t stages) {
   int64_t bytes = 0;
   for (int32_t s = 0; s < stages; ++s) {
     const int32_t kind = Word(blob, s, kKind);
+    if (kind == kAvgPool && Word(blob, s, kElementType) == kInt8) {  // the same every step
+      const int64_t b = arm_avgpool_s8_get_buffer_size(Word(blob, s, kOutW), Word(blob, s, kInC));
+      if (b > bytes) bytes = b;
+    }
     if (kind != kConv && kind != kDepthwise) continue;
     if (Word(blob, s, kElementType) == kInt16) {
       const int64_t b = CmsisBufferBytes16(blob, s);
@@ -944,11 +1017,7 @@ int64_t CmsisBufferBytes(const uint8_t* blob, int32_t stages) {
       if (!WindowOf(blob, s, y, out_h - y < block ? out_h - y : block, &window)) continue;
       CmsisCall call;
       Describe(blob, s, window, &call);
-      const int32_t b =
-          kind == kConv ? arm_convolve_wrapper_s8_get_buffer_size(&call.conv, &call.input,
-                                                                   &call.filter, &call.output)
-                        : arm_depthwise_conv_wrapper_s8_get_buffer_size(
-                              &call.dw, &call.input, &call.filter, &call.output);
+      const int32_t b = StepBufferBytes(Word(blob, s, kConvPath), kind, call);
       if (b > bytes) bytes = b;
     }
   }
@@ -1143,7 +1212,8 @@ int8_t Requantize(int32_t acc, const Weights& w, int32_t channel, const Stage& s
 void ConvRow(const Stage& st, const Rows& in, const Weights& w, int32_t y, int8_t* out) {
   const int32_t in_h = st[kInH], in_w = st[kInW], in_c = st[kInC];
   const int32_t fh = st[kFilterH], fw = st[kFilterW];
-  const int32_t input_offset = st[kInputOffset];
+  // a folded bias (conv_path 2) already holds input_offset times the filter's sum
+  const int32_t input_offset = st[kConvPath] == kPathPointwise ? 0 : st[kInputOffset];
   const int32_t in_y0 = y * st[kStrideH] - st[kPadTop];
   for (int32_t x = 0; x < st[kOutW]; ++x) {
     const int32_t in_x0 = x * st[kStrideW] - st[kPadLeft];
@@ -1233,8 +1303,32 @@ void PoolRow(const Stage& st, const Rows& in, bool average, int32_t y, int8_t* o
   }
 }
 
-// ADD of two rows: reference AddFunc, element by element.
+#if defined(CMSIS_NN)
+// ADD and MUL of two rows in a CMSIS-NN build: the functions TFLM's CMSIS-NN ADD and
+// MUL call (arm_elementwise_add_s8, arm_elementwise_mul_s8), TFLM's reference
+// arithmetic with arm_nn_requantize for MultiplyByQuantizedMultiplier*: the same
+// bytes, in fewer instructions than the reference loops (TFLM's CMSIS-NN kernels
+// pass the same words).
+void CmsisAddRow(const Stage& st, const int8_t* a, const int8_t* b, int8_t* out) {
+  arm_elementwise_add_s8(a, b, st[kInputOffset], st[kInput1Multiplier], st[kInput1Shift],
+                         st[kInput2Offset], st[kInput2Multiplier], st[kInput2Shift],
+                         st[kLeftShift], out, st[kOutputOffset], st[kOutputMultiplier],
+                         st[kOutputShift], st[kActMin], st[kActMax], st[kOutW] * st[kOutC]);
+}
+
+void CmsisMulRow(const Stage& st, const int8_t* a, const int8_t* b, int8_t* out) {
+  arm_elementwise_mul_s8(a, b, st[kInputOffset], st[kInput2Offset], out, st[kOutputOffset],
+                         st[kOutputMultiplier], st[kOutputShift], st[kActMin], st[kActMax],
+                         st[kOutW] * st[kOutC]);
+}
+#endif  // CMSIS_NN
+
+// ADD of two rows: reference AddFunc, element by element (CMSIS-NN builds: above).
 void AddRow(const Stage& st, const int8_t* a, const int8_t* b, int8_t* out) {
+#if defined(CMSIS_NN)
+  CmsisAddRow(st, a, b, out);
+  return;
+#endif
   const int32_t n = st[kOutW] * st[kOutC];
   const int32_t scale = 1 << st[kLeftShift];
   for (int32_t i = 0; i < n; ++i) {
@@ -1268,8 +1362,12 @@ void SubRow(const Stage& st, const int8_t* a, const int8_t* b, int8_t* out) {
   }
 }
 
-// MUL of two rows: reference_integer_ops::MulElementwise.
+// MUL of two rows: reference_integer_ops::MulElementwise (CMSIS-NN builds: above).
 void MulRow(const Stage& st, const int8_t* a, const int8_t* b, int8_t* out) {
+#if defined(CMSIS_NN)
+  CmsisMulRow(st, a, b, out);
+  return;
+#endif
   const int32_t n = st[kOutW] * st[kOutC];
   for (int32_t i = 0; i < n; ++i) {
     const int32_t product = (st[kInputOffset] + a[i]) * (st[kInput2Offset] + b[i]);
@@ -1754,13 +1852,18 @@ bool CmsisConvRows(const Run& run, int32_t s, const Stage& st, const Rows& in, i
                                              const_cast<int32_t*>(w.shift)};
   cmsis_nn_context ctx = {run.cmsis_buffer, 0};  // size: unread, as in TFLM's kernels
   const int8_t* rows = WindowRows(run, in, window);
-  const arm_cmsis_nn_status status =
-      st[kKind] == kConv
-          ? arm_convolve_wrapper_s8(&ctx, &call.conv, &quant, &call.input, rows, &call.filter,
-                                    w.filter, &call.bias, w.bias, &call.output, out)
-          : arm_depthwise_conv_wrapper_s8(&ctx, &call.dw, &quant, &call.input, rows,
-                                          &call.filter, w.filter, &call.bias, w.bias,
-                                          &call.output, out);
+  arm_cmsis_nn_status status;
+  if (st[kConvPath] == kPathIm2col) {
+    status = arm_convolve_s8(&ctx, &call.conv, &quant, &call.input, rows, &call.filter, w.filter,
+                             &call.bias, w.bias, /*upscale_dims=*/nullptr, &call.output, out);
+  } else if (st[kKind] == kConv) {
+    status = arm_convolve_wrapper_s8(&ctx, &call.conv, &quant, &call.input, rows, &call.filter,
+                                     w.filter, &call.bias, w.bias, &call.output, out);
+  } else {
+    status = arm_depthwise_conv_wrapper_s8(&ctx, &call.dw, &quant, &call.input, rows,
+                                           &call.filter, w.filter, &call.bias, w.bias,
+                                           &call.output, out);
+  }
   if (status == ARM_CMSIS_NN_SUCCESS) return true;
   MicroPrintf("ARENAPLAN_CASCADE: stage %d row %d: CMSIS-NN refused the window (status %d)",
               static_cast<int>(s), static_cast<int>(y), static_cast<int>(status));
@@ -1796,6 +1899,205 @@ bool CmsisConvRows16(const Run& run, int32_t s, const Stage& st, const Rows& in,
   MicroPrintf("ARENAPLAN_CASCADE: stage %d row %d: CMSIS-NN refused the window (status %d)",
               static_cast<int>(s), static_cast<int>(y), static_cast<int>(status));
   return false;
+}
+
+// Output rows y .. of a pool by CMSIS-NN (arm_avgpool_s8, arm_max_pool_s8, as TFLM's
+// CMSIS-NN pooling.cc): the window's rows outside it are its padding, as the rows
+// outside the tensor are the whole operator's, so each output is the same sum (or
+// maximum) over the same positions, divided by the same count; false (said) if
+// CMSIS-NN refuses.
+bool CmsisPoolRows(const Run& run, int32_t s, const Stage& st, const Rows& in, int32_t y,
+                   const ConvWindow& window, int8_t* out) {
+  const cmsis_nn_dims input = {1, window.rows, st[kInW], st[kInC]};
+  const cmsis_nn_dims filter = {1, st[kFilterH], st[kFilterW], 1};
+  const cmsis_nn_dims output = {1, window.out_rows, st[kOutW], st[kOutC]};
+  const cmsis_nn_pool_params params = {{st[kStrideW], st[kStrideH]},
+                                       {st[kPadLeft], window.pad_top},
+                                       {st[kActMin], st[kActMax]}};
+  cmsis_nn_context ctx = {run.cmsis_buffer, 0};
+  const int8_t* rows = WindowRows(run, in, window);
+  const arm_cmsis_nn_status status =
+      st[kKind] == kAvgPool ? arm_avgpool_s8(&ctx, &params, &input, rows, &filter, &output, out)
+                            : arm_max_pool_s8(&ctx, &params, &input, rows, &filter, &output, out);
+  if (status == ARM_CMSIS_NN_SUCCESS) return true;
+  MicroPrintf("ARENAPLAN_CASCADE: stage %d row %d: CMSIS-NN refused the pool's window (status %d)",
+              static_cast<int>(s), static_cast<int>(y), static_cast<int>(status));
+  return false;
+}
+
+// ---- Pointwise convolutions (conv_path 2) ------------------------------------------
+// CMSIS-NN's C and DSP matrix products sum every filter again on each call (the input
+// offset's share), about what one output pixel costs (C; a few with DSP): a call per
+// step of a few pixels pays it every time. The pass folds that share into the bias
+// once (bias + input_offset * sum of the channel's filter, an int32 tensor in flash),
+// and here the step's pixels are multiplied without it: the same integer sums,
+// requantised by arm_nn_requantize as CMSIS-NN does.
+
+// The requantisation of a pointwise stage, its words read once per step.
+struct PointwiseQuant {
+  const int32_t* multiplier;
+  const int32_t* shift;
+  int32_t offset, low, high;  // output offset and clamp
+
+  int8_t Out(int32_t acc, int32_t c) const {
+    const int32_t v = arm_nn_requantize(acc, multiplier[c], shift[c]) + offset;
+    return static_cast<int8_t>(v < low ? low : v > high ? high : v);
+  }
+};
+
+// The sums of in_c products of pixels a and a + a_step (b) with filter rows f and
+// f + f_step (f1), added to the four accumulators (a.f, a.f1, b.f, b.f1): with the DSP
+// extension four channels at a time by SMLAD on sign-extended pairs of bytes (even,
+// odd; CMSIS-NN's own helpers, in the order of its DSP matrix product, which keeps
+// the temporaries in registers), in plain C two at a time. Integer sums: the same
+// values every way.
+inline void Dot2x2(const int8_t* a, const int8_t* f, int32_t a_step, int32_t f_step,
+                   int32_t in_c, int32_t* acc) {
+  int32_t a0 = acc[0], a1 = acc[1], b0 = acc[2], b1 = acc[3];
+  int32_t i = 0;
+#if defined(ARM_MATH_DSP)
+  // one group of four channels at a + j (j = i, then i + 4 in the loop below)
+#define ARENAPLAN_DOT2X2_FOUR(j)                        \
+  do {                                                  \
+    uint32_t k0 = arm_nn_read_s8x4(f + (j));            \
+    const uint32_t k0_e = SXTB16(k0);                   \
+    uint32_t x = arm_nn_read_s8x4(a + (j));             \
+    uint32_t x_e = SXTB16(x);                           \
+    uint32_t k1 = arm_nn_read_s8x4(f + f_step + (j));   \
+    k0 = SXTB16_RORn(k0, 8);                            \
+    x = SXTB16_RORn(x, 8);                              \
+    a0 = SMLAD(x_e, k0_e, a0);                          \
+    const uint32_t k1_e = SXTB16(k1);                   \
+    a0 = SMLAD(x, k0, a0);                              \
+    k1 = SXTB16_RORn(k1, 8);                            \
+    a1 = SMLAD(x_e, k1_e, a1);                          \
+    a1 = SMLAD(x, k1, a1);                              \
+    x = arm_nn_read_s8x4(a + a_step + (j));             \
+    x_e = SXTB16(x);                                    \
+    x = SXTB16_RORn(x, 8);                              \
+    b0 = SMLAD(x_e, k0_e, b0);                          \
+    b1 = SMLAD(x_e, k1_e, b1);                          \
+    b0 = SMLAD(x, k0, b0);                              \
+    b1 = SMLAD(x, k1, b1);                              \
+  } while (0)
+  for (; i + 8 <= in_c; i += 8) {  // two groups an iteration: less loop per product
+    ARENAPLAN_DOT2X2_FOUR(i);
+    ARENAPLAN_DOT2X2_FOUR(i + 4);
+  }
+  if (i + 4 <= in_c) {
+    ARENAPLAN_DOT2X2_FOUR(i);
+    i += 4;
+  }
+#undef ARENAPLAN_DOT2X2_FOUR
+#else
+  for (; i + 1 < in_c; i += 2) {  // two input channels an iteration
+    int32_t x0 = a[i], x1 = a[a_step + i], k0 = f[i], k1 = f[f_step + i];
+    a0 += x0 * k0;
+    a1 += x0 * k1;
+    b0 += x1 * k0;
+    b1 += x1 * k1;
+    x0 = a[i + 1];
+    x1 = a[a_step + i + 1];
+    k0 = f[i + 1];
+    k1 = f[f_step + i + 1];
+    a0 += x0 * k0;
+    a1 += x0 * k1;
+    b0 += x1 * k0;
+    b1 += x1 * k1;
+  }
+#endif
+  for (; i < in_c; ++i) {
+    const int32_t x0 = a[i], x1 = a[a_step + i], k0 = f[i], k1 = f[f_step + i];
+    a0 += x0 * k0;
+    a1 += x0 * k1;
+    b0 += x1 * k0;
+    b1 += x1 * k1;
+  }
+  acc[0] = a0;
+  acc[1] = a1;
+  acc[2] = b0;
+  acc[3] = b1;
+}
+
+// The same for one pixel a: a.f0, a.f1.
+inline void Dot1x2(const int8_t* a, const int8_t* f0, const int8_t* f1, int32_t in_c,
+                   int32_t* acc) {
+  int32_t a0 = acc[0], a1 = acc[1];
+  int32_t i = 0;
+#if defined(ARM_MATH_DSP)
+  for (; i + 4 <= in_c; i += 4) {
+    const uint32_t x = arm_nn_read_s8x4(a + i);
+    const uint32_t k0 = arm_nn_read_s8x4(f0 + i), k1 = arm_nn_read_s8x4(f1 + i);
+    const uint32_t x_e = SXTB16(x), x_o = SXTB16_RORn(x, 8);
+    a0 = SMLAD(x_e, SXTB16(k0), SMLAD(x_o, SXTB16_RORn(k0, 8), a0));
+    a1 = SMLAD(x_e, SXTB16(k1), SMLAD(x_o, SXTB16_RORn(k1, 8), a1));
+  }
+#endif
+  for (; i < in_c; ++i) {
+    const int32_t x0 = a[i];
+    a0 += x0 * f0[i];
+    a1 += x0 * f1[i];
+  }
+  acc[0] = a0;
+  acc[1] = a1;
+}
+
+// Output channels c, c1 of pixels a and b (two pixels, 2x2 sums, as CMSIS-NN's C
+// matrix product takes them) from the folded bias.
+inline void PointwiseBlock(const PointwiseQuant& q, const Weights& w, const int8_t* a,
+                           const int8_t* b, int32_t in_c, int32_t c, int32_t c1, int8_t* oa,
+                           int8_t* ob) {
+  int32_t acc[4] = {w.bias[c], w.bias[c1], w.bias[c], w.bias[c1]};
+  Dot2x2(a, w.filter + c * in_c, static_cast<int32_t>(b - a), (c1 - c) * in_c, in_c, acc);
+  oa[c] = q.Out(acc[0], c);
+  oa[c1] = q.Out(acc[1], c1);
+  ob[c] = q.Out(acc[2], c);
+  ob[c1] = q.Out(acc[3], c1);
+}
+
+// The same for one pixel a.
+inline void PointwiseSingle(const PointwiseQuant& q, const Weights& w, const int8_t* a,
+                            int32_t in_c, int32_t c, int32_t c1, int8_t* oa) {
+  int32_t acc[2] = {w.bias[c], w.bias[c1]};
+  Dot1x2(a, w.filter + c * in_c, w.filter + c1 * in_c, in_c, acc);
+  oa[c] = q.Out(acc[0], c);
+  oa[c1] = q.Out(acc[1], c1);
+}
+
+// `pixels` pixels of in_c channels at `in` (contiguous) into out_c channels each at
+// `out`: two pixels and two channels at a time (an odd last pixel alone, an odd last
+// channel computed twice).
+void PointwisePixels(const Stage& st, const Weights& w, const int8_t* in, int32_t pixels,
+                     int8_t* out) {
+  const int32_t in_c = st[kInC], out_c = st[kOutC];
+  const PointwiseQuant q = {w.multiplier, w.shift, st[kOutputOffset], st[kActMin], st[kActMax]};
+  int32_t p = 0;
+  for (; p + 1 < pixels; p += 2) {
+    const int8_t* a = in + p * in_c;
+    int8_t* oa = out + p * out_c;
+    for (int32_t c = 0; c < out_c; c += 2) {
+      PointwiseBlock(q, w, a, a + in_c, in_c, c, c + 1 < out_c ? c + 1 : c, oa, oa + out_c);
+    }
+  }
+  if (p == pixels) return;
+  for (int32_t c = 0; c < out_c; c += 2) {
+    PointwiseSingle(q, w, in + p * in_c, in_c, c, c + 1 < out_c ? c + 1 : c, out + p * out_c);
+  }
+}
+
+// Output rows y .. y+n-1 of a pointwise convolution: its source rows y .. y+n-1, in
+// place, in two pieces where they wrap around the source's ring (no copy).
+void PointwiseRows(const Run& run, const Stage& st, const Rows& in, int32_t y, int32_t n,
+                   int8_t* out) {
+  const Weights w = WeightsOf(run, st);
+  const int32_t width = st[kInW];
+  int32_t first = n;  // rows before the ring's end
+  if (in.ring_rows > 0 && y % in.ring_rows + n > in.ring_rows) first = in.ring_rows - y % in.ring_rows;
+  PointwisePixels(st, w, in.Row(y), first * width, out);
+  if (first < n) {
+    PointwisePixels(st, w, in.Row(y + first), (n - first) * width,
+                    out + first * width * st[kOutC]);
+  }
 }
 #endif  // CMSIS_NN
 
@@ -1855,20 +2157,33 @@ void ComputeRow(const Run& run, int32_t s, const Stage& st, const Rows& in, int3
 
 // Rows y .. y+n-1 of stage s (any kind but MEAN_ROWS), their source rows made and
 // readable; false (said) when CMSIS-NN refuses a step.
-TFLITE_NOINLINE bool ComputeRows(const Run& run, int32_t s, int32_t y, int32_t n) {
+// (lo, hi: the source rows the step reads, Compute's NeededBlock; hi < lo: none.)
+TFLITE_NOINLINE bool ComputeRows(const Run& run, int32_t s, int32_t y, int32_t n, int32_t lo,
+                                 int32_t hi) {
   Stage st;
   Decode(run.blob, s, &st);
   const Rows in = RowsOf(run, st[kSrc0], SourceRowBytes(st));
 #if defined(CMSIS_NN)
-  ConvWindow window;
   const bool conv = st[kKind] == kConv || st[kKind] == kDepthwise;
   if (conv && st[kElementType] == kInt16) {
-    if (!WindowOf(run.blob, s, y, n, &window)) window = EmptyWindow(n);
+    const ConvWindow window = lo <= hi ? WindowOfRows(run.blob, s, y, n, lo, hi) : EmptyWindow(n);
     return CmsisConvRows16(run, s, st, in, y, window, OutputRow(run, s, st, y));
   }
-  if (conv && WindowOf(run.blob, s, y, n, &window)) {
-    return CmsisConvRows(run, s, st, in, y, window, OutputRow(run, s, st, y));
+  if (st[kConvPath] == kPathPointwise) {
+    PointwiseRows(run, st, in, y, n, OutputRow(run, s, st, y));
+    return true;
   }
+  if (Windowed(st[kKind], st[kElementType]) && lo <= hi) {
+    const ConvWindow window = WindowOfRows(run.blob, s, y, n, lo, hi);
+    int8_t* out = OutputRow(run, s, st, y);
+    if (st[kKind] == kAvgPool || st[kKind] == kMaxPool) {
+      return CmsisPoolRows(run, s, st, in, y, window, out);
+    }
+    return CmsisConvRows(run, s, st, in, y, window, out);
+  }
+#else
+  (void)lo;
+  (void)hi;
 #endif
   for (int32_t k = 0; k < n; ++k) ComputeRow(run, s, st, in, y + k);
   return true;
@@ -1989,7 +2304,7 @@ void Compute(Run* run, int32_t s, int32_t y) {
   if (!run->ok) return;
   if (reads && !Readable(run, s, src0, lo, hi)) return;
   if (two && !Readable(run, s, src1, y, y + n - 1)) return;
-  if (!ComputeRows(*run, s, y, n)) run->ok = false;
+  if (!ComputeRows(*run, s, y, n, lo, reads ? hi : lo - 1)) run->ok = false;
 }
 
 TfLiteStatus Eval(TfLiteContext* context, TfLiteNode* node) {
@@ -2015,8 +2330,10 @@ TfLiteStatus Eval(TfLiteContext* context, TfLiteNode* node) {
         static_cast<int8_t*>(GetMicroContext(context)->GetScratchBuffer(data->work_index));
     const int64_t window = WindowBytes(run.blob, run.stages);
     run.window = work;
-    // CMSIS-NN's buffer follows the window's rows, when it asked for one (WorkBytes)
-    if (CmsisBufferBytes(run.blob, run.stages) > 0) run.cmsis_buffer = work + Align16(window);
+    // CMSIS-NN's buffer follows the window's rows (WorkBytes). Where CMSIS-NN asked for
+    // none, no function it calls reads it: the pointer (inside the arena) is passed
+    // unread, and Eval does not ask every step's size again.
+    run.cmsis_buffer = work + Align16(window);
   }
 #endif
   run.ok = true;

@@ -77,7 +77,8 @@ ALPHA_MULT, ALPHA_SHIFT = 32, 33  # LEAKY_RELU: the alpha branch's multiplier an
 OUT_MULT, OUT_SHIFT = 34, 35  # ADD, SUB, MUL, RELU, QUANTIZE; LEAKY_RELU's identity branch
 PAD_VALUE = 36
 BLOCK_ROWS = 37  # rows a stage computes per step (0 or 1: one)
-# 38, 39 reserved (0)
+CONV_PATH = 38  # how a convolution's steps run (PATHS); 0 for other kinds
+# 39 reserved (0)
 CONST_IN = 40  # input index of a constant operand (-1: none; with one, src1 is -1)
 CONST_STRIDE_H, CONST_STRIDE_W, CONST_STRIDE_C = 41, 42, 43  # its strides in elements
 CONST_FIRST = 44  # 1: the constant is the operator's first input (SUB: c - x)
@@ -90,6 +91,11 @@ COLUMNS = 47
 ELEMENT_TYPES = {"INT8": 0, "INT16": 1}
 ELEMENT_BYTES = {0: 1, 1: 2}  # bytes of an element of each element type
 INPUT_SRC = -1  # a source word naming the operator's input 0 (kept whole)
+# word 38 (CONV_PATH): in CMSIS-NN builds, the code that runs a convolution's steps:
+PATH_WRAPPER = 0  # CMSIS-NN's wrapper, as TFLM's kernel calls it (elsewhere: reference)
+PATH_IM2COL = 1  # CONV_2D: CMSIS-NN's arm_convolve_s8 itself: no per-call filter sums
+PATH_POINTWISE = 2  # pointwise CONV_2D, its bias folded (input offset x filter sums)
+PATHS = {"wrapper": PATH_WRAPPER, "im2col": PATH_IM2COL, "pointwise": PATH_POINTWISE}
 
 
 def input_source(k: int) -> int:
@@ -209,6 +215,18 @@ def const_row_in_place(w: Sequence[int]) -> bool:
     above 1); otherwise the kernel spreads it into a row of the scratch (acc_offset)."""
     return (w[OUT_C] == 1 or w[CONST_STRIDE_C] == 1) and (
         w[OUT_W] == 1 or w[CONST_STRIDE_W] == w[OUT_C]
+    )
+
+
+def is_pointwise(w: Sequence[int]) -> bool:
+    """A CONV_2D whose output pixel reads its input pixel alone (1x1 filter, strides
+    and dilations 1, no padding): what conv_path 2 runs."""
+    return (
+        w[KIND] == KINDS["CONV_2D"]
+        and (w[FILTER_H], w[FILTER_W], w[STRIDE_H], w[STRIDE_W], w[DIL_H], w[DIL_W]) == (1,) * 6
+        and w[PAD_TOP] == 0
+        and w[PAD_LEFT] == 0
+        and (w[OUT_H], w[OUT_W]) == (w[IN_H], w[IN_W])
     )
 
 
