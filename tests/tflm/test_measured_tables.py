@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from arenaplan.verify.instructions import instructions_available
 from arenaplan.verify.native import native_available
 from arenaplan.verify.traffic_measure import traffic_available
 
@@ -80,3 +81,36 @@ def test_tail_struct_sizes_regenerate_as_shipped(tmp_path: Path) -> None:
     shipped = json.loads((PACKAGE / "tflm" / "data" / name).read_text())
     bad = _differences(new, shipped, ("options", "state"))
     assert not bad, "\n".join(bad[:20])
+
+
+# the cascade steps' table: each kernel set whose build is here, regenerated alone
+CASCADE_STEP_BUILDS = {"cmsis_nn": "host-cmsis_nn", "cmsis_nn+dsp": "arm32-cmsis_nn",
+                       "cmsis_nn+mve": "m55-cmsis_nn"}  # fmt: skip
+
+
+def _step_sets() -> list[str]:
+    return [k for k, v in CASCADE_STEP_BUILDS.items() if instructions_available(v) is None]
+
+
+@pytest.mark.skipif(not _step_sets(), reason="no CMSIS-NN build to count instructions in")
+def test_cascade_step_costs_regenerate_as_shipped(tmp_path: Path) -> None:
+    """scripts/gen_cascade_steps.py, for every kernel set whose build is here (a few
+    minutes): the coefficients, the fit's report and the rate per MAC equal the
+    shipped ones, each set's variant and counter too."""
+    name = "cascade_steps.json"
+    sets = _step_sets()
+    out = tmp_path / name
+    cmd = [sys.executable, str(REPO / "scripts" / "gen_cascade_steps.py"), "--out", str(out)]
+    done = subprocess.run([*cmd, "--kernels", ",".join(sets)], capture_output=True, text=True,
+                          timeout=3600)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    new = json.loads(out.read_text())
+    shipped = json.loads((PACKAGE / "cost" / "data" / name).read_text())
+    assert {k: new[k] for k in ("about", "generated_by", "tflm_bundle")} == {
+        k: shipped[k] for k in ("about", "generated_by", "tflm_bundle")
+    }
+    for kernels in sets:
+        was, now = shipped["kernels"][kernels], new["kernels"][kernels]
+        for field in sorted(set(was) | set(now)):
+            if field not in MACHINE and field != "compiler":
+                assert now.get(field) == was.get(field), f"{kernels} {field}"

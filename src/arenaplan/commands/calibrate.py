@@ -144,7 +144,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     target = target_from_args(args)
     model = read_source(args.model).model  # verified as plan verifies it
     runs = [parse_run(text, model, target) for text in args.runs]
-    ops = operator_accesses(model, target.traffic)
+    ops = operator_accesses(model, target.traffic, target.kernels)
     result = calibrate(ops, runs, target, args.ticks_per_second, args.per_opcode)
     header = (
         f"{target.name} calibrated by arenaplan from {', '.join(r.name for r in runs)}\n"

@@ -65,10 +65,10 @@ def add_pass_options(p: argparse.ArgumentParser) -> None:
         type=count_arg(0, 1 << 20),
         default=None,
         metavar="N",
-        help="cascade with CMSIS-NN kernels: output pixels of a convolution per CMSIS-NN "
-        "call (whole rows; 0: one row; at most 1,048,576). Fewer keep fewer rows in the "
-        "arena and run more instructions (default 16: within a few %% of the original's; "
-        "--fit lowers it to 0 when it must)",
+        help="cascade with CMSIS-NN kernels: every convolution and pool a step of at least "
+        "N output pixels (whole rows; 0: one row; at most 1,048,576) instead of the "
+        "default, each stage's step chosen by the time model: the fastest within --fit, "
+        "else within the arena of one row per step",
     )
     p.add_argument(
         "--clobber-inputs",

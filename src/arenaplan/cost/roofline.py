@@ -17,9 +17,11 @@ from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from arenaplan.cost.cascade_steps import extra_work
 from arenaplan.ir.cascade_format import OPCODE as CASCADE
 from arenaplan.ir.model import Model, Operator, Subgraph
 from arenaplan.targets.model import Target
+from arenaplan.tflm.kernel_sets import REFERENCE
 from arenaplan.tflm.sizes import tensor_bytes
 
 _KINDS = {
@@ -56,9 +58,11 @@ def work_cycles(target: Target, kind: str, opcode: str, work: int, parts=()) -> 
     return work / target.rate(kind, opcode)
 
 
-def cascade_parts(op: Operator) -> tuple[tuple[str, str, int], ...]:
+def cascade_parts(op: Operator, kernels: str = REFERENCE) -> tuple[tuple[str, str, int], ...]:
     """(kind, opcode, work) of each stage of an ``ARENAPLAN_CASCADE``: the work of
-    the stock operator it stands for (each element is computed once)."""
+    the stock operator it stands for (each element is computed once); with CMSIS-NN
+    ``kernels``, one more part: what its steps cost beyond the operators it replaced
+    (``cost.cascade_steps.extra_work``, MACs of a convolution; below 0: less)."""
     from arenaplan.ir import cascade_format as f
 
     parts = []
@@ -74,6 +78,9 @@ def cascade_parts(op: Operator) -> tuple[tuple[str, str, int], ...]:
         }
         opcode = "AVERAGE_POOL_2D" if name == f.MEAN_ROWS else name
         parts.append((_KINDS.get(opcode, "elementwise"), opcode, work.get(name, outputs)))
+    extra = extra_work(f.decode(op).records, kernels)
+    if extra:
+        parts.append(("conv", "CONV_2D", extra))
     return tuple(parts)
 
 
@@ -103,15 +110,16 @@ def _macs(sg: Subgraph, op: Operator) -> int:
     return sum(t[o].elements for o in op.outputs)
 
 
-def operator_work(model: Model) -> list[OpWork]:
-    """The work of every operator of every subgraph, in execution order per subgraph."""
+def operator_work(model: Model, kernels: str = REFERENCE) -> list[OpWork]:
+    """The work of every operator of every subgraph, in execution order per subgraph
+    (a cascade's steps cost work of their own with CMSIS-NN ``kernels``)."""
     sizes = tensor_bytes(model)
     work = []
     for sg in model.subgraphs:
         for op in sg.operators:
             reads = tuple(((sg.index, i), sizes[sg.index][i]) for i in op.tensor_inputs())
             writes = tuple(((sg.index, o), sizes[sg.index][o]) for o in op.outputs)
-            parts = cascade_parts(op) if op.is_custom and op.opcode == CASCADE else ()
+            parts = cascade_parts(op, kernels) if op.is_custom and op.opcode == CASCADE else ()
             macs = sum(p[2] for p in parts) if parts else _macs(sg, op)
             kind = _KINDS.get(op.opcode, "elementwise")
             work.append(OpWork(sg.index, op.index, op.opcode, kind, macs, reads, writes, parts))
@@ -155,4 +163,4 @@ def estimate(
 ) -> list[OpTime]:
     """Estimated time of every operator for a placement (default: all in fast memory)."""
     where = where if where is not None else default_memory(model, target)
-    return [op_time(w, where, target) for w in operator_work(model)]
+    return [op_time(w, where, target) for w in operator_work(model, target.kernels)]

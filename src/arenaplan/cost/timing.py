@@ -77,6 +77,7 @@ from arenaplan.cost.traffic import Traffic, operator_traffic
 from arenaplan.cost.traffic_xcore import xcore_counts
 from arenaplan.ir.model import Model
 from arenaplan.targets.model import Memory, Target
+from arenaplan.tflm.kernel_sets import REFERENCE
 from arenaplan.tflm.scratch import scratch_requests
 from arenaplan.tflm.sizes import tensor_bytes
 from arenaplan.tflm.tail import persistent_extents
@@ -123,7 +124,9 @@ class OpAccesses:
     parts: tuple[tuple[str, str, int], ...] = ()  # roofline.OpWork.parts
 
 
-def operator_accesses(model: Model, traffic_of: str = "tflm") -> list[OpAccesses]:
+def operator_accesses(
+    model: Model, traffic_of: str = "tflm", kernels: str = REFERENCE
+) -> list[OpAccesses]:
     """Every operator's accesses from the traffic model of TFLM's kernels
     (``cost.traffic``: every load and store per tensor and persistent block,
     checked against the real kernels under valgrind; for a kernel it has no formula
@@ -140,7 +143,7 @@ def operator_accesses(model: Model, traffic_of: str = "tflm") -> list[OpAccesses
         found = {k: _from_traffic(t, sizes, extents) for k, t in operator_traffic(model).items()}
     return [
         OpAccesses(w.subgraph, w.op, w.opcode, w.kind, w.macs, found[(w.subgraph, w.op)], w.parts)
-        for w in operator_work(model)
+        for w in operator_work(model, kernels)
     ]
 
 
@@ -358,8 +361,8 @@ class Timer:
 
     def __init__(self, model: Model, target: Target, persistent: str | None = None) -> None:
         self.target = target
-        self.work = operator_work(model)
-        self.accesses = operator_accesses(model, target.traffic)
+        self.work = operator_work(model, target.kernels)
+        self.accesses = operator_accesses(model, target.traffic, target.kernels)
         self.persistent = persistent or target.fastest("persistent").name
 
     def op_time(self, i: int, where: Mapping[TensorKey, str]) -> OpTime:

@@ -123,13 +123,22 @@ def view_peak(model: Model) -> int:
 def head_peak(model: Model, kernels: str = REFERENCE, pointer_size: int = 4) -> int:
     """``view_peak`` with the kernel scratch TFLM's ``kernels`` request (each request
     rounded to 16, live in its operator's scopes): the estimated head."""
+    return _peak(head_live(model, kernels, pointer_size)[0])
+
+
+def head_live(
+    model: Model, kernels: str = REFERENCE, pointer_size: int = 4
+) -> tuple[np.ndarray, Lifetimes]:
+    """Live bytes of the estimated head in each scope (``head_peak``'s sweep whose peak
+    is lower), and the model's lifetimes (an operator's scopes)."""
     facts = _Facts.of(model)
     scratch = np.zeros(facts.lifetimes.scopes, dtype=np.int64)
     for r in scratch_requests(model, facts.sizes, pointer_size, kernels):
         first, last = facts.lifetimes.operators[r.subgraph][r.op]
         if first >= 0:
             scratch[first : last + 1] += align_up(r.bytes, ALIGN)
-    return min(_peak(_scope_bytes(model, facts, concat) + scratch) for concat in (True, False))
+    sweeps = [_scope_bytes(model, facts, concat) + scratch for concat in (True, False)]
+    return min(sweeps, key=_peak), facts.lifetimes
 
 
 def _peak(live: np.ndarray) -> int:

@@ -25,16 +25,18 @@ every cascade, named in ``blocker``).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import ClassVar
 
 from arenaplan.allocation.packing import align_up
+from arenaplan.cost.cascade_steps import extra_instructions
 from arenaplan.errors import UsageError
 from arenaplan.ir.cascade_format import MAX_STAGES, OPCODE
 from arenaplan.ir.model import Model, Subgraph
-from arenaplan.passes.band_search import ALIGN, head_peak
-from arenaplan.passes.base import Origin, PassResult, compose, identity
-from arenaplan.passes.cascade_chain import STEP_PIXELS, Chain, add_cascade, chain_of
+from arenaplan.passes.band_search import ALIGN, head_live, head_peak
+from arenaplan.passes.base import Origin, PassResult, by_operator, compose, identity
+from arenaplan.passes.cascade_chain import Chain, add_cascade, chain_of
+from arenaplan.passes.cascade_choice import Chooser, requests
 from arenaplan.passes.cascade_shapes import fold_shapes
 from arenaplan.passes.cascade_stage import Uncascadable, activation_inputs, stage_of
 from arenaplan.passes.edit import SubgraphEdit
@@ -60,7 +62,7 @@ def _try_chain(
     ops: Sequence[int],
     buffers: Sequence[bytes],
     kernels: str = REFERENCE,
-    step_pixels: int = STEP_PIXELS,
+    step_pixels: int = 0,
 ) -> Chain | None:
     try:
         return chain_of(sg, ops, buffers, kernels, step_pixels)
@@ -133,9 +135,11 @@ def _valid(sg: Subgraph, a: int, e: int) -> bool:
 class Cascade:
     """Options: ``objective`` ("arena": head + tail, "head": the head alone),
     ``profile`` (TFLM's struct sizes for the tail), ``kernels`` (whose scratch the
-    head counts; with CMSIS-NN kernels, CONV_2D stages compute ``step_pixels``
-    output pixels or more per CMSIS-NN call: fewer calls, larger rings; 0: a row
-    per call), ``split`` (cut chains where that lowers the score)."""
+    head counts, and with CMSIS-NN kernels how each stage steps: ``cascade_choice``,
+    by the time model, within ``fit`` or else within the score of one row per step
+    everywhere), ``split`` (cut chains where that lowers the score), ``step_pixels``
+    (CMSIS-NN kernels: instead of the choice, every convolution and pool a step of
+    at least that many output pixels, 0 a row; each CONV_2D by its fastest path)."""
 
     name: ClassVar[str] = "cascade"
     summary: ClassVar[str] = (
@@ -149,14 +153,15 @@ class Cascade:
     kernels: str = REFERENCE
     split: bool = True
     fit: int | None = None
-    step_pixels: int = STEP_PIXELS
+    step_pixels: int | None = None
 
     def __post_init__(self) -> None:
         if self.objective not in OBJECTIVES:
             raise UsageError(f"cascade: objective must be one of {', '.join(OBJECTIVES)}")
         if self.profile not in PROFILES:
             raise UsageError(f"cascade: no tail profile {self.profile}")
-        if not isinstance(self.step_pixels, int) or self.step_pixels < 0:
+        pixels = self.step_pixels
+        if pixels is not None and (not isinstance(pixels, int) or pixels < 0):
             raise UsageError("cascade: step_pixels must be an integer >= 0")
 
     def score(self, model: Model) -> int:
@@ -180,6 +185,8 @@ class Cascade:
                 chosen.extend(self._choose(folded_model, sg.index, ops, base))
         if not chosen and not (folded and base < before):
             return PassResult(model, False, "no chain to cascade")
+        if self.kernels != REFERENCE:
+            chosen = self._stepped(folded_model, chosen)
         current, origin = apply(folded_model, chosen)
         origin = compose(fold_origin, origin)
         after = self.score(current)
@@ -193,11 +200,74 @@ class Cascade:
                  "score_after": after, "shapes_folded": folded}  # fmt: skip
         if self.fit is not None:
             stats |= self._stopped(current, after)
-            if after > self.fit and self.kernels != REFERENCE and self.step_pixels > 0:
-                return replace(self, step_pixels=0).run(model)  # memory before speed
         if self.kernels != REFERENCE:
-            stats["step_pixels"] = self.step_pixels
+            stats |= self._step_stats(chosen)
         return PassResult(current, True, note, stats, origin)
+
+    def _step_stats(self, chains: Sequence[Chain]) -> dict[str, int | float | str]:
+        """How the stages step, and the time model's estimate of the instructions the
+        cascades run beyond the operators they replaced."""
+        extra = sum(extra_instructions(c.records, self.kernels) for c in chains)
+        steps = "time model" if self.step_pixels is None else f"{self.step_pixels} pixels"
+        out: dict[str, int | float | str] = {"steps": steps, "extra_instructions": round(extra)}
+        if self.step_pixels is not None:
+            out["step_pixels"] = self.step_pixels
+        return out
+
+    def _stepped(self, model: Model, chains: list[Chain]) -> list[Chain]:
+        """``chains`` (of one row per step, as cut) stepped with CMSIS-NN kernels: each
+        stage the rows per step of ``step_pixels`` when given, else ``Chooser``'s
+        fastest within the budget (``fit``, else the score of the least: one row per
+        step everywhere)."""
+        choosers = [
+            Chooser(model.subgraphs[c.subgraph], c.ops, model.buffers, self.kernels) for c in chains
+        ]
+        if self.step_pixels is not None:
+            pixels = self.step_pixels
+            return [_uniform(ch, c, pixels) for ch, c in zip(choosers, chains, strict=True)]
+        least = [_chain_or(ch.least(), c) for ch, c in zip(choosers, chains, strict=True)]
+        floor = self.score(apply(model, least)[0])
+        budget = max(self.fit if self.fit is not None else floor, floor)
+        rooms = self._rooms(model, least, budget)
+        fast = [
+            _chain_or(ch.fastest(room), c)
+            for ch, c, room in zip(choosers, least, rooms, strict=True)
+        ]
+        return self._within(model, fast, least, budget)
+
+    def _rooms(self, model: Model, chains: list[Chain], budget: int) -> list[int]:
+        """Bytes each chain's requests may take for the model's score to stay within
+        ``budget``: the budget's head less what is live beside the cascade in its
+        scopes (the model with ``chains``)."""
+        current, origin = apply(model, chains)
+        live, lifetimes = head_live(current, self.kernels, PROFILES[self.profile].pointer)
+        head = budget - self.tail(current)
+        ordered = sorted(range(len(chains)), key=lambda k: (chains[k].subgraph, chains[k].ops[0]))
+        ops = [key for key, was in by_operator(current, model, origin).items() if was is None]
+        rooms = [0] * len(chains)
+        for k, (s, i) in zip(ordered, ops, strict=True):
+            first, last = lifetimes.operators[s][i]
+            beside = int(live[first : last + 1].max()) - requests(chains[k], self.kernels)
+            rooms[k] = head - beside
+        return rooms
+
+    def _within(
+        self, model: Model, chains: list[Chain], least: list[Chain], budget: int
+    ) -> list[Chain]:
+        """``chains``, the one of most requests beyond its least put back to the least
+        until the model's score is within ``budget`` (the rooms are an estimate:
+        the tail and the planner's sweeps may differ by a few bytes)."""
+        out = list(chains)
+        while self.score(apply(model, out)[0]) > budget:
+            grown = [
+                (requests(c, self.kernels) - requests(b, self.kernels), k)
+                for k, (c, b) in enumerate(zip(out, least, strict=True))
+                if c is not b
+            ]
+            if not grown:
+                break
+            out[max(grown)[1]] = least[max(grown)[1]]
+        return out
 
     def _stopped(self, model: Model, after: int) -> dict[str, int | float | str]:
         """Why ``model`` (cascaded, estimated ``after`` bytes) is above ``fit``."""
@@ -210,7 +280,9 @@ class Cascade:
         return {"stopped": "operator", "blocker": blocker(model)}
 
     def _chain(self, sg: Subgraph, ops: Sequence[int], buffers: Sequence[bytes]) -> Chain | None:
-        return _try_chain(sg, ops, buffers, self.kernels, self.step_pixels)
+        """The chain as the cut is chosen: one row per step (``step_pixels``' steps
+        when given), the wrapper's path; ``_stepped`` steps the pieces chosen."""
+        return _try_chain(sg, ops, buffers, self.kernels, self.step_pixels or 0)
 
     def _choose(self, model: Model, subgraph: int, ops: list[int], before: int) -> list[Chain]:
         """The chains ``ops`` is cut into (none if cascading it does not pay against
@@ -226,6 +298,17 @@ class Cascade:
         scored = [(self.score(apply(model, c)[0]), len(c), c) for c in candidates if c]
         best, _, parts = min(scored, key=lambda x: (x[0], x[1]))
         return parts if best < before else []
+
+
+def _chain_or(option, chain: Chain) -> Chain:
+    """The option's chain, or ``chain`` when the chooser found none."""
+    return chain if option is None else option.chain
+
+
+def _uniform(chooser: Chooser, chain: Chain, pixels: int) -> Chain:
+    """Every stage at the rows of ``pixels`` (0: one), each by its fastest path."""
+    blocks = [chooser.uniform_block(s, pixels, every=True) for s in range(len(chain.ops))]
+    return _chain_or(chooser.option(chooser.steps(blocks)), chain)
 
 
 def cuts(

@@ -2,18 +2,19 @@
 
 ``chain_of`` checks that a run of operators can be one cascade (activations enter
 whole, only the last operator's output leaves and every other one is read inside,
-every operator is a stage), sizes
-the rings by simulating the kernel's row order (``cascade_rows``) and lays out the
-scratch buffer. For CMSIS-NN kernels (``kernels``), each CONV_2D stage computes
-several rows per step (``block_rows``), one CMSIS-NN call each: at least
-``step_pixels`` output pixels (the pass's option), a whole number of the pixel
-groups CMSIS-NN's matrix products take at a time (2, 4 with MVE). One row at a
-time, a narrow row pays per call what a pixel costs (the products sum each filter
-first) and a row of odd width leaves a slow single pixel. Steps cost ring rows: the
-rings of a stage and of its source hold whole steps.
+every operator is a stage), sizes the rings by simulating the kernel's row order
+(``cascade_rows``) and lays out the scratch buffer, for the ``Steps`` given: each
+stage's rows per step (``block_rows``: with CMSIS-NN kernels, one CMSIS-NN call per
+step) and word 38's path; by default every stage a row per step (``step_pixels``: a
+CONV_2D's fewest rows of at least that many output pixels that fill the pixel groups
+CMSIS-NN's products take at a time, 2, 4 with MVE; an int16 CONV_2D whose CMSIS-NN
+product must see pixels in pairs an even number of them). Which steps a chain takes
+is ``cascade_choice``'s. Steps cost ring rows: the rings of a stage and of its source
+hold whole steps.
 ``add_cascade`` appends the operator to a ``SubgraphEdit``: its
-inputs are the chain's input, then each stage's filter, bias, quantisation data
-(new constant int32 tensors) and constant operand, in stage order.
+inputs are the chain's inputs, then each stage's filter, bias (a pointwise path's
+folded bias instead: a new constant int32 tensor), quantisation data (new constant
+int32 tensors) and constant operand, in stage order.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from arenaplan.allocation.packing import align_up
 from arenaplan.ir.cascade_format import (
@@ -31,6 +34,7 @@ from arenaplan.ir.cascade_format import (
     CONST_IN,
     CONST_STRIDE_H,
     CONST_STRIDE_W,
+    CONV_PATH,
     DIL_H,
     DIL_W,
     ELEMENT_TYPE,
@@ -40,6 +44,7 @@ from arenaplan.ir.cascade_format import (
     FILTER_W,
     IN_C,
     IN_H,
+    IN_OFFSET,
     IN_W,
     KIND,
     KIND_NAMES,
@@ -51,6 +56,7 @@ from arenaplan.ir.cascade_format import (
     OUT_W,
     PAD_LEFT,
     PAD_TOP,
+    PATH_POINTWISE,
     QUANT_IN,
     RING_OFFSET,
     RING_ROWS,
@@ -63,8 +69,10 @@ from arenaplan.ir.cascade_format import (
     element_bytes,
     encode,
     input_source,
+    is_pointwise,
     row_geometry,
 )
+from arenaplan.ir.constants import constant_values
 from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Operator, Subgraph
 from arenaplan.passes.cascade_rows import INPUT, ring_rows
@@ -75,7 +83,6 @@ from arenaplan.tflm.kernel_sets import REFERENCE, cmsis_features
 # pixels CMSIS-NN's int8 matrix products (arm_nn_mat_mult_nt_t_s8, arm_convolve_s8's
 # im2col) take at a time: 2 in plain C and with DSP, 4 with MVE
 _PIXEL_GROUP = {"c": 2, "dsp": 2, "mve": 4}
-STEP_PIXELS = 16  # default: output pixels of a CONV_2D step at least (CMSIS-NN kernels)
 # CMSIS-NN's int16 convolution with an int64 bias, in plain C and with DSP
 # (arm_nn_mat_mult_kernel_s16 against arm_convolve_s16's lone pixel): a pair of pixels
 # sums the first 512 columns of a filter in int32 and the rest in int64, a lone pixel
@@ -85,11 +92,23 @@ MAX_COL_COUNT = 512
 
 
 @dataclass(frozen=True, slots=True)
+class Steps:
+    """How each stage of a chain steps, in stage order: ``block`` rows per step (the
+    record's ``block_rows``; 0 or 1: one) and ``path`` (word 38, ``PATHS``: 0 for
+    every stage but an int8 CONV_2D run another way in CMSIS-NN builds)."""
+
+    block: tuple[int, ...]
+    path: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Chain:
     """A cascade ready to be written: ``records`` with sources, rings and the scratch
     layout filled in (constant input indices still -1), ``stages`` as read,
-    ``inputs``/``output`` the
-    chain's tensors, ``scratch`` the bytes its kernel requests."""
+    ``inputs``/``output`` the chain's tensors, ``scratch`` the bytes its kernel
+    requests; ``folded``: per stage, the folded bias of a pointwise path (int32 per
+    output channel: bias plus input offset times the channel's filter sum), empty
+    otherwise."""
 
     subgraph: int
     ops: tuple[int, ...]  # operator indices in the subgraph, in order
@@ -98,6 +117,13 @@ class Chain:
     inputs: tuple[int, ...]  # the activations entering, the operator's inputs 0, 1, ...
     output: int
     scratch: int
+    folded: tuple[tuple[int, ...], ...] = ()
+
+    @property
+    def steps(self) -> Steps:
+        return Steps(
+            tuple(w[BLOCK_ROWS] for w in self.records), tuple(w[CONV_PATH] for w in self.records)
+        )
 
 
 def block_rows(
@@ -105,7 +131,7 @@ def block_rows(
     out_w: int,
     out_h: int,
     kernels: str,
-    step_pixels: int = STEP_PIXELS,
+    step_pixels: int = 0,
     paired: bool = False,
 ) -> int:
     """Rows per step of a stage (the record's ``block_rows``; 0: one): for CMSIS-NN
@@ -234,15 +260,73 @@ def _transposed(w: list[int]) -> None:
     w[COLUMNS] = 1
 
 
+def folded_bias(sg: Subgraph, st: Stage, buffers: Sequence[bytes]) -> tuple[int, ...] | None:
+    """An int8 CONV_2D stage's bias plus its input offset times each output channel's
+    filter sum (what CMSIS-NN's matrix products add on each call), or None when its
+    constants cannot be read as such or a value leaves int32 (the kernel's
+    accumulator)."""
+    t = sg.tensors
+    filt = constant_values(buffers, t[st.filter])
+    bias = constant_values(buffers, t[st.bias]) if st.bias >= 0 else np.zeros(st.words[OUT_C])
+    if filt is None or bias is None or t[st.filter].dtype is not DType.INT8:
+        return None
+    if st.bias >= 0 and t[st.bias].dtype is not DType.INT32:
+        return None
+    sums = filt.reshape(st.words[OUT_C], -1).astype(np.int64).sum(axis=1)
+    folded = bias.astype(np.int64) + st.words[IN_OFFSET] * sums
+    if folded.min() < INT32.start or folded.max() >= INT32.stop:
+        return None
+    return tuple(int(v) for v in folded)
+
+
+def uniform_steps(
+    sg: Subgraph,
+    stages: Sequence[Stage],
+    records: Sequence[Sequence[int]],
+    kernels: str,
+    step_pixels: int,
+) -> Steps:
+    """Every stage at ``block_rows`` of ``step_pixels``, each run as TFLM's kernel."""
+    block = tuple(
+        block_rows(
+            KIND_NAMES[w[KIND]], w[OUT_W], w[OUT_H], kernels, step_pixels, paired_steps(sg, st)
+        )
+        for st, w in zip(stages, records, strict=True)
+    )
+    return Steps(block, (0,) * len(records))
+
+
+def _folded(
+    sg: Subgraph, stages: Sequence[Stage], buffers: Sequence[bytes], steps: Steps
+) -> tuple[tuple[int, ...], ...]:
+    """Each stage's folded bias where its path is the pointwise one (empty elsewhere);
+    ``Uncascadable`` for a path the stage cannot take."""
+    if len(steps.block) != len(stages) or len(steps.path) != len(stages):
+        raise ValueError("steps for another number of stages")
+    out: list[tuple[int, ...]] = []
+    for st, path in zip(stages, steps.path, strict=True):
+        if path != PATH_POINTWISE:
+            out.append(())
+            continue
+        int8 = st.words[ELEMENT_TYPE] == ELEMENT_TYPES["INT8"]
+        values = folded_bias(sg, st, buffers) if int8 and is_pointwise(st.words) else None
+        if values is None:
+            raise Uncascadable("a pointwise path for a stage without a foldable bias")
+        out.append(values)
+    return tuple(out)
+
+
 def chain_of(
     sg: Subgraph,
     ops: Sequence[int],
     buffers: Sequence[bytes],
     kernels: str = REFERENCE,
-    step_pixels: int = STEP_PIXELS,
+    step_pixels: int = 0,
+    steps: Steps | None = None,
 ) -> Chain:
     """The cascade of operators ``ops`` of ``sg`` (in order), or ``Uncascadable``;
-    its steps chosen for ``kernels`` (``tflm.kernel_sets``) and ``step_pixels``."""
+    its steps ``steps``, else chosen for ``kernels`` (``tflm.kernel_sets``) and
+    ``step_pixels``. A pointwise path whose folded bias leaves int32 is refused."""
     if not 1 <= len(ops) <= MAX_STAGES:
         raise Uncascadable(f"a chain of {len(ops)} operators (the kernel runs 1 to {MAX_STAGES})")
     stages = [stage_of(sg, sg.operators[i], buffers) for i in ops]
@@ -254,11 +338,13 @@ def chain_of(
     if along_columns(sg, stages, kernels):
         for w in records:
             _transposed(w)
-    for st, w, src in zip(stages, records, sources, strict=True):
+    steps = steps or uniform_steps(sg, stages, records, kernels, step_pixels)
+    folded = _folded(sg, stages, buffers, steps)
+    for w, src, block, path in zip(records, sources, steps.block, steps.path, strict=True):
         w[SRC0] = src[0]
         w[SRC1] = src[1] if len(src) > 1 else INPUT
-        kind, paired = KIND_NAMES[w[KIND]], paired_steps(sg, st)
-        w[BLOCK_ROWS] = block_rows(kind, w[OUT_W], w[OUT_H], kernels, step_pixels, paired)
+        w[BLOCK_ROWS] = block if block > 1 else 0
+        w[CONV_PATH] = path
     rings = ring_rows([row_geometry(w) for w in records])
     at = 0
     for w, rows in zip(records, rings, strict=True):
@@ -277,6 +363,7 @@ def chain_of(
         chain_inputs,
         stages[-1].output,
         at,
+        folded,
     )
 
 
@@ -295,7 +382,10 @@ def add_cascade(edit: SubgraphEdit, chain: Chain, name: str) -> None:
     for s, (st, w) in enumerate(zip(chain.stages, chain.records, strict=True)):
         w = list(w)
         w[FILTER_IN] = slot(st.filter)
-        w[BIAS_IN] = slot(st.bias)
+        if chain.folded and chain.folded[s]:  # instead of the bias, which is not an input
+            w[BIAS_IN] = slot(edit.add_int32(f"{name}/stage{s}/folded_bias", chain.folded[s]))
+        else:
+            w[BIAS_IN] = slot(st.bias)
         w[CONST_IN] = slot(st.const)
         if st.quant:
             w[QUANT_IN] = slot(edit.add_int32(f"{name}/stage{s}/quant", st.quant))

@@ -95,7 +95,7 @@ class PlanRequest:
     fit: int | None = None
     clobber_inputs: bool = False
     objective: str | None = None
-    step_pixels: int | None = None  # cascade, CMSIS-NN kernels (None: the pass's default)
+    step_pixels: int | None = None  # cascade, CMSIS-NN kernels: uniform steps (None: chosen)
     weights: str | None = None
     arena_memory: str | None = None
     persistent_memory: str | None = None
