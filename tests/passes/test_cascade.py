@@ -130,34 +130,44 @@ def test_rings_of_steps_hold_whole_steps(name: str, block: int) -> None:
 def test_block_rows_fill_cmsis_nn_pixel_groups() -> None:
     assert block_rows("CONV_2D", 5, 25, "reference") == 0  # one row per step
     assert block_rows("DEPTHWISE_CONV_2D", 5, 25, "cmsis_nn") == 0
-    assert block_rows("CONV_2D", 5, 25, "cmsis_nn") == 4  # 20 pixels: >= 16, even
-    assert block_rows("CONV_2D", 3, 25, "cmsis_nn+mve") == 8  # 24 pixels: groups of 4
-    assert block_rows("CONV_2D", 48, 48, "cmsis_nn+dsp") == 0  # one row is enough
-    assert block_rows("CONV_2D", 6, 3, "cmsis_nn+mve") == 3  # all its rows
-    assert block_rows("CONV_2D", 5, 25, "cmsis_nn", step_pixels=0) == 0
+    assert block_rows("CONV_2D", 5, 25, "cmsis_nn", 16) == 4  # 20 pixels: >= 16, even
+    assert block_rows("CONV_2D", 3, 25, "cmsis_nn+mve", 16) == 8  # 24 pixels: groups of 4
+    assert block_rows("CONV_2D", 48, 48, "cmsis_nn+dsp", 16) == 0  # one row is enough
+    assert block_rows("CONV_2D", 6, 3, "cmsis_nn+mve", 16) == 3  # all its rows
+    assert block_rows("CONV_2D", 5, 25, "cmsis_nn") == 0  # by default a row
 
 
 def test_cmsis_nn_steps_in_the_pass_output() -> None:
-    """With CMSIS-NN kernels the pass writes block_rows for CONV_2D stages, and the
-    model predicts the kernel's work buffer as a second request."""
-    from arenaplan.ir.cascade_format import BLOCK_ROWS, KINDS, decode
+    """With CMSIS-NN kernels the pass writes the steps its chooser takes (MobileNetV1:
+    larger steps where a cascade is not at the peak, pointwise CONV_2Ds of many input
+    channels by the kernel's loop, word 38's path 2, over a folded bias tensor; the
+    first two, of 8 and 16 channels, by CMSIS-NN's product, cheaper there) and the model
+    predicts the kernel's work buffer as a second request; ``step_pixels`` 0 asks for
+    a row per step everywhere; the reference kernels step a row, by path 0."""
+    from arenaplan.ir.cascade_format import BLOCK_ROWS, CONV_PATH, decode, is_pointwise
     from arenaplan.tflm.scratch import scratch_requests
     from arenaplan.tflm.sizes import tensor_bytes
 
+    def records(opts: dict) -> tuple[list[tuple[int, ...]], object]:
+        out, _ = run_passes(model, [make_pass("cascade", opts)])
+        ops = [op for op in out.subgraphs[0].operators if op.opcode == OPCODE]
+        return [r for op in ops for r in decode(op).records], out
+
     model = read_model_bytes(mobilenet_v1(0.25, 96, 1, 2))
-    out, _ = run_passes(model, [make_pass("cascade", {"kernels": "cmsis_nn"})])
+    chosen, out = records({"kernels": "cmsis_nn"})
+    assert any(r[BLOCK_ROWS] > 1 for r in chosen)
+    looped = [r for r in chosen if r[CONV_PATH] == 2]
+    assert looped and all(is_pointwise(r) for r in looped)
+    assert all(r[CONV_PATH] == 2 for r in chosen if is_pointwise(r) and r[5] >= 32)
+    assert any(t.name.endswith("folded_bias") for t in out.subgraphs[0].tensors)
     cascades = [op for op in out.subgraphs[0].operators if op.opcode == OPCODE]
-    records = [r for op in cascades for r in decode(op).records]
-    assert any(r[BLOCK_ROWS] > 1 for r in records if r[0] == KINDS["CONV_2D"])
-    assert all(r[BLOCK_ROWS] == 0 for r in records if r[0] != KINDS["CONV_2D"])
     requests = scratch_requests(out, tensor_bytes(out), 8, "cmsis_nn")
     per_op = [sum(1 for q in requests if q.op == op.index) for op in cascades]
     assert 2 in per_op  # the chain's scratch and the work buffer
-    plain, _ = run_passes(model, [make_pass("cascade", {})])
-    plain_records = [
-        r for op in plain.subgraphs[0].operators if op.opcode == OPCODE for r in decode(op).records
-    ]
-    assert all(r[BLOCK_ROWS] == 0 for r in plain_records)
+    rows, _ = records({"kernels": "cmsis_nn", "step_pixels": 0})
+    assert all(r[BLOCK_ROWS] == 0 for r in rows)
+    plain, _ = records({})
+    assert all(r[BLOCK_ROWS] == 0 and r[CONV_PATH] == 0 for r in plain)
 
 
 BUILT = {

@@ -29,10 +29,14 @@ from arenaplan.builder.unet import unet_denoiser
 from arenaplan.builder.writer import ModelBuilder
 from arenaplan.export.offline_plan import with_offline_plan
 from arenaplan.export.tflite_writer import write_model
+from arenaplan.ir.cascade_format import is_pointwise
 from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Quantization
 from arenaplan.passes import make_pass, run_passes
-from arenaplan.passes.cascade_chain import chain_of
+from arenaplan.passes.cascade import apply as apply_chains
+from arenaplan.passes.cascade import longest_chains
+from arenaplan.passes.cascade_chain import Steps, chain_of
+from arenaplan.passes.cascade_choice import Chooser
 from arenaplan.placement import PlanOptions, plan_model
 from arenaplan.reader import read_model_bytes
 from arenaplan.tflm.scratch import scratch_requests
@@ -190,6 +194,7 @@ class _Stage:
     quant: tuple[float, int] = (0.0, 0)  # the output's scale and zero point
     const: Const | None = None  # a constant operand (words 40-44)
     tensor_shape: tuple[int, ...] | None = None  # the output tensor's, when not [1, h, w, c]
+    folded: np.ndarray | None = None  # conv_path 2: the bias the cascade reads instead
 
 
 class HandChain:
@@ -267,11 +272,14 @@ class HandChain:
         zp=5,
         bias=True,
         int32_sum=False,
+        path=0,
     ) -> int:
         """``k``, ``stride``, ``dilation``: one number, or (rows, columns); ``bias``:
         int8 stages an int32 one; int16 ones int64, or int32 with ``int32_sum``
         (TFLM's int16 CONV_2D then sums in int32, as it does without a bias whose
-        options say quantized_bias_type INT32)."""
+        options say quantized_bias_type INT32); ``path``: word 38 (1: arm_convolve_s8
+        in CMSIS-NN builds; 2: the pointwise loop over the folded bias, bias +
+        input_offset * the channel's filter sum)."""
         in_h, in_w, in_c = self._shape(src)
         kh, kw = _pair(k)
         (sh, sw), (dh, dw) = _pair(stride), _pair(dilation)
@@ -296,6 +304,11 @@ class HandChain:
         quant = np.array([m for m, _ in pairs] + [s for _, s in pairs], np.int32)
         st.consts = [(filt, DType.INT8), (b, bias_type), (quant, DType.INT32)]
         st.words[46] = int(self.dtype is DType.INT16 and int32_sum)
+        st.words[38] = path
+        if path == 2:
+            sums = filt.reshape(out_c, -1).astype(np.int64).sum(axis=1)
+            base = b.astype(np.int64) if b is not None else np.zeros(out_c, np.int64)
+            st.folded = (base + st.words[21] * sums).astype(np.int32)
         axis = 3 if depthwise else 0
         st.filter_quant = Quantization(tuple(fscales), (0,) * out_c, axis)
         st.bias_quant = Quantization(tuple(in_scale * s for s in fscales), (0,) * out_c)
@@ -559,14 +572,18 @@ class HandChain:
         self,
         full_rings: bool = False,
         words: dict | None = None,
-        steps: int = 0,
+        steps: int | list[int] = 0,
         columns: bool = False,
     ) -> bytes:
         """The chain blob: rings sized by the row order (or whole tensors); ``steps``:
-        the block_rows of every stage but MEAN_ROWS and MEAN (at most its rows);
-        ``columns``: along the columns of one-row tensors (word 47)."""
+        the block_rows of every stage but MEAN_ROWS and MEAN (at most its rows), or of
+        each; ``columns``: along the columns of one-row tensors (word 47)."""
         stages = [_along_columns(st) for st in self.stages] if columns else self.stages
-        blocks = [0 if st.kind in WHOLE_INPUT else min(steps, st.shape[0]) for st in stages]
+        each = steps if isinstance(steps, list) else [steps] * len(stages)
+        blocks = [
+            0 if st.kind in WHOLE_INPUT else min(b, st.shape[0])
+            for st, b in zip(stages, each, strict=True)
+        ]
         rings = _ring_rows(stages, blocks) if not full_rings else [s.shape[0] for s in stages]
         rings = [-(-r // max(b, 1)) * max(b, 1) for r, b in zip(rings, blocks, strict=True)]
         rings[-1] = 0
@@ -601,7 +618,7 @@ class HandChain:
         full_rings: bool = False,
         words: dict | None = None,
         options: bytes | None = None,
-        steps: int = 0,
+        steps: int | list[int] = 0,
         columns: bool = False,
     ) -> bytes:
         """The one-operator model; ``words``: {(stage or "header", word): value} to
@@ -612,7 +629,10 @@ class HandChain:
         inputs = list(xs)
         extra: dict[tuple[int, int], int] = {}
         for s, st in enumerate(self.stages):
-            for field_index, (data, dtype) in zip((18, 19, 20), st.consts, strict=False):
+            consts = list(st.consts)
+            if st.folded is not None:
+                consts[1] = (st.folded, DType.INT32)
+            for field_index, (data, dtype) in zip((18, 19, 20), consts, strict=False):
                 if data is None:
                     continue
                 inputs.append(b.add_tensor(f"c{s}_{field_index}", data.shape, dtype, data=data))
@@ -1043,7 +1063,32 @@ ONE_ROW = {
     "one_row_consts": _chain_one_row_consts,
 }
 
+
+def _chain_paths() -> HandChain:
+    """Word 38: arm_convolve_s8 itself (path 1) for a 3x3 and a strided 1x1
+    convolution, the pointwise loop over a folded bias (path 2) with odd pixels and
+    channels, with and without a bias, reading the input and rings."""
+    c = HandChain((9, 7, 6), zp=11)
+    a = c.conv(-1, 7, 3, activation="RELU", path=1)
+    b = c.conv(a, 5, 1, path=2, zp=-9)
+    d = c.conv(b, 0, 3, depthwise=True)
+    e = c.conv(d, 9, 1, bias=False, path=2)
+    f = c.conv(e, 6, 1, stride=2, path=1)
+    c.conv(f, 3, 1, path=2)
+    return c
+
+
+def _chain_pointwise_input() -> HandChain:
+    """A pointwise path reading the operator's input, and one writing its output."""
+    c = HandChain((6, 5, 4), zp=-30)
+    a = c.conv(-1, 6, 1, path=2, activation="RELU6")
+    c.conv(a, 5, 1, path=2)
+    return c
+
+
 HAND_CHAINS = {
+    "paths": _chain_paths,
+    "pointwise_input": _chain_pointwise_input,
     "block": _chain_block,
     "strided_tall": _chain_strided_tall,
     "input_add": _chain_input_add,
@@ -1132,6 +1177,29 @@ def test_one_row_chains_run_along_columns(variant: str, name: str, steps: int) -
     assert _outputs(runner, cascaded, inputs) == _outputs(runner, original, inputs)
 
 
+def _wrapping_pointwise() -> tuple[HandChain, list[int]]:
+    """A pointwise stage of 2-row steps reading a ring of 3 rows (a depthwise
+    convolution reads it too): some of its windows wrap around the ring's end."""
+    c = HandChain((10, 3, 4), zp=7)
+    a = c.conv(-1, 6, 3)
+    d = c.conv(a, 0, 3, depthwise=True)
+    b = c.conv(a, 6, 1, path=2)
+    c.add(d, b)
+    return c, [1, 1, 2, 1]
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_pointwise_path_reads_a_wrapping_window_in_two_pieces(variant: str) -> None:
+    runner = _runner(variant)
+    chain, blocks = _wrapping_pointwise()
+    rings = _ring_rows(chain.stages, blocks)
+    assert rings[0] % 2 == 1, rings  # so steps of 2 rows at even rows wrap
+    original = chain.original()
+    inputs = random_inputs(read_model_bytes(original), 3, seed=3)
+    cascaded = chain.cascaded(steps=blocks)
+    assert _outputs(runner, cascaded, inputs) == _outputs(runner, original, inputs)
+
+
 # Broken chains: Prepare refuses each with one line (the runner reports "allocate").
 BROKEN = {
     "version": {("header", 0): 1},
@@ -1152,6 +1220,10 @@ BROKEN = {
     "quant_is_the_bias": {(0, 20): 2},
     "clamp": {(0, 23): 5, (0, 24): 4},
     "reserved": {(3, 39): 1},
+    "conv_path_of_a_pool": {(5, 38): 1},
+    "conv_path_unknown": {(0, 38): 3},
+    "pointwise_path_of_a_3x3": {(0, 38): 2},
+    "pointwise_path_of_a_depthwise": {(1, 38): 2},
     "reserved_last": {(3, 47): 1},
     "constant_operand": {(3, 40): 1},
     "element_type": {(3, 45): 1},
@@ -1312,7 +1384,7 @@ def test_the_pass_writes_the_hand_chains_words(name: str) -> None:
     model = read_model_bytes(chain.original())
     sg = model.subgraphs[0]
     written = chain_of(sg, list(range(len(sg.operators))), model.buffers).records
-    chain_filled = {18, 19, 20, 25, 26, 27, 37}
+    chain_filled = {18, 19, 20, 25, 26, 27, 37, 38}  # 37, 38: the steps, chosen
     stages = [_along_columns(st) for st in chain.stages] if name in ONE_ROW else chain.stages
     for s, (st, words) in enumerate(zip(stages, written, strict=True)):
         mine = [v for k, v in sorted(st.words.items()) if k not in chain_filled]
@@ -1489,3 +1561,43 @@ def test_cascade_plan_is_proven_in_the_cmsis_nn_build(variant: str, name: str) -
     proof = prove(data, planned, plan.arena, kernels, own=True)
     assert proof.proven, proof.reason
     assert variant in proof.runtime
+
+
+# Steps and word 38's paths the pass may write, forced on every stage that can take
+# them: (rows per step, 0 for all; path of every pointwise CONV_2D)
+FORCED = {"rows1_path1": (1, 1), "rows2_path2": (2, 2), "rows3_path0": (3, 0), "all_path1": (0, 1)}
+
+
+def _forced(data: bytes, kernels: str, rows: int, path: int) -> bytes:
+    """Every chain of the pass's kind with every windowed stage ``rows`` rows a step
+    (0: all) and every pointwise CONV_2D by ``path``."""
+    model = read_model_bytes(data)
+    sg = model.subgraphs[0]
+    chains = []
+    for ops in longest_chains(sg, model.buffers):
+        chooser = Chooser(sg, ops, model.buffers, kernels)
+        blocks = [
+            b[-1] if rows == 0 else min(rows, b[-1]) for b in map(chooser.blocks, range(len(ops)))
+        ]
+        paths = [path if path in chooser.paths[s] and is_pointwise(chooser.records[s]) else 0
+                 for s in range(len(ops))]  # fmt: skip
+        option = chooser.option(Steps(tuple(blocks), tuple(paths)))
+        assert option is not None
+        chains.append(option.chain)
+    return write_model(apply_chains(model, chains)[0])
+
+
+@pytest.mark.parametrize("case", list(FORCED))
+@pytest.mark.parametrize("name", ["ds_cnn_M", "mobilenet_v2"])
+@pytest.mark.parametrize("variant", [*CMSIS_KERNELS, "host-reference"])
+def test_every_step_and_path_is_bit_identical(variant: str, name: str, case: str) -> None:
+    """CMSIS-NN's wrapper, its im2col convolution and the kernel's pointwise loop over a
+    folded bias, at steps of one, two, three rows and whole tensors: the original's
+    outputs in each CMSIS-NN build (and the reference arithmetic's, the folded bias
+    included, in host-reference)."""
+    runner = _runner(variant)
+    data = _model(name)
+    cascaded = _forced(data, CMSIS_KERNELS.get(variant, "cmsis_nn"), *FORCED[case])
+    report = compare_models(data, cascaded, 2, 0, runner=runner, figures=False)
+    assert report.refused is None and report.failed is None, report.refused or report.failed
+    assert report.identical, report.mismatch
