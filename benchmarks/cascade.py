@@ -2,6 +2,7 @@
 after bands and after the cascade pass, measured in TFLM built from source.
 
     python benchmarks/cascade.py [--models DIR] [--no-instructions] [--only NAME]
+    python benchmarks/cascade.py --steps [--kernels reference,cmsis_nn] [--only NAME]
     python benchmarks/cascade.py --stops [--models DIR]
 
 Needs TFLM built from source (``python scripts/build_tflm.py --variants
@@ -26,6 +27,23 @@ Bytes, arm32 profile, TFLM's reference kernels:
                    cascaded (change): the measured counterpart of the estimate
     proven         outputs bit-identical to the original's in host-reference (3 random
                    inputs) and arm32-reference (1), and both measured heads = the plan
+
+``--steps``: the memory / instructions trade-off of the steps, per kernel set of
+``--kernels`` (each counted in its build: reference and cmsis_nn on the host by
+callgrind, cmsis_nn+dsp on arm32-cmsis_nn and cmsis_nn+mve on m55-cmsis_nn by QEMU)
+and per built model (MobileNetV1 0.25 96x96x1, MobileNetV2 1.0 224, DS-CNN M and L),
+at each step the pass may take (``STEP_CHOICES``: one row per step, 16 and 64
+output pixels per call, and the default, each stage's chosen by the time model
+within the arena of one row per step; the reference kernels step a row):
+
+    head, whole    the plan of the cascaded model (--passes cascade,reorder,inplace,
+                   arm32 profile)
+    instructions   one invoke, original -> cascaded (ratio), measured in the build
+    estimate       the time model's ratio (``cost.cascade_steps``; fitted on small
+                   synthetic chains, not on these networks): original + its estimate
+                   of the cascade's extra instructions, over the measured original
+    proven         outputs bit-identical to the original's in that build and TFLM's
+                   measured head = the plan
 
 ``--stops`` (no TFLM needed): what stops the cascades' chains, the survey. Over every
 model of ../shared/models, every model the project builds (MobileNetV1 and V2, DS-CNN
@@ -168,6 +186,66 @@ def _row(source: Source, count: bool) -> tuple[list[str], dict[str, int]]:
     return row, {"head": after.plan.arena, "whole": _whole(after)}
 
 
+# the steps --steps compares: (label, step_pixels; None: the pass's choice)
+STEP_CHOICES = (("one row", 0), ("16 px", 16), ("64 px", 64), ("chosen", None))
+# the build each kernel set's instructions are counted in (and its plan proven)
+BUILDS = {
+    "reference": "host-reference",
+    "cmsis_nn": "host-cmsis_nn",
+    "cmsis_nn+dsp": "arm32-cmsis_nn",
+    "cmsis_nn+mve": "m55-cmsis_nn",
+}
+
+
+def _step_rows(source: Source, kernels: str) -> Iterator[list[str]]:
+    """One row per step choice of ``source`` with ``kernels`` (one for the reference)."""
+    variant = BUILDS[kernels]
+    before = invoke_instructions(source.data, 0, variant)
+    choices = STEP_CHOICES if kernels != "reference" else STEP_CHOICES[:1]
+    for label, pixels in choices:
+        start = time.perf_counter()
+        request = PlanRequest(source, profile=PROFILE, passes=CASCADE, kernels=kernels,
+                              step_pixels=pixels)  # fmt: skip
+        done = run_plan(request)
+        after = invoke_instructions(done.planned, 0, variant)
+        records = done.rewrite.records if done.rewrite is not None else ()
+        stats = next((r.stats for r in records if r.name == "cascade" and r.changed), {})
+        extra = stats.get("extra_instructions", 0)
+        proven = done.proof is not None and done.proof.proven
+        yield [
+            source.name, kernels, label, f"{done.plan.arena:,}", f"{_whole(done):,}",
+            f"{before:,} -> {after:,} ({after / before:.3f}x)",
+            f"{(before + extra) / before:.3f}x" if kernels != "reference" else "-",
+            "yes" if proven else "NO", f"{time.perf_counter() - start:.0f}",
+        ]  # fmt: skip
+
+
+def _steps(args: argparse.Namespace) -> int:
+    """The memory / instructions trade-off per model, kernel set and step."""
+    kernel_sets = [k.strip() for k in args.kernels.split(",") if k.strip()]
+    for kernels in kernel_sets:
+        why = instructions_available(BUILDS[kernels]) if kernels in BUILDS else "unknown"
+        if why is not None:
+            print(f"benchmarks/cascade.py: {kernels}: {why}", file=sys.stderr)
+            return 2
+    table = Table(title=f"steps: --passes {','.join(CASCADE)}, instructions of one invoke")
+    columns = ("model", "kernels", "steps", "head", "whole", "instructions", "estimate",
+               "proven", "s")  # fmt: skip
+    for col in columns:
+        table.add_column(col, justify="left" if col in columns[:3] else "right")
+    console = Console(width=200)
+    for name, build in BUILT:
+        if args.only and args.only not in name:
+            continue
+        data = build()
+        source = Source(data, read_model_bytes(data), name)
+        for kernels in kernel_sets:
+            for row in _step_rows(source, kernels):
+                table.add_row(*row)
+    console.print(table)
+    return 0
+
+
 def _survey_models(extra: Path) -> Iterator[tuple[str, bytes]]:
     """The survey's models: built, the test kits' Keras-like ones, then files."""
     sys.path.insert(0, str(ROOT / "tests"))
@@ -218,9 +296,13 @@ def main() -> int:
     parser.add_argument("--no-instructions", action="store_true", help="skip callgrind")
     parser.add_argument("--only", help="the models whose name contains this")
     parser.add_argument("--stops", action="store_true", help="the survey of what stops chains")
+    parser.add_argument("--steps", action="store_true", help="memory / instructions per step")
+    parser.add_argument("--kernels", default="reference,cmsis_nn", help="--steps: kernel sets")
     args = parser.parse_args()
     if args.stops:
         return _stops(args.models)
+    if args.steps:
+        return _steps(args)
     for variant in ("host-reference", "arm32-reference"):
         why = native_available(variant)
         if why is not None:
