@@ -186,6 +186,8 @@ def _row(source: Source, count: bool) -> tuple[list[str], dict[str, int]]:
     return row, {"head": after.plan.arena, "whole": _whole(after)}
 
 
+# the models --steps measures: BUILT's int8 networks
+STEP_MODELS = ("mobilenet_v1", "mobilenet_v2", "ds_cnn_M", "ds_cnn_L")
 # the steps --steps compares: (label, step_pixels; None: the pass's choice)
 STEP_CHOICES = (("one row", 0), ("16 px", 16), ("64 px", 64), ("chosen", None))
 # the build each kernel set's instructions are counted in (and its plan proven)
@@ -235,7 +237,7 @@ def _steps(args: argparse.Namespace) -> int:
         table.add_column(col, justify="left" if col in columns[:3] else "right")
     console = Console(width=200)
     for name, build in BUILT:
-        if args.only and args.only not in name:
+        if not name.startswith(STEP_MODELS) or (args.only and args.only not in name):
             continue
         data = build()
         source = Source(data, read_model_bytes(data), name)
