@@ -74,6 +74,7 @@ ABOUT = (
     "small synthetic chains counted in that set's TFLM build. Estimates."
 )
 SIGNIFICANT = 3  # digits kept of each coefficient
+NOISE = 1e-6  # a fitted coefficient below this (instructions per count) is round-off
 
 
 class FitError(Exception):
@@ -279,7 +280,9 @@ def fit(rows: list[Row]) -> tuple[dict[str, float], dict[str, object]]:
 
 
 def _round(v: float) -> float:
-    return float(f"{v:.{SIGNIFICANT}g}")
+    """``v`` to SIGNIFICANT digits; below NOISE in magnitude (the fit's round-off on a
+    term the counts do not need, instructions) 0, so the term is left out."""
+    return 0.0 if abs(v) < NOISE else float(f"{v:.{SIGNIFICANT}g}")
 
 
 def _compiler(variant: str) -> str:
