@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -143,7 +144,7 @@ def plugin_path() -> Path:
     if path.is_file():
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(".part")
+    partial = path.with_suffix(f".{os.getpid()}.part")  # one per process: tests run in several
     argv = ["gcc", "-O2", "-shared", "-fPIC", "-fvisibility=hidden", "-o", str(partial)]
     done = subprocess.run(
         [*argv, str(PLUGIN_SOURCE)], capture_output=True, text=True, timeout=300, check=False
