@@ -126,13 +126,7 @@ def family(features: str, r: Sequence[int], pad_top: int, rows: int) -> str:
 
 def _steps(r: Sequence[int], block: int) -> Iterator[tuple[int, int, tuple[int, int] | None]]:
     """Each step of ``block`` rows: its first row, rows, and source rows (None: none)."""
-    g = f.row_geometry([*r[: f.BLOCK_ROWS], block, *r[f.BLOCK_ROWS + 1 :]])
-    y = 0
-    while y < g.out_h:
-        n = g.step(y)
-        lo, hi = g.needs_step(y)
-        yield y, n, ((lo, hi) if lo <= hi else None)
-        y += n
+    return f.row_geometry([*r[: f.BLOCK_ROWS], block, *r[f.BLOCK_ROWS + 1 :]]).steps()
 
 
 def _conv_counts(features: str, r: Sequence[int], block: int, out: Counter[str]) -> None:

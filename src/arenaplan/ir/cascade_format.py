@@ -8,7 +8,7 @@ Here: the word indices, the kinds, and ``encode``/``decode``. Who reads the blob
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from flatbuffers import flexbuffers
@@ -181,6 +181,16 @@ class RowGeometry:
     def step(self, y: int) -> int:
         """Rows of the step that starts at row y."""
         return min(max(self.block, 1), self.out_h - y)
+
+    def steps(self) -> Iterator[tuple[int, int, tuple[int, int] | None]]:
+        """Each step: its first row, its rows, and the rows [lo, hi] of src0 it reads
+        (None: none, every tap in the padding)."""
+        y = 0
+        while y < self.out_h:
+            n = self.step(y)
+            lo, hi = self.needs_step(y)
+            yield y, n, ((lo, hi) if lo <= hi else None)
+            y += n
 
     def needs_step(self, y: int) -> tuple[int, int]:
         """Rows [lo, hi] of src0 the step at row y reads together (hi < lo: none): the

@@ -82,17 +82,6 @@ def windowed(r: tuple[int, ...]) -> bool:
     return r[KIND] in (CONV, DEPTHWISE) or pool
 
 
-def _steps(r: tuple[int, ...]):
-    """Each step's first row, rows, and the source rows it reads (None: none)."""
-    g = row_geometry(r)
-    y = 0
-    while y < g.out_h:
-        n = g.step(y)
-        lo, hi = g.needs_step(y)
-        yield y, n, ((lo, hi) if lo <= hi else None)
-        y += n
-
-
 def _buffer(features: str, r: tuple[int, ...]) -> int:
     """The largest buffer CMSIS-NN asks for a step of windowed record ``r``."""
     if r[KIND] == AVG_POOL:
@@ -104,7 +93,7 @@ def _buffer(features: str, r: tuple[int, ...]) -> int:
             return 0
         return convolve_wrapper_s16_buffer(features, _whole(r), Dims(1, *_taps(r)))
     largest = 0
-    for y, n, span in _steps(r):
+    for y, n, span in row_geometry(r).steps():
         if span is None:
             continue  # wholly in the padding: the reference path
         lo, hi = span
