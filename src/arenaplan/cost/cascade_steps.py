@@ -58,7 +58,13 @@ from collections.abc import Iterator, Sequence
 from importlib import resources
 
 from arenaplan.ir import cascade_format as f
-from arenaplan.tflm.cmsis_nn.buffer_sizes import DW_ONE_IN_CH_THRESHOLD, Dims, Window, is_1x1
+from arenaplan.tflm.cmsis_nn.buffer_sizes import (
+    DW_ONE_IN_CH_THRESHOLD,
+    PIXEL_GROUP,
+    Dims,
+    Window,
+    is_1x1,
+)
 from arenaplan.tflm.kernel_sets import cmsis_features
 
 FAMILIES = ("conv_1x1", "conv", "dw_3x3", "dw_opt", "dw")
@@ -72,7 +78,6 @@ OTHER_COUNTS = ("add.calls", "mul.calls", "pool.calls", "mean_rows.elements")
 COUNTS = (*FAMILY_COUNTS, *PATH_COUNTS, *KERNEL_COUNTS, *OTHER_COUNTS)
 # counts whose coefficient is a difference between two ways (may be below 0)
 DIFFERENCES = (*PATH_COUNTS, "mean_rows.elements")
-_GROUP = {"c": 2, "dsp": 2, "mve": 4}  # pixels CMSIS-NN's products take at a time
 CONVS = (f.KINDS["CONV_2D"], f.KINDS["DEPTHWISE_CONV_2D"])
 POOLS = (f.KINDS["AVERAGE_POOL_2D"], f.KINDS["MAX_POOL_2D"])
 
@@ -142,7 +147,7 @@ def _conv_counts(features: str, r: Sequence[int], block: int, out: Counter[str])
         if way == "im2col" and fam != "conv_1x1":
             way = fam  # arm_convolve_s8: what the wrapper calls for this filter
         pixels = n * r[f.OUT_W]
-        group = 2 if way == "pointwise" else _GROUP[features]
+        group = 2 if way == "pointwise" else PIXEL_GROUP[features]
         out[f"{way}.calls"] += 1
         if way in ("conv_1x1", "conv", "pointwise", "im2col"):
             out[f"{way}.left"] += (pixels % group) * r[f.OUT_C] * taps

@@ -226,20 +226,22 @@ class Cascade:
             pixels = self.step_pixels
             return [_uniform(ch, c, pixels) for ch, c in zip(choosers, chains, strict=True)]
         least = [_chain_or(ch.least(), c) for ch, c in zip(choosers, chains, strict=True)]
-        floor = self.score(apply(model, least)[0])
+        current, origin = apply(model, least)
+        floor = self.score(current)
         budget = max(self.fit if self.fit is not None else floor, floor)
-        rooms = self._rooms(model, least, budget)
+        rooms = self._rooms(model, least, current, origin, budget)
         fast = [
             _chain_or(ch.fastest(room), c)
             for ch, c, room in zip(choosers, least, rooms, strict=True)
         ]
         return self._within(model, fast, least, budget)
 
-    def _rooms(self, model: Model, chains: list[Chain], budget: int) -> list[int]:
+    def _rooms(
+        self, model: Model, chains: list[Chain], current: Model, origin: Origin, budget: int
+    ) -> list[int]:
         """Bytes each chain's requests may take for the model's score to stay within
         ``budget``: the budget's head less what is live beside the cascade in its
-        scopes (the model with ``chains``)."""
-        current, origin = apply(model, chains)
+        scopes (``current``: ``model`` with ``chains``, ``origin`` its operators')."""
         live, lifetimes = head_live(current, self.kernels, PROFILES[self.profile].pointer)
         head = budget - self.tail(current)
         ordered = sorted(range(len(chains)), key=lambda k: (chains[k].subgraph, chains[k].ops[0]))
@@ -266,7 +268,8 @@ class Cascade:
             ]
             if not grown:
                 break
-            out[max(grown)[1]] = least[max(grown)[1]]
+            _, k = max(grown)
+            out[k] = least[k]
         return out
 
     def _stopped(self, model: Model, after: int) -> dict[str, int | float | str]:

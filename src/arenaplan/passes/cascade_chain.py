@@ -78,11 +78,9 @@ from arenaplan.ir.model import Operator, Subgraph
 from arenaplan.passes.cascade_rows import INPUT, ring_rows
 from arenaplan.passes.cascade_stage import Stage, Uncascadable, stage_of
 from arenaplan.passes.edit import SubgraphEdit
+from arenaplan.tflm.cmsis_nn.buffer_sizes import PIXEL_GROUP
 from arenaplan.tflm.kernel_sets import REFERENCE, cmsis_features
 
-# pixels CMSIS-NN's int8 matrix products (arm_nn_mat_mult_nt_t_s8, arm_convolve_s8's
-# im2col) take at a time: 2 in plain C and with DSP, 4 with MVE
-_PIXEL_GROUP = {"c": 2, "dsp": 2, "mve": 4}
 # CMSIS-NN's int16 convolution with an int64 bias, in plain C and with DSP
 # (arm_nn_mat_mult_kernel_s16 against arm_convolve_s16's lone pixel): a pair of pixels
 # sums the first 512 columns of a filter in int32 and the rest in int64, a lone pixel
@@ -142,7 +140,7 @@ def block_rows(
     features = cmsis_features(kernels)
     if features is None or kind != "CONV_2D":
         return 0
-    multiple = _PIXEL_GROUP[features] // math.gcd(out_w, _PIXEL_GROUP[features])
+    multiple = PIXEL_GROUP[features] // math.gcd(out_w, PIXEL_GROUP[features])
     if step_pixels <= 0:
         rows = multiple if paired and features != "mve" else 1
     else:

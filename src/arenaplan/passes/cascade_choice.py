@@ -52,6 +52,7 @@ from arenaplan.ir.cascade_format import (
     is_pointwise,
 )
 from arenaplan.ir.model import Subgraph
+from arenaplan.passes.band_search import ALIGN  # TFLM's planner rounds each request to it
 from arenaplan.passes.cascade_chain import (
     Chain,
     Steps,
@@ -62,15 +63,11 @@ from arenaplan.passes.cascade_chain import (
     uniform_steps,
 )
 from arenaplan.passes.cascade_stage import Uncascadable, stage_of
-from arenaplan.tflm.cmsis_nn.cascade import chain_work_bytes
+from arenaplan.tflm.cmsis_nn.cascade import chain_work_bytes, windowed
 from arenaplan.tflm.kernel_sets import cmsis_features
 
 STEP_PIXELS = (16, 32, 64, 128, 256, 512)  # output pixels of a step tried, at least
 STEP_ROWS = (2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)  # rows of a step tried (and all)
-ALIGN = 16  # bytes: TFLM's planner rounds every scratch request to it
-# stages whose steps are CMSIS-NN calls on a window of rows (larger steps, fewer calls)
-WINDOWED = tuple(KINDS[k] for k in ("CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D",
-                                    "MAX_POOL_2D"))  # fmt: skip
 PASSES = 3  # rounds of the per-stage search at most
 
 
@@ -114,7 +111,7 @@ class Chooser:
         """Stage ``s``'s steps are the chooser's: an int8 windowed stage, CMSIS-NN."""
         w = self.records[s]
         int8 = w[ELEMENT_TYPE] == ELEMENT_TYPES["INT8"]
-        return cmsis_features(self.kernels) is not None and int8 and w[KIND] in WINDOWED
+        return cmsis_features(self.kernels) is not None and int8 and windowed(w)
 
     def _paths(self, s: int) -> tuple[int, ...]:
         """Word 38's paths stage ``s`` may take: the wrapper; for an int8 1x1 CONV_2D

@@ -28,6 +28,9 @@ from dataclasses import dataclass
 CH_IN_BLOCK_MVE = 124  # arm_nnsupportfunctions.h: channels per block, MVE depthwise
 REVERSE_TCOL_EFFICIENT_THRESHOLD = 16  # input channels above which transpose conv reverses
 DW_ONE_IN_CH_THRESHOLD = 1  # CONVERT_DW_CONV_WITH_ONE_INPUT_CH_AND_OUTPUT_CH_ABOVE_THRESHOLD (GCC)
+# pixels CMSIS-NN's int8 matrix products (arm_nn_mat_mult_nt_t_s8, arm_convolve_s8's
+# im2col) take at a time, per features: 2 in plain C and with DSP, 4 with MVE
+PIXEL_GROUP = {"c": 2, "dsp": 2, "mve": 4}
 
 
 @dataclass(frozen=True, slots=True)
