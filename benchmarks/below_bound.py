@@ -30,14 +30,14 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from arenaplan.export.offline_plan import with_offline_plan
 from arenaplan.export.tflite_writer import write_model
 from arenaplan.passes.band_search import model_macs
 from arenaplan.pipeline import PlanRequest, Source, run_plan
 from arenaplan.placement import PlanOptions, plan_model
 from arenaplan.reader import read_model_bytes
-from arenaplan.tflm.kernel_sets import KERNELS
-from arenaplan.verify.prove import prove
+from arenaplan.runtime.registry import kernel_names, parse_kernels
+from arenaplan.tflm.offline_plan import with_offline_plan
+from arenaplan.tflm.verify.prove import prove
 
 DEFAULT_MODELS = Path(__file__).resolve().parents[2] / "shared" / "models"
 COLUMNS = (
@@ -99,7 +99,7 @@ def _row(path: Path, args: argparse.Namespace) -> list[str]:
 def _kernels_proof(data: bytes, new, aliases, clobber: bool, kernels: str) -> str:
     """The rewritten model planned for ``kernels`` and proven where they run: its head
     and "proven", or why not."""
-    options = PlanOptions(aliases=aliases, clobber_inputs=clobber, kernels=kernels)
+    options = PlanOptions(aliases=aliases, clobber_inputs=clobber, kernels=parse_kernels(kernels))
     plan = plan_model(new, options)
     planned = with_offline_plan(write_model(new), plan.offline_offsets)
     proof = prove(data, planned, plan.arena, kernels)
@@ -109,7 +109,7 @@ def _kernels_proof(data: bytes, new, aliases, clobber: bool, kernels: str) -> st
 def _proof(original: bytes, planned: bytes, skip: bool) -> tuple[str, str, str]:
     if skip:
         return "-", "-", "-"
-    from arenaplan.verify import compare_models
+    from arenaplan.tflm.verify import compare_models
 
     report = compare_models(original, planned, trials=3)
     if report.refused or report.failed:
@@ -129,13 +129,16 @@ def main() -> int:
     parser.add_argument(
         "--kernels",
         default="",
-        help=f"comma-separated kernel sets to plan for and prove with ({', '.join(KERNELS)})",
+        help="comma-separated kernel sets to plan for and prove with "
+        f"({', '.join(kernel_names())})",
     )
     args = parser.parse_args()
     args.kernels = [k for k in args.kernels.split(",") if k]
-    unknown = [k for k in args.kernels if k not in KERNELS]
+    unknown = [k for k in args.kernels if k not in kernel_names()]
     if unknown:
-        print(f"unknown kernels {unknown[0]!r} (known: {', '.join(KERNELS)})", file=sys.stderr)
+        print(
+            f"unknown kernels {unknown[0]!r} (known: {', '.join(kernel_names())})", file=sys.stderr
+        )
         return 2
     paths = sorted(args.models.glob("*.tflite"))
     if not paths:

@@ -74,17 +74,18 @@ from arenaplan.export.figures import placed_seconds
 from arenaplan.passes.cascade import chain_stops
 from arenaplan.pipeline import PlanRequest, PlanResult, Source, run_plan
 from arenaplan.reader import read_model_bytes
+from arenaplan.runtime.registry import parse_kernels, parse_profile
 from arenaplan.targets.load import load_builtin
-from arenaplan.verify.compare import compare_models
-from arenaplan.verify.instructions import instructions_available, invoke_instructions
-from arenaplan.verify.native import NativeRunner, native_available
+from arenaplan.tflm.verify.compare import compare_models
+from arenaplan.tflm.verify.instructions import instructions_available, invoke_instructions
+from arenaplan.tflm.verify.native import NativeRunner, native_available
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_MODELS = ROOT.parent / "shared" / "models"
 ZOO = Path.home() / ".cache" / "arenaplan" / "keras_zoo"  # benchmarks/keras_zoo.py's exports
 BANDS = ("reorder", "inplace", "bands")
 CASCADE = ("cascade", "reorder", "inplace")
-PROFILE = "arm32"
+PROFILE = parse_profile("arm32")
 ESTIMATE_TARGET = "generic"  # whose time model estimates the change of time
 SHARED = ("mlcommons-tiny__vww_96_int8", "arm-ml-examples__ds_cnn_s_quantized")
 COLUMNS = ("model", "naive bound", "head", "tail", "whole", "bands whole",
@@ -124,7 +125,6 @@ def _sources(args: argparse.Namespace) -> Iterator[Source]:
 
 
 def _whole(done: PlanResult) -> int:
-    assert done.figures is not None  # run_plan always makes them
     arena = done.figures.array("arena")
     assert arena is not None  # no target: one arena
     return arena.bytes
@@ -165,7 +165,6 @@ def _row(source: Source, count: bool) -> tuple[list[str], dict[str, int]]:
     before = run_plan(request)
     bands = run_plan(PlanRequest(source, profile=PROFILE, passes=BANDS, prove=False))
     after = run_plan(PlanRequest(source, profile=PROFILE, passes=CASCADE))
-    assert after.figures is not None
     measured, proven = _measure(source, after)
     row = [
         source.name,
@@ -206,8 +205,8 @@ def _step_rows(source: Source, kernels: str) -> Iterator[list[str]]:
     choices = STEP_CHOICES if kernels != "reference" else STEP_CHOICES[:1]
     for label, pixels in choices:
         start = time.perf_counter()
-        request = PlanRequest(source, profile=PROFILE, passes=CASCADE, kernels=kernels,
-                              step_pixels=pixels)  # fmt: skip
+        request = PlanRequest(source, profile=PROFILE, passes=CASCADE,
+                              kernels=parse_kernels(kernels), step_pixels=pixels)  # fmt: skip
         done = run_plan(request)
         after = invoke_instructions(done.planned, 0, variant)
         records = done.rewrite.records if done.rewrite is not None else ()

@@ -39,7 +39,7 @@ def _best_time(data: bytes, name: str, repeat: int) -> tuple[Plan, float]:
 
 
 def _measured(data: bytes, planned: bytes) -> tuple[str, str]:
-    from arenaplan.verify import measure
+    from arenaplan.tflm.verify import measure
 
     try:
         before = measure(data)

@@ -34,7 +34,7 @@ from rich.table import Table
 
 from arenaplan.cost.traffic import Difference, compare, fixed_terms, total, traffic_details
 from arenaplan.reader import read_model_bytes
-from arenaplan.verify.traffic_measure import measure_traffic, traffic_available
+from arenaplan.tflm.verify.traffic_measure import measure_traffic, traffic_available
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_MODELS = ROOT.parent / "shared" / "models"

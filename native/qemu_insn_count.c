@@ -1,5 +1,5 @@
 /* qemu_insn_count: a QEMU TCG plugin that counts the guest instructions a program
- * executes, for arenaplan.verify.instructions on the ARM builds (qemu-arm and
+ * executes, for arenaplan.tflm.verify.instructions on the ARM builds (qemu-arm and
  * qemu-system-arm run them; callgrind counts the host builds').
  *
  * Each translated block adds its instruction count to one 64-bit counter every time
@@ -11,7 +11,7 @@
  *
  * QEMU 7.2's plugin API (version 1), declared here by the documented signatures of
  * the entry points used (Debian ships no qemu-plugin.h). Built by
- * arenaplan.verify.instructions with the host's C compiler as a shared object.
+ * arenaplan.tflm.verify.instructions with the host's C compiler as a shared object.
  */
 
 #include <inttypes.h>

@@ -3,7 +3,7 @@
     python scripts/build_tflm.py [--out DIR] [--variants host-reference,host-cmsis_nn,...]
                                  [--tarball FILE] [--jobs N] [--where]
 
-For each variant (``arenaplan.verify.native.VARIANTS``): TFLM's ``microlite`` library
+For each variant (``arenaplan.tflm.verify.native.VARIANTS``): TFLM's ``microlite`` library
 with TFLM's own Makefile, then ``native/tflm_runner.cc`` and arenaplan's own kernels
 (``src/arenaplan/firmware/*.cc``, registered in the runner's resolver) compiled and
 linked with the same flags (for the Cortex-M55 board, with ``native/m55_startup.c``
@@ -36,7 +36,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from arenaplan.verify.native import (  # noqa: E402
+from arenaplan.tflm.verify.native import (  # noqa: E402
     BUNDLE,
     M55_LD,
     M55_STARTUP,

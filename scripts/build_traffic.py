@@ -16,7 +16,7 @@
 
 Output: ``<variant folder of build_tflm>/traffic/``: ``traffic_runner``,
 ``valgrind/arenatraffic-amd64-linux`` and ``build.json``, where
-``arenaplan.verify.traffic_measure`` finds them. Host (x86-64) variants only: valgrind
+``arenaplan.tflm.verify.traffic_measure`` finds them. Host (x86-64) variants only: valgrind
 runs the host build. Exit status 0 on success, 1 with one line on stderr naming what is
 missing.
 """
@@ -35,7 +35,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from arenaplan.verify.native import VARIANTS, build_root, variant_dir  # noqa: E402
+from arenaplan.tflm.verify.native import VARIANTS, build_root, variant_dir  # noqa: E402
 
 NATIVE = REPO / "native"
 MAKEFILE = "tensorflow/lite/micro/tools/make/Makefile"

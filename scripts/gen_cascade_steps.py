@@ -8,15 +8,15 @@ builds small synthetic chains (``CASES``: pointwise, 3x3 and strided convolution
 depthwise ones of three CMSIS-NN paths, windows that wrap around a ring, a residual
 ADD and a MUL, MEAN_ROWS and windowed pools), each as the plain operators and as
 cascades of several steps and word-38 paths, and counts the instructions of one
-invoke of every model (``arenaplan.verify.instructions``: callgrind on the host
+invoke of every model (``arenaplan.tflm.verify.instructions``: callgrind on the host
 build, qemu's instruction count on the ARM ones). Each model gives one equation:
-its instructions = the coefficients . its counts (``arenaplan.cost.cascade_steps``:
+its instructions = the coefficients . its counts (``arenaplan.tflm.cascade_steps``:
 ``chain_counts`` for a cascade, ``original_counts`` for the plain operators). The
 coefficients are the non-negative least-squares fit of every equation of a kernel
 set, each weighted by the inverse of its instructions (relative errors), rounded to
 3 significant digits; the fit's largest and root-mean-square relative residuals go
-beside them. The table goes to ``src/arenaplan/cost/data/cascade_steps.json``, which
-``arenaplan.cost.cascade_steps`` reads. The chains of the fit are not the networks
+beside them. The table goes to ``src/arenaplan/tflm/data/cascade_steps.json``, which
+``arenaplan.tflm.cascade_steps`` reads. The chains of the fit are not the networks
 the estimate is judged on (``python benchmarks/cascade.py --steps``).
 
 The header records the TFLM bundle and this command; each kernel set its variant,
@@ -42,7 +42,6 @@ from scipy.optimize import lsq_linear
 sys.path[:0] = [str(Path(__file__).resolve().parents[1] / d) for d in ("src", "tests")]
 from kits.opmodels import I8, Net  # noqa: E402
 
-from arenaplan.cost.cascade_steps import COUNTS, DIFFERENCES, chain_counts, original_counts  # noqa: E402
 from arenaplan.export.tflite_writer import write_model  # noqa: E402
 from arenaplan.ir.cascade_format import (  # noqa: E402
     IN_C,
@@ -58,15 +57,17 @@ from arenaplan.ir.cascade_format import (  # noqa: E402
 from arenaplan.passes.cascade import apply  # noqa: E402
 from arenaplan.passes.cascade_chain import Steps, chain_of  # noqa: E402
 from arenaplan.reader import read_model_bytes  # noqa: E402
-from arenaplan.verify.instructions import instructions_available, invoke_instructions  # noqa: E402
-from arenaplan.verify.native import VARIANTS, bundle_key, variant_dir  # noqa: E402
+from arenaplan.runtime.registry import parse_kernels  # noqa: E402
+from arenaplan.tflm.cascade_steps import COUNTS, DIFFERENCES, chain_counts, original_counts  # noqa: E402
+from arenaplan.tflm.verify.instructions import instructions_available, invoke_instructions  # noqa: E402
+from arenaplan.tflm.verify.native import VARIANTS, bundle_key, variant_dir  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "src" / "arenaplan" / "cost" / "data" / "cascade_steps.json"
 KERNEL_VARIANTS = {"cmsis_nn": "host-cmsis_nn", "cmsis_nn+dsp": "arm32-cmsis_nn",
                    "cmsis_nn+mve": "m55-cmsis_nn"}  # fmt: skip
 ABOUT = (
-    "Instructions of one invoke per count of arenaplan.cost.cascade_steps (a cascade's "
+    "Instructions of one invoke per count of arenaplan.tflm.cascade_steps (a cascade's "
     "steps: per CMSIS-NN convolution family its MACs, outputs, calls, filter sums per "
     "call and left-over MACs; the kernel's steps and window copies; element-wise calls "
     "and elements; MEAN_ROWS and pools; one cascade, one TFLM operator), per CMSIS-NN "
@@ -210,7 +211,7 @@ def cascaded(data: bytes, kernels: str, rows: int, pointwise: bool, im2col: bool
     model = read_model_bytes(data)
     sg = model.subgraphs[0]
     ops = [op.index for op in sg.operators]
-    first = chain_of(sg, ops, model.buffers, kernels, step_pixels=0)
+    first = chain_of(sg, ops, model.buffers, parse_kernels(kernels), step_pixels=0)
     block, path = [], []
     for w in first.records:
         kind = w[KIND]
@@ -222,7 +223,8 @@ def cascaded(data: bytes, kernels: str, rows: int, pointwise: bool, im2col: bool
             path.append(1)
         else:
             path.append(0)
-    chain = chain_of(sg, ops, model.buffers, kernels, steps=Steps(tuple(block), tuple(path)))
+    steps = Steps(tuple(block), tuple(path))
+    chain = chain_of(sg, ops, model.buffers, parse_kernels(kernels), steps=steps)
     return write_model(apply(model, [chain])[0])
 
 
@@ -241,7 +243,8 @@ def equations(kernels: str, variant: str, products: list[tuple[int, int]]) -> It
         data = case.build()
         model = read_model_bytes(data)
         sg = model.subgraphs[0]
-        whole = chain_of(sg, [op.index for op in sg.operators], model.buffers, kernels, 0)
+        ops = [op.index for op in sg.operators]
+        whole = chain_of(sg, ops, model.buffers, parse_kernels(kernels), 0)
         base = original_counts(whole.records, kernels)
         before = invoke_instructions(data, 0, variant)
         if len(whole.records) == 1 and is_pointwise(whole.records[0]):

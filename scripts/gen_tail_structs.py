@@ -49,8 +49,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from arenaplan.verify.native import BUILD_COMMAND, build_root, bundle_key  # noqa: E402
-from arenaplan.verify.native import compiler_identity as identity  # noqa: E402
+from arenaplan.tflm.verify.native import BUILD_COMMAND, build_root, bundle_key  # noqa: E402
+from arenaplan.tflm.verify.native import compiler_identity as identity  # noqa: E402
 
 OUT = REPO / "src" / "arenaplan" / "tflm" / "data" / "tail_structs.json"
 PROFILES = ("pypi", "arm32", "int32", "host")

@@ -18,7 +18,7 @@ rest is structural (``r0``: one 4-byte load per dim of input 0's shape in the
 flatbuffer) and is checked on every instance. The script stops, naming the path, the
 role and the models, when instances disagree or a ``?`` is not determined.
 
-The header records the TFLM bundle (``arenaplan.verify.native.bundle_key``), the
+The header records the TFLM bundle (``arenaplan.tflm.verify.native.bundle_key``), the
 variant, the compiler that built it, valgrind's version and this command. Needs:
 ``python scripts/build_tflm.py --variants host-reference && python
 scripts/build_traffic.py``. About a minute on one core. Exit status 0, 1 when the
@@ -43,7 +43,7 @@ from traffic_table import REPO, TableError, table_main  # noqa: E402
 
 from arenaplan.cost.traffic import Item, fixed_terms, role_items, role_text  # noqa: E402
 from arenaplan.reader import read_model_bytes  # noqa: E402
-from arenaplan.verify.traffic_measure import measure_traffic  # noqa: E402
+from arenaplan.tflm.verify.traffic_measure import measure_traffic  # noqa: E402
 
 OUT = REPO / "src" / "arenaplan" / "cost" / "data" / "traffic_fixed.json"
 ABOUT = (

@@ -14,7 +14,7 @@ same between every pair of sizes (the loads do not grow linearly). The table goe
 ``arenaplan.cost.traffic_tflm`` reads (``per_element_table``); the fixed part of the
 same loads is ``gen_traffic_fixed.py``'s.
 
-The header records the TFLM bundle (``arenaplan.verify.native.bundle_key``), the
+The header records the TFLM bundle (``arenaplan.tflm.verify.native.bundle_key``), the
 variant, the compiler that built it, valgrind's version and this command. Needs:
 ``python scripts/build_tflm.py --variants host-reference && python
 scripts/build_traffic.py``. A few seconds. Exit status 0, 1 when the loads do not
@@ -31,7 +31,7 @@ from kits.opmodels import I8, I16, Net  # noqa: E402
 from traffic_table import REPO, TableError, table_main  # noqa: E402
 
 from arenaplan.ir.dtypes import DType  # noqa: E402
-from arenaplan.verify.traffic_measure import measure_traffic  # noqa: E402
+from arenaplan.tflm.verify.traffic_measure import measure_traffic  # noqa: E402
 
 OUT = REPO / "src" / "arenaplan" / "cost" / "data" / "traffic_per_element.json"
 ABOUT = (

@@ -15,7 +15,7 @@ It stops, naming the key and the width, when no such numbers exist. The table go
 ``src/arenaplan/cost/data/traffic_rfft.json``, which ``arenaplan.cost.traffic_tflm``
 reads (``rfft_table``).
 
-The header records the TFLM bundle (``arenaplan.verify.native.bundle_key``), the
+The header records the TFLM bundle (``arenaplan.tflm.verify.native.bundle_key``), the
 variant, the compiler that built it, valgrind's version and this command. Needs:
 ``python scripts/build_tflm.py --variants host-reference && python
 scripts/build_traffic.py``. A few seconds. Exit status 0, 1 when the counts do not
@@ -35,7 +35,7 @@ from traffic_table import REPO, TableError, table_main  # noqa: E402
 
 from arenaplan.cost.traffic_counts import role_text  # noqa: E402
 from arenaplan.cost.traffic_tflm import kiss_butterflies  # noqa: E402
-from arenaplan.verify.traffic_measure import measure_traffic  # noqa: E402
+from arenaplan.tflm.verify.traffic_measure import measure_traffic  # noqa: E402
 
 OUT = REPO / "src" / "arenaplan" / "cost" / "data" / "traffic_rfft.json"
 ABOUT = (

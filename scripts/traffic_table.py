@@ -17,8 +17,8 @@ import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from arenaplan.verify.native import bundle_key, variant_dir
-from arenaplan.verify.traffic_measure import traffic_available
+from arenaplan.tflm.verify.native import bundle_key, variant_dir
+from arenaplan.tflm.verify.traffic_measure import traffic_available
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -1,6 +1,6 @@
 """Tests against TFLM built from source run the real kernels natively, under qemu and
 under valgrind. They find the builds where ``python scripts/build_tflm.py`` leaves
-them (``arenaplan.verify.native.build_root``: the user's cache, keyed by the source
+them (``arenaplan.tflm.verify.native.build_root``: the user's cache, keyed by the source
 bundle's hash; ``$ARENAPLAN_TFLM_BUILD`` to look elsewhere) and run whenever those
 builds are there; ``bash scripts/native_lane.sh`` makes every build they need. Without
 a build, each such test skips with a reason naming the command that makes it, and the

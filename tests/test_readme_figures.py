@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from testkit import build_profile
 
 from arenaplan.builder.ds_cnn import ds_cnn
 from arenaplan.builder.mobilenet import mobilenet_v1, mobilenet_v2
@@ -58,6 +59,8 @@ def test_readme_cascade_figure(name: str) -> None:
     which, before, after = readme_figures()[name]
     data = MODELS[name]()
     source = Source(data, read_model_bytes(data), name)
-    plain = run_plan(PlanRequest(source, profile="arm32", prove=False))
-    cascaded = run_plan(PlanRequest(source, profile="arm32", passes=CASCADE, prove=False))
+    plain = run_plan(PlanRequest(source, profile=build_profile("arm32"), prove=False))
+    cascaded = run_plan(
+        PlanRequest(source, profile=build_profile("arm32"), passes=CASCADE, prove=False)
+    )
     assert (_figure(plain, which), _figure(cascaded, which)) == (before, after)

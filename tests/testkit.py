@@ -6,6 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from arenaplan.runtime.registry import parse_kernels, parse_profile
+from arenaplan.runtime.spec import KernelSet, Profile
+
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 MODELS_DIR = SHARED / "models"
 MODEL_PATHS = sorted(MODELS_DIR.glob("*.tflite")) if MODELS_DIR.is_dir() else []
@@ -39,12 +42,22 @@ def model_params() -> list:
     return [pytest.param(p, id=p.stem) for p in MODEL_PATHS]
 
 
-def need_prover(kernels: str = "reference") -> None:
+def kernel_set(name: str) -> KernelSet:
+    """TFLM's kernel set spelled ``name`` (as ``--kernels`` takes it)."""
+    return parse_kernels(name, "tflm")
+
+
+def build_profile(name: str) -> Profile:
+    """TFLM's build profile spelled ``name`` (as ``--profile`` takes it)."""
+    return parse_profile(name, "tflm")
+
+
+def need_prover(kernels: str | KernelSet = "reference") -> None:
     """Skip, naming what to install or build, when nothing here can prove a plan for
     ``kernels`` (the PyPI runtime for reference kernels, else a TFLM build)."""
-    from arenaplan.verify.prove import proof_runtime
+    from arenaplan.tflm.verify.prove import proof_runtime
 
-    why = proof_runtime(kernels)[1]
+    why = proof_runtime(kernels if isinstance(kernels, str) else kernels.name)[1]
     if why is not None:
         pytest.skip(why)
 

@@ -10,9 +10,9 @@ from testkit import need_prover
 from arenaplan.builder.ds_cnn import ds_cnn
 from arenaplan.builder.mobilenet import mobilenet_v1
 from arenaplan.errors import UsageError
-from arenaplan.export.offline_plan import with_offline_plan
 from arenaplan.placement import plan_model
 from arenaplan.reader import read_model_bytes
+from arenaplan.tflm.offline_plan import with_offline_plan
 
 # sha256 of mobilenet_v1(0.25, 96) before ``channels`` and ``classes`` existed
 V1_025_96 = "a3616fc308660a23d46999430a816cc5f3b4f1f73bccbc85feff2f89ab3d7e64"
@@ -89,7 +89,7 @@ def test_built_models_plan_and_run_in_tflm(build) -> None:
     plan = plan_model(read_model_bytes(data))
     assert plan.arena >= plan.lower_bound > 0
     need_prover()
-    from arenaplan.verify.prove import prove
+    from arenaplan.tflm.verify.prove import prove
 
     proof = prove(data, with_offline_plan(data, plan.offline_offsets), plan.arena)
     assert proof.proven, proof.reason

@@ -95,8 +95,8 @@ def test_demo_model_runs_in_tflm_with_informative_outputs() -> None:
     pytest.importorskip(
         "tflite_micro", reason="the TFLM runtime is not installed (pip install 'arenaplan[tflm]')"
     )
-    from arenaplan.verify.inputs import random_inputs
-    from arenaplan.verify.runner import TflmRunner
+    from arenaplan.tflm.verify.inputs import random_inputs
+    from arenaplan.tflm.verify.runner import TflmRunner
 
     data = demo_model()
     inputs = random_inputs(read_model_bytes(data), 4, 1)

@@ -180,7 +180,7 @@ def test_demo_out_dir_naming_a_file(tmp_path: Path, capsys) -> None:
 
 
 def test_demo_without_the_runtime_says_how_to_install_it(tmp_path: Path, capsys, monkeypatch):
-    import arenaplan.verify as verify
+    import arenaplan.tflm.verify.prove as verify
 
     monkeypatch.setattr(verify, "tflm_available", lambda: False)
     assert main(["demo", "--out-dir", str(tmp_path)]) == 0

@@ -35,7 +35,7 @@ def test_spreads_over_memories_and_runs_bit_exact(tmp_path: Path, capsys) -> Non
     pytest.importorskip(
         "tflite_micro", reason="the TFLM runtime is not installed (pip install 'arenaplan[tflm]')"
     )
-    from arenaplan.verify import compare_models
+    from arenaplan.tflm.verify import compare_models
 
     report = compare_models(src.read_bytes(), out.read_bytes(), trials=2)
     assert report.identical

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from testkit import model_path
 
-import arenaplan.verify.prove as prove_module
+import arenaplan.tflm.verify.prove as prove_module
 from arenaplan.cli import main
 from arenaplan.reader import read_model
 

@@ -45,7 +45,7 @@ from arenaplan.cost.traffic_tflm import _broadcast_loads, tap_count
 from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Quantization
 from arenaplan.reader import read_model, read_model_bytes
-from arenaplan.verify.traffic_measure import measure_traffic, traffic_available
+from arenaplan.tflm.verify.traffic_measure import measure_traffic, traffic_available
 
 WHY_NOT = traffic_available()
 needs_build = pytest.mark.skipif(WHY_NOT is not None, reason=f"cannot measure: {WHY_NOT}")

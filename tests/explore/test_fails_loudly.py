@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from kits.weights_models import chain
 
+import arenaplan.explore.tasks as tasks
 import arenaplan.pipeline as pipeline
 from arenaplan.builder.ds_cnn import ds_cnn
 from arenaplan.cli import main
@@ -144,7 +145,7 @@ def test_failed_tasks_are_counted_and_exit_1(models, tmp_path: Path, capsys, mon
     argv = [*_args(models, out, words), "--backend", "inprocess"]
     assert main(argv) == 0  # 64 B cannot hold the weight buffers: no fit, not a failure
     assert "(1 do not fit, 0 failed)" in capsys.readouterr().out
-    monkeypatch.setattr(pipeline, "run_plan", _failing({"chain.tflite": UnsupportedModelError}))
+    monkeypatch.setattr(tasks, "run_plan", _failing({"chain.tflite": UnsupportedModelError}))
     assert main([*argv, "--retry-failed"]) == 0  # nothing failed: nothing run again
     fresh = tmp_path / "fresh"
     argv = [*_args(models, fresh, words), "--backend", "inprocess"]
@@ -163,7 +164,7 @@ def test_failed_tasks_are_counted_and_exit_1(models, tmp_path: Path, capsys, mon
 
 
 def test_a_bug_in_a_task_is_exit_70(models, tmp_path: Path, capsys, monkeypatch) -> None:
-    monkeypatch.setattr(pipeline, "run_plan", _failing({"chain.tflite": ZeroDivisionError}))
+    monkeypatch.setattr(tasks, "run_plan", _failing({"chain.tflite": ZeroDivisionError}))
     out = tmp_path / "sweep"
     argv = [*_args(models, out, ["chain", "--sram", "4KiB"]), "--backend", "inprocess"]
     assert main(argv) == 70

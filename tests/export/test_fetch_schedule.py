@@ -29,7 +29,7 @@ from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Model
 from arenaplan.reader import read_model, read_model_bytes
 from arenaplan.targets import load_builtin
-from arenaplan.verify.runner import TflmRunner, tflm_available
+from arenaplan.tflm.verify.runner import TflmRunner, tflm_available
 from arenaplan.weights.blob import BLOCK_ALIGN, weights_blob
 from arenaplan.weights.schedule import BEFORE, DURING, fetch_header, group_fetches
 

@@ -11,10 +11,10 @@ import tflite
 from testkit import model_params, model_path
 
 from arenaplan.export.json_plan import plan_to_json
-from arenaplan.export.offline_plan import offline_plan_words, with_offline_plan
 from arenaplan.placement import plan_model
 from arenaplan.reader import read_model_bytes
 from arenaplan.reader.tflite_reader import OFFLINE_PLAN_NAME
+from arenaplan.tflm.offline_plan import offline_plan_words, with_offline_plan
 
 
 def _buffer_bytes(data: bytes) -> list[bytes]:

@@ -12,7 +12,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from testkit import model_path
+from testkit import build_profile, model_path
 
 import arenaplan.export.picture as picture
 from arenaplan.cli import main
@@ -358,7 +358,9 @@ def _plain(page: str) -> str:
 def test_report_lists_every_tensor_and_the_peak() -> None:
     model, plan = planned("tflite-micro__keyword_scrambled")
     page = _plain(
-        html_report(model, plan, "ks.tflite", None, figures=figures_of(model, plan, "arm32"))
+        html_report(
+            model, plan, "ks.tflite", None, figures=figures_of(model, plan, build_profile("arm32"))
+        )
     )
     for t in plan.tensors:
         row = _cells(
@@ -378,7 +380,7 @@ def test_report_lists_every_tensor_and_the_peak() -> None:
 
 def test_report_claims_the_saving_only_where_it_holds() -> None:
     model, plan = planned("mlcommons-tiny__vww_96_int8")  # TFLM 73,728 B, ours 55,296 B
-    figures = figures_of(model, plan, "arm32")
+    figures = figures_of(model, plan, build_profile("arm32"))
     page = html_report(model, plan, "vww.tflite", None, figures=figures)
     assert "saves 18,432 B (25.0%) against TFLM's planner" in page
     refused = html_report(
@@ -401,7 +403,7 @@ def test_report_of_a_spread_plan_has_the_memories() -> None:
             where,
             regions,
             persistent=("ocram", 26932),
-            figures=figures_of(model, plan, "arm32"),
+            figures=figures_of(model, plan, build_profile("arm32")),
         )
     )
     counts = {m: list(where.values()).count(m) for m, *_ in regions}
@@ -422,7 +424,7 @@ def test_report_is_self_contained_and_escaped() -> None:
     odd = dataclasses.replace(first, name="<img onerror=alert(1)>&\"'")
     plan = dataclasses.replace(plan, tensors=(odd, *plan.tensors[1:]))
     generic = load_builtin("generic")
-    figures = figures_of(model, plan, "arm32", generic)
+    figures = figures_of(model, plan, build_profile("arm32"), generic)
     page = html_report(model, plan, "<b>name</b>.tflite", generic, figures=figures)
     assert "<img" not in page and "<b>name" not in page
     assert "&lt;img onerror=alert(1)&gt;&amp;&quot;&#x27;" in page

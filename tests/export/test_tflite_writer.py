@@ -15,7 +15,6 @@ from kits.opmodels import OP_MODELS, SHAPED
 from testkit import TFLM_REFUSES, model_params, model_path
 
 from arenaplan.errors import UnsupportedModelError
-from arenaplan.export.offline_plan import with_offline_plan
 from arenaplan.export.tflite_writer import DATA_ALIGN, write_model
 from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import (
@@ -37,9 +36,10 @@ from arenaplan.reader.schema import (
     option_fields,
 )
 from arenaplan.reader.tflite_reader import OFFLINE_PLAN_NAME
+from arenaplan.tflm.offline_plan import with_offline_plan
 
 if TYPE_CHECKING:
-    from arenaplan.verify import TflmRunner
+    from arenaplan.tflm.verify import TflmRunner
 
 BUILT = {**OP_MODELS, **SHAPED}
 
@@ -292,7 +292,7 @@ def runner() -> Iterator[TflmRunner]:
     pytest.importorskip(
         "tflite_micro", reason="the TFLM runtime is not installed (pip install 'arenaplan[tflm]')"
     )
-    from arenaplan.verify import TflmRunner
+    from arenaplan.tflm.verify import TflmRunner
 
     with TflmRunner() as own:
         yield own
@@ -306,7 +306,7 @@ def _runnable(path: Path) -> bytes:
 
 @pytest.mark.parametrize("path", model_params())
 def test_written_model_runs_bit_exact_in_tflm(path: Path, runner: TflmRunner) -> None:
-    from arenaplan.verify import compare_models
+    from arenaplan.tflm.verify import compare_models
 
     data = _runnable(path)
     report = compare_models(data, write_model(read_model_bytes(data)), trials=2, runner=runner)
@@ -319,7 +319,7 @@ def test_written_model_runs_bit_exact_in_tflm(path: Path, runner: TflmRunner) ->
 
 @pytest.mark.parametrize("path", model_params())
 def test_written_model_planned_runs_and_verifies(path: Path, runner: TflmRunner) -> None:
-    from arenaplan.verify import compare_models
+    from arenaplan.tflm.verify import compare_models
 
     data = _runnable(path)
     written = write_model(read_model_bytes(data))
@@ -334,7 +334,7 @@ def test_written_model_planned_runs_and_verifies(path: Path, runner: TflmRunner)
 def test_planned_again_with_another_plan_runs_that_plan(runner: TflmRunner) -> None:
     """The rewritten planned model, planned again 16 bytes higher: TFLM uses the new
     plan (head 16 bytes larger), not the one the IR carried."""
-    from arenaplan.verify import compare_models
+    from arenaplan.tflm.verify import compare_models
 
     data = model_path("mlcommons-tiny__vww_96_int8").read_bytes()
     plan = plan_model(read_model_bytes(data))

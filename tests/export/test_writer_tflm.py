@@ -36,7 +36,7 @@ from arenaplan.export.tflite_writer import write_model
 from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Quantization
 from arenaplan.reader import read_model_bytes
-from arenaplan.verify import TflmRunner, compare_models
+from arenaplan.tflm.verify import TflmRunner, compare_models
 
 
 def uint8_requantize() -> bytes:

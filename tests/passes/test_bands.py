@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from kits.opmodels import F32, I8, I32, SHAPED, Net
+from testkit import kernel_set
 
 from arenaplan.ir.model import Model
 from arenaplan.ir.verifier import verify_ir
@@ -177,7 +178,7 @@ def test_banded_models_run_bit_exact_in_tflm(name: str) -> None:
         "tflite_micro", reason="the TFLM runtime is not installed (pip install 'arenaplan[tflm]')"
     )
     from arenaplan.export.tflite_writer import write_model
-    from arenaplan.verify import compare_models
+    from arenaplan.tflm.verify import compare_models
 
     data = MODELS[name]()
     _, new, _ = _banded(data, max_extra_macs=0.3)
@@ -215,9 +216,11 @@ def test_the_score_counts_kernel_scratch_as_the_planner_does() -> None:
     from arenaplan.tflm.tail import tail_estimate
 
     src = read_source(model_path("arm-ml-examples__cnn_s_quantized"))
-    plan = run_plan(PlanRequest(src, kernels="cmsis_nn+dsp")).plan
-    assert head_peak(src.model, "cmsis_nn+dsp") == plan.lower_bound > view_peak(src.model)
+    plan = run_plan(PlanRequest(src, kernels=kernel_set("cmsis_nn+dsp"))).plan
+    assert (
+        head_peak(src.model, kernel_set("cmsis_nn+dsp")) == plan.lower_bound > view_peak(src.model)
+    )
     tail = tail_estimate(src.model, "arm32", kernels="cmsis_nn+dsp").bytes
-    result = Bands(kernels="cmsis_nn+dsp", max_extra_macs=0.0).run(src.model)
+    result = Bands(kernels=kernel_set("cmsis_nn+dsp"), max_extra_macs=0.0).run(src.model)
     assert result.stats["score_before"] == plan.lower_bound + tail
     assert f"({plan.lower_bound + tail:,} B)" in result.note

@@ -9,6 +9,7 @@ import dataclasses
 
 import pytest
 from flatbuffers import flexbuffers
+from testkit import kernel_set
 
 from arenaplan.builder.ds_cnn import ds_cnn
 from arenaplan.builder.mobilenet import mobilenet_v1, mobilenet_v2
@@ -128,13 +129,15 @@ def test_rings_of_steps_hold_whole_steps(name: str, block: int) -> None:
 
 
 def test_block_rows_fill_cmsis_nn_pixel_groups() -> None:
-    assert block_rows("CONV_2D", 5, 25, "reference") == 0  # one row per step
-    assert block_rows("DEPTHWISE_CONV_2D", 5, 25, "cmsis_nn") == 0
-    assert block_rows("CONV_2D", 5, 25, "cmsis_nn", 16) == 4  # 20 pixels: >= 16, even
-    assert block_rows("CONV_2D", 3, 25, "cmsis_nn+mve", 16) == 8  # 24 pixels: groups of 4
-    assert block_rows("CONV_2D", 48, 48, "cmsis_nn+dsp", 16) == 0  # one row is enough
-    assert block_rows("CONV_2D", 6, 3, "cmsis_nn+mve", 16) == 3  # all its rows
-    assert block_rows("CONV_2D", 5, 25, "cmsis_nn") == 0  # by default a row
+    assert block_rows("CONV_2D", 5, 25, kernel_set("reference")) == 0  # one row per step
+    assert block_rows("DEPTHWISE_CONV_2D", 5, 25, kernel_set("cmsis_nn")) == 0
+    assert block_rows("CONV_2D", 5, 25, kernel_set("cmsis_nn"), 16) == 4  # 20 pixels: >= 16, even
+    assert (
+        block_rows("CONV_2D", 3, 25, kernel_set("cmsis_nn+mve"), 16) == 8
+    )  # 24 pixels: groups of 4
+    assert block_rows("CONV_2D", 48, 48, kernel_set("cmsis_nn+dsp"), 16) == 0  # one row is enough
+    assert block_rows("CONV_2D", 6, 3, kernel_set("cmsis_nn+mve"), 16) == 3  # all its rows
+    assert block_rows("CONV_2D", 5, 25, kernel_set("cmsis_nn")) == 0  # by default a row
 
 
 def test_cmsis_nn_steps_in_the_pass_output() -> None:
@@ -154,7 +157,7 @@ def test_cmsis_nn_steps_in_the_pass_output() -> None:
         return [r for op in ops for r in decode(op).records], out
 
     model = read_model_bytes(mobilenet_v1(0.25, 96, 1, 2))
-    chosen, out = records({"kernels": "cmsis_nn"})
+    chosen, out = records({"kernels": kernel_set("cmsis_nn")})
     assert any(r[BLOCK_ROWS] > 1 for r in chosen)
     looped = [r for r in chosen if r[CONV_PATH] == 2]
     assert looped and all(is_pointwise(r) for r in looped)
@@ -164,7 +167,7 @@ def test_cmsis_nn_steps_in_the_pass_output() -> None:
     requests = scratch_requests(out, tensor_bytes(out), 8, "cmsis_nn")
     per_op = [sum(1 for q in requests if q.op == op.index) for op in cascades]
     assert 2 in per_op  # the chain's scratch and the work buffer
-    rows, _ = records({"kernels": "cmsis_nn", "step_pixels": 0})
+    rows, _ = records({"kernels": kernel_set("cmsis_nn"), "step_pixels": 0})
     assert all(r[BLOCK_ROWS] == 0 for r in rows)
     plain, _ = records({})
     assert all(r[BLOCK_ROWS] == 0 and r[CONV_PATH] == 0 for r in plain)
@@ -228,11 +231,11 @@ def test_no_chain_is_longer_than_the_kernel_runs() -> None:
 
 def test_elementwise_operators_are_stages_with_tflm_prepare_parameters() -> None:
     """Each standalone element-wise operator of the kit's network is a stage whose
-    words are what TFLM's Prepare computes (tflm/prepare.py), in one cascade."""
+    words are what TFLM's Prepare computes (passes/cascade_quant.py), in one cascade."""
     from kits.elementwise_net import ELEMENTWISE_OPS, elementwise_net
 
     from arenaplan.ir import cascade_format as f
-    from arenaplan.tflm import prepare as p
+    from arenaplan.passes import cascade_quant as p
 
     model = read_model_bytes(elementwise_net())
     sg = model.subgraphs[0]
@@ -427,7 +430,7 @@ def test_mean_multiplier_is_tflm_rescaled_by_the_count() -> None:
     """QuantizedMeanOrSum's rescaling (reduce.h), worked by hand: in/out scale 1.5 is
     QuantizeMultiplier's (3 * 2^29, shift 1); over 12 elements shift' = min(3, 32,
     32) = 3, multiplier (3 * 2^29 * 8) // 12 = 2^30, shift 1 - 3."""
-    from arenaplan.tflm.prepare import mean_params, quantize_multiplier
+    from arenaplan.passes.cascade_quant import mean_params, quantize_multiplier
 
     assert quantize_multiplier(1.5) == (3 << 29, 1)
     assert mean_params(0.3, 0.2, 12) == (1 << 30, -2)

@@ -9,15 +9,17 @@ is measured in tests/tflm/test_cascade_plan.py."""
 
 from __future__ import annotations
 
+from testkit import kernel_set
+
 from arenaplan.builder.ds_cnn import ds_cnn
 from arenaplan.builder.mobilenet import mobilenet_v1
-from arenaplan.cost.cascade_steps import cascade_instructions, coefficients, extra_instructions
 from arenaplan.ir.cascade_format import BLOCK_ROWS, CONV_PATH, OPCODE, decode, is_pointwise
 from arenaplan.ir.model import Model
 from arenaplan.passes import make_pass, run_passes
 from arenaplan.passes.cascade import longest_chains
 from arenaplan.passes.cascade_choice import STEP_PIXELS, Chooser
 from arenaplan.reader import read_model_bytes
+from arenaplan.tflm.cascade_steps import cascade_instructions, coefficients, extra_instructions
 
 DSP = "cmsis_nn+dsp"
 
@@ -47,8 +49,8 @@ def test_by_default_the_least_arena_and_the_fastest_ways_within_it() -> None:
     """No fit: every stage a row per step (the chain is at the peak), each pointwise
     CONV_2D by the way the time model finds fastest at one row."""
     model = read_model_bytes(ds_cnn("M"))
-    out, stats = _cascaded(model, kernels=DSP)
-    _, one_row = _cascaded(model, kernels=DSP, step_pixels=0)
+    out, stats = _cascaded(model, kernels=kernel_set(DSP))
+    _, one_row = _cascaded(model, kernels=kernel_set(DSP), step_pixels=0)
     assert _rows(out) == [1] * 10
     assert stats["score_after"] == one_row["score_after"]
     assert stats["steps"] == "time model"
@@ -65,17 +67,17 @@ def test_by_default_the_least_arena_and_the_fastest_ways_within_it() -> None:
 
 def test_fit_buys_the_larger_steps_that_pay_and_a_smaller_fit_fewer() -> None:
     model = read_model_bytes(ds_cnn("M"))
-    least, base = _cascaded(model, kernels=DSP)
-    roomy, wide = _cascaded(model, kernels=DSP, fit=base["score_after"] + 4096)
+    least, base = _cascaded(model, kernels=kernel_set(DSP))
+    roomy, wide = _cascaded(model, kernels=kernel_set(DSP), fit=base["score_after"] + 4096)
     assert base["score_after"] < wide["score_after"] <= base["score_after"] + 4096
     assert sum(_rows(roomy)) > sum(_rows(least))  # larger steps where they fit ...
     assert wide["extra_instructions"] < base["extra_instructions"]  # ... and pay
     between = (base["score_after"] + wide["score_after"]) // 2
-    tight, mid = _cascaded(model, kernels=DSP, fit=between)
+    tight, mid = _cascaded(model, kernels=kernel_set(DSP), fit=between)
     assert mid["score_after"] <= between
     assert sum(_rows(least)) <= sum(_rows(tight)) < sum(_rows(roomy))
     assert wide["extra_instructions"] <= mid["extra_instructions"] <= base["extra_instructions"]
-    below, low = _cascaded(model, kernels=DSP, fit=base["score_after"] - 1)
+    below, low = _cascaded(model, kernels=kernel_set(DSP), fit=base["score_after"] - 1)
     assert _rows(below) == _rows(least)  # nothing smaller: the least
     assert low["score_after"] == base["score_after"]
 
@@ -86,7 +88,7 @@ def test_the_choice_is_no_slower_than_any_uniform_step_that_fits() -> None:
     model = read_model_bytes(mobilenet_v1(0.25, 96, 1, 2))
     sg = model.subgraphs[0]
     for ops in longest_chains(sg, model.buffers):
-        chooser = Chooser(sg, ops, model.buffers, "cmsis_nn")
+        chooser = Chooser(sg, ops, model.buffers, kernel_set("cmsis_nn"))
         least = chooser.least()
         assert least is not None
         room = least.requests + 8192

@@ -9,18 +9,19 @@ from __future__ import annotations
 
 import pytest
 from kits.opmodels import I8, I16, I32, I64, Net, int16x8_network
+from testkit import kernel_set
 
 from arenaplan.builder.unet import unet_denoiser
 from arenaplan.ir import cascade_format as f
 from arenaplan.ir.model import Operator
 from arenaplan.ir.verifier import verify_ir
+from arenaplan.passes import cascade_quant as p
 from arenaplan.passes import make_pass, run_passes
 from arenaplan.passes.cascade import longest_chains
 from arenaplan.passes.cascade_chain import block_rows, chain_of
 from arenaplan.passes.cascade_rows import INPUT, RowGeometry, ring_rows
 from arenaplan.passes.cascade_stage import Uncascadable, stage_of
 from arenaplan.reader import read_model_bytes
-from arenaplan.tflm import prepare as p
 from arenaplan.tflm.cmsis_nn.buffer_sizes import Dims, convolve_wrapper_s16_buffer
 from arenaplan.tflm.cmsis_nn.cascade import work_bytes
 
@@ -211,11 +212,11 @@ def test_wide_int16_convolutions_step_in_pixel_pairs_with_cmsis_nn() -> None:
     """CMSIS-NN's int16 CONV_2D (C, DSP) sums a lone pixel otherwise than a pair above
     512 columns: such a stage's steps hold an even number of pixels, even at
     step_pixels 0; with MVE (the same sums either way) or unpaired, one row."""
-    assert block_rows("CONV_2D", 5, 9, "cmsis_nn", step_pixels=0, paired=True) == 2
-    assert block_rows("CONV_2D", 5, 9, "cmsis_nn+dsp", step_pixels=0, paired=True) == 2
-    assert block_rows("CONV_2D", 6, 9, "cmsis_nn", step_pixels=0, paired=True) == 0
-    assert block_rows("CONV_2D", 5, 9, "cmsis_nn+mve", step_pixels=0, paired=True) == 0
-    assert block_rows("CONV_2D", 5, 9, "cmsis_nn", step_pixels=0) == 0
+    assert block_rows("CONV_2D", 5, 9, kernel_set("cmsis_nn"), step_pixels=0, paired=True) == 2
+    assert block_rows("CONV_2D", 5, 9, kernel_set("cmsis_nn+dsp"), step_pixels=0, paired=True) == 2
+    assert block_rows("CONV_2D", 6, 9, kernel_set("cmsis_nn"), step_pixels=0, paired=True) == 0
+    assert block_rows("CONV_2D", 5, 9, kernel_set("cmsis_nn+mve"), step_pixels=0, paired=True) == 0
+    assert block_rows("CONV_2D", 5, 9, kernel_set("cmsis_nn"), step_pixels=0) == 0
     n = Net("wide")
     x = n.act((1, 6, 5, 64), I16, 0.001)
     y = n.act((1, 6, 5, 4), I16, 0.002)
@@ -223,7 +224,9 @@ def test_wide_int16_convolutions_step_in_pixel_pairs_with_cmsis_nn() -> None:
     z = n.act((1, 6, 5, 4), I16, 0.002)
     n.op("LEAKY_RELU", [y], [z], alpha=0.1)
     model = read_model_bytes(n.done([x], [z]))
-    out, _ = run_passes(model, [make_pass("cascade", {"kernels": "cmsis_nn", "step_pixels": 0})])
+    out, _ = run_passes(
+        model, [make_pass("cascade", {"kernels": kernel_set("cmsis_nn"), "step_pixels": 0})]
+    )
     op = next(o for o in out.subgraphs[0].operators if o.opcode == f.OPCODE)
     assert f.decode(op).records[0][f.BLOCK_ROWS] == 2
 
@@ -309,4 +312,4 @@ def test_chains_of_one_row_run_along_the_columns() -> None:
     row8 = read_model_bytes(n.done([x], [z]))
     sg = row8.subgraphs[0]
     assert chain_of(sg, [0, 1], row8.buffers).records[0][f.COLUMNS] == 1
-    assert chain_of(sg, [0, 1], row8.buffers, "cmsis_nn").records[0][f.COLUMNS] == 0
+    assert chain_of(sg, [0, 1], row8.buffers, kernel_set("cmsis_nn")).records[0][f.COLUMNS] == 0

@@ -166,7 +166,7 @@ def test_reordered_models_run_bit_exact_in_tflm(name: str) -> None:
         "tflite_micro", reason="the TFLM runtime is not installed (pip install 'arenaplan[tflm]')"
     )
     from arenaplan.export.tflite_writer import write_model
-    from arenaplan.verify import compare_models
+    from arenaplan.tflm.verify import compare_models
 
     data = GAINING[name]()
     result = Reorder().run(read_model_bytes(data))
@@ -197,7 +197,7 @@ def test_any_order_the_dependencies_allow_runs_bit_exact_in_tflm(name: str) -> N
         "tflite_micro", reason="the TFLM runtime is not installed (pip install 'arenaplan[tflm]')"
     )
     from arenaplan.export.tflite_writer import write_model
-    from arenaplan.verify import compare_models
+    from arenaplan.tflm.verify import compare_models
 
     data = {**GAINING, **SYNTHETIC}[name]()
     model = read_model_bytes(data)

@@ -16,9 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kits.opmodels import F32, I8, I16, I32, Net, binary, quantize_dequantize, unary
-from testkit import model_path
+from testkit import kernel_set, model_path
 
-from arenaplan.analysis.aliases import alias_candidates, contiguous_start
 from arenaplan.analysis.buffers import arena_items
 from arenaplan.errors import PlanValidationError
 from arenaplan.ir.model import Operator, Options
@@ -26,9 +25,9 @@ from arenaplan.passes import pass_class
 from arenaplan.passes.inplace import InPlace, alias_options
 from arenaplan.placement import Plan, PlanOptions, check_plan, plan_model
 from arenaplan.placement.alias_classes import alias_layout
-from arenaplan.placement.validate import offline_plan_problems, plan_problems
 from arenaplan.reader import read_model, read_model_bytes
 from arenaplan.tflm import cmsis_nn
+from arenaplan.tflm.alias_candidates import alias_candidates, contiguous_start
 from arenaplan.tflm.aliases import (
     CONCAT_VIEW,
     INPLACE,
@@ -40,6 +39,7 @@ from arenaplan.tflm.aliases import (
 )
 from arenaplan.tflm.kernel_sets import KERNELS, cmsis_features
 from arenaplan.tflm.kernels.slice import slice_ranges
+from arenaplan.tflm.validate import offline_plan_problems, plan_problems
 
 INPLACE_ONLY = PlanOptions(aliases=frozenset({"inplace"}))
 CLOBBER = PlanOptions(aliases=frozenset({"inplace"}), clobber_inputs=True)
@@ -624,8 +624,8 @@ def test_every_feature_level_path_names_its_code() -> None:
 def test_cmsis_kernels_are_planned_in_place(name: str, kernels: str) -> None:
     build, opcode = ALIAS_MODELS[name]
     model = read_model_bytes(build())
-    plan = plan_model(model, dataclasses.replace(CLOBBER, kernels=kernels))
-    assert plan.kernels == kernels
+    plan = plan_model(model, dataclasses.replace(CLOBBER, kernels=kernel_set(kernels)))
+    assert plan.kernels == kernel_set(kernels)
     check_plan(model, plan)
     assert opcode in {_opcode(model, a) for a in plan.aliases if a.kind == INPLACE}
 
@@ -641,7 +641,9 @@ def test_an_unread_cmsis_kernel_is_refused_naming_the_variant(monkeypatch) -> No
         "operator 0 ADD: no in-place rule for cmsis_nn+mve: CMSIS-NN's ADD kernel "
         "(kernels/cmsis_nn/) was not read at feature level 'mve'"
     )
-    mve = PlanOptions(aliases=frozenset({"inplace"}), clobber_inputs=True, kernels="cmsis_nn+mve")
+    mve = PlanOptions(
+        aliases=frozenset({"inplace"}), clobber_inputs=True, kernels=kernel_set("cmsis_nn+mve")
+    )
     assert plan_model(model, mve).aliases == ()
     dsp = alias_candidates(model, ["inplace"], clobber_inputs=True, kernels="cmsis_nn+dsp")
     assert {a.op for a in dsp.aliases} == {0, 1, 2}
@@ -692,7 +694,8 @@ def test_inplace_pass_changes_nothing_and_counts() -> None:
     assert clobber.note == "1 operator may write over an input"
     assert clobber.stats == {"inplace_operators": 1}
     for kernels in KERNELS:
-        assert InPlace(clobber_inputs=True, kernels=kernels).run(model).stats == clobber.stats
+        inplace = InPlace(clobber_inputs=True, kernels=kernel_set(kernels))
+        assert inplace.run(model).stats == clobber.stats
 
 
 def test_alias_options_for_the_command_layer() -> None:

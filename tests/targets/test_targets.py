@@ -50,13 +50,13 @@ def test_builtin_targets_load_with_their_figures() -> None:
     assert xcore.memory("lpddr").section == ".ExtMem.bss"
     assert load_builtin("generic").rate("conv") == 0.25
     assert load_builtin("generic").rate("unheard_of") == 0.2  # the default rate
-    assert load_builtin("esp32s3").tflm_profile == "int32"  # Xtensa: int-sized enums
+    assert load_builtin("esp32s3").profile.name == "int32"  # Xtensa: int-sized enums
 
 
 def test_targets_name_the_kernels_their_firmware_runs(tmp_path: Path) -> None:
     """Cortex-M targets run CMSIS-NN at their core's level; the others, and a file
     that says nothing, the reference kernels."""
-    kernels = {name: load_builtin(name).kernels for name in builtin_names()}
+    kernels = {name: load_builtin(name).kernels.name for name in builtin_names()}
     assert kernels == {
         "cortex_m55_ethos_u55": "cmsis_nn+mve",
         "esp32s3": "reference",
@@ -66,9 +66,9 @@ def test_targets_name_the_kernels_their_firmware_runs(tmp_path: Path) -> None:
     }
     path = tmp_path / "mine.toml"
     path.write_text(GOOD)
-    assert load_target(path).kernels == "reference"
+    assert load_target(path).kernels.name == "reference"
     path.write_text(GOOD.replace("clock_hz = 100e6", 'clock_hz = 100e6\nkernels = "cmsis_nn"'))
-    assert load_target(path).kernels == "cmsis_nn"
+    assert load_target(path).kernels.name == "cmsis_nn"
 
 
 def test_a_users_file(tmp_path: Path) -> None:

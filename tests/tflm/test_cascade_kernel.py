@@ -21,13 +21,12 @@ from flatbuffers import flexbuffers
 from kits.elementwise_net import ELEMENTWISE_OPS, elementwise_net
 from kits.keras_like import bn_classifier, clamp_net
 from kits.opmodels import int16x8_network
-from testkit import MODELS_DIR, SHARED_ABSENT
+from testkit import MODELS_DIR, SHARED_ABSENT, kernel_set
 
 from arenaplan.builder.ds_cnn import ds_cnn
 from arenaplan.builder.mobilenet import mobilenet_v1, mobilenet_v2
 from arenaplan.builder.unet import unet_denoiser
 from arenaplan.builder.writer import ModelBuilder
-from arenaplan.export.offline_plan import with_offline_plan
 from arenaplan.export.tflite_writer import write_model
 from arenaplan.ir.cascade_format import is_pointwise
 from arenaplan.ir.dtypes import DType
@@ -39,14 +38,15 @@ from arenaplan.passes.cascade_chain import Steps, chain_of
 from arenaplan.passes.cascade_choice import Chooser
 from arenaplan.placement import PlanOptions, plan_model
 from arenaplan.reader import read_model_bytes
+from arenaplan.tflm.offline_plan import with_offline_plan
 from arenaplan.tflm.scratch import scratch_requests
 from arenaplan.tflm.sizes import tensor_bytes
 from arenaplan.tflm.tail import NATIVE_PROFILES
-from arenaplan.verify.compare import compare_models
-from arenaplan.verify.inputs import random_inputs
-from arenaplan.verify.native import NativeRunner, native_available
-from arenaplan.verify.prove import prove
-from arenaplan.verify.runner import GENEROUS_ARENA
+from arenaplan.tflm.verify.compare import compare_models
+from arenaplan.tflm.verify.inputs import random_inputs
+from arenaplan.tflm.verify.native import NativeRunner, native_available
+from arenaplan.tflm.verify.prove import prove
+from arenaplan.tflm.verify.runner import GENEROUS_ARENA
 
 CUSTOM = "ARENAPLAN_CASCADE"
 KINDS = {
@@ -1505,7 +1505,9 @@ def _model(name: str) -> bytes:
 
 
 def _cascaded(data: bytes, kernels: str = "reference") -> bytes:
-    model, _ = run_passes(read_model_bytes(data), [make_pass("cascade", {"kernels": kernels})])
+    model, _ = run_passes(
+        read_model_bytes(data), [make_pass("cascade", {"kernels": kernel_set(kernels)})]
+    )
     ops = [op.opcode for op in model.subgraphs[0].operators]
     assert CUSTOM in ops, "the pass made no cascade"
     return write_model(model)
@@ -1556,7 +1558,7 @@ def test_cascade_plan_is_proven_in_the_cmsis_nn_build(variant: str, name: str) -
     requests = scratch_requests(model, tensor_bytes(model), pointer, kernels)
     ops = {op.index for op in model.subgraphs[0].operators if op.opcode == CUSTOM}
     assert [r for r in requests if r.op in ops], "no request of the cascade predicted"
-    plan = plan_model(model, PlanOptions(kernels=kernels, pointer_size=pointer))
+    plan = plan_model(model, PlanOptions(kernels=kernel_set(kernels), pointer_size=pointer))
     planned = with_offline_plan(cascaded, plan.offline_offsets)
     proof = prove(data, planned, plan.arena, kernels, own=True)
     assert proof.proven, proof.reason
@@ -1575,7 +1577,7 @@ def _forced(data: bytes, kernels: str, rows: int, path: int) -> bytes:
     sg = model.subgraphs[0]
     chains = []
     for ops in longest_chains(sg, model.buffers):
-        chooser = Chooser(sg, ops, model.buffers, kernels)
+        chooser = Chooser(sg, ops, model.buffers, kernel_set(kernels))
         blocks = [
             b[-1] if rows == 0 else min(rows, b[-1]) for b in map(chooser.blocks, range(len(ops)))
         ]

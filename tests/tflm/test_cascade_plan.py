@@ -23,9 +23,9 @@ from arenaplan.ir.cascade_format import OPCODE as CASCADE
 from arenaplan.pipeline import PlanRequest, PlanResult, Source, run_plan
 from arenaplan.reader import read_model_bytes
 from arenaplan.tflm.tail import NATIVE_PROFILES, tail_estimate
-from arenaplan.verify.compare import compare_models
-from arenaplan.verify.instructions import invoke_instructions
-from arenaplan.verify.native import NativeRunner, native_available
+from arenaplan.tflm.verify.compare import compare_models
+from arenaplan.tflm.verify.instructions import invoke_instructions
+from arenaplan.tflm.verify.native import NativeRunner, native_available
 
 PASSES = ("cascade", "reorder", "inplace")
 VELA_SRAM_DS_CNN_M = 22_876  # bytes: Vela's SRAM figure for DS-CNN M (the judged figure)

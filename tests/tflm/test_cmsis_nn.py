@@ -19,15 +19,15 @@ from pathlib import Path
 
 import pytest
 from kits.opmodels import I8, I16, I32, I64, OP_MODELS, SHAPED, Net
-from testkit import TFLM_REFUSES, model_params, model_path, need_prover
+from testkit import TFLM_REFUSES, kernel_set, model_params, model_path, need_prover
 
 from arenaplan.cli import main
-from arenaplan.export.offline_plan import with_offline_plan
 from arenaplan.placement import PlanOptions, plan_model
 from arenaplan.reader import read_model_bytes
 from arenaplan.tflm import cmsis_nn as c
 from arenaplan.tflm.cmsis_nn import Dims, Window
 from arenaplan.tflm.kernel_sets import KERNELS, check_kernels, cmsis_features
+from arenaplan.tflm.offline_plan import with_offline_plan
 from arenaplan.tflm.scratch import scratch_requests
 from arenaplan.tflm.sizes import tensor_bytes
 from arenaplan.tflm.tail import NATIVE_PROFILES, PROFILES, tail_estimate
@@ -323,7 +323,7 @@ def test_mve_fc_kernel_sums_go_to_the_tail() -> None:
 def test_plan_records_and_plans_the_kernels_scratch() -> None:
     ir = read_model_bytes(CMSIS_MODELS["avg_pool_int8"]())
     ref = plan_model(ir)
-    dsp = plan_model(ir, PlanOptions(kernels="cmsis_nn+dsp"))
+    dsp = plan_model(ir, PlanOptions(kernels=kernel_set("cmsis_nn+dsp")))
     assert ref.kernels == "reference" and dsp.kernels == "cmsis_nn+dsp"
     assert not ref.scratch and [s.bytes for s in dsp.scratch] == [48]
     assert dsp.arena == ref.arena + 48
@@ -345,7 +345,7 @@ def _shared() -> list[Path]:
 
 
 def _need(variant: str) -> None:
-    from arenaplan.verify.native import native_available
+    from arenaplan.tflm.verify.native import native_available
 
     why = native_available(variant)
     if why is not None:
@@ -356,10 +356,10 @@ def _need(variant: str) -> None:
 def _run(variant: str, data: bytes, kernels: str):
     """``data`` planned for ``kernels``, with our offline plan, allocated in
     ``variant``: (the plan, TFLM's result)."""
-    from arenaplan.verify.native import NativeRunner
-    from arenaplan.verify.runner import GENEROUS_ARENA
+    from arenaplan.tflm.verify.native import NativeRunner
+    from arenaplan.tflm.verify.runner import GENEROUS_ARENA
 
-    options = PlanOptions(kernels=kernels, pointer_size=NATIVE[variant][1].pointer)
+    options = PlanOptions(kernels=kernel_set(kernels), pointer_size=NATIVE[variant][1].pointer)
     plan = plan_model(read_model_bytes(data), options)
     planned = with_offline_plan(data, plan.offline_offsets)
     with NativeRunner(variant) as runner:
@@ -406,9 +406,9 @@ def test_shared_model_smallest_arena_in_the_cmsis_nn_build(path: Path, variant: 
     found by bisection over multiples of 16 in the build, is the estimate rounded up
     to 16 (the estimate may say it is one)."""
     from arenaplan.tflm.tail import min_arena_estimate
-    from arenaplan.verify.compare import smallest_arena
-    from arenaplan.verify.inputs import zero_inputs
-    from arenaplan.verify.native import NativeRunner
+    from arenaplan.tflm.verify.compare import smallest_arena
+    from arenaplan.tflm.verify.inputs import zero_inputs
+    from arenaplan.tflm.verify.native import NativeRunner
 
     _need(variant)
     if path.stem in TFLM_REFUSES:
@@ -416,7 +416,7 @@ def test_shared_model_smallest_arena_in_the_cmsis_nn_build(path: Path, variant: 
     kernels, profile = NATIVE[variant]
     data = path.read_bytes()
     ir = read_model_bytes(data)
-    plan = plan_model(ir, PlanOptions(kernels=kernels, pointer_size=profile.pointer))
+    plan = plan_model(ir, PlanOptions(kernels=kernel_set(kernels), pointer_size=profile.pointer))
     n_planned = len(plan.tensors) + len(plan.scratch)
     estimate = min_arena_estimate(ir, plan.arena, n_planned, profile, kernels).bytes
     planned = with_offline_plan(data, plan.offline_offsets)
@@ -439,11 +439,13 @@ def test_op_model_head_and_tail_equal_the_cmsis_nn_build(name: str, variant: str
 def test_an_mve_plan_is_proven_in_the_m55_build() -> None:
     """A plan for CMSIS-NN with MVE is proven where that code runs: the Cortex-M55
     build on qemu-system-arm (outputs as the original's, the planned head measured)."""
-    from arenaplan.verify.prove import prove
+    from arenaplan.tflm.verify.prove import prove
 
     need_prover("cmsis_nn+mve")
     data = model_path("arm-ml-examples__ds_cnn_s_quantized").read_bytes()
-    options = PlanOptions(kernels="cmsis_nn+mve", pointer_size=NATIVE_PROFILES["arm32"].pointer)
+    options = PlanOptions(
+        kernels=kernel_set("cmsis_nn+mve"), pointer_size=NATIVE_PROFILES["arm32"].pointer
+    )
     plan = plan_model(read_model_bytes(data), options)
     planned = with_offline_plan(data, plan.offline_offsets)
     proof = prove(data, planned, plan.arena, "cmsis_nn+mve")

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from arenaplan.verify.instructions import instructions_available
-from arenaplan.verify.native import native_available
-from arenaplan.verify.traffic_measure import traffic_available
+from arenaplan.tflm.verify.instructions import instructions_available
+from arenaplan.tflm.verify.native import native_available
+from arenaplan.tflm.verify.traffic_measure import traffic_available
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "src" / "arenaplan"

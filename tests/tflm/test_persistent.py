@@ -49,7 +49,7 @@ def test_host_tail_matches_the_runtime(path) -> None:
     pytest.importorskip(
         "tflite_micro", reason="the TFLM runtime is not installed (pip install 'arenaplan[tflm]')"
     )
-    from arenaplan.verify import measure
+    from arenaplan.tflm.verify import measure
 
     model = read_model(path)
     measured = measure(path.read_bytes())
@@ -120,8 +120,8 @@ NATIVE_32 = {
 
 def _native_tail(variant: str, data: bytes) -> int:
     """TFLM's tail in ``variant`` after AllocateTensors (skips when it is not built)."""
-    from arenaplan.verify.native import NativeRunner, native_available
-    from arenaplan.verify.runner import GENEROUS_ARENA
+    from arenaplan.tflm.verify.native import NativeRunner, native_available
+    from arenaplan.tflm.verify.runner import GENEROUS_ARENA
 
     why = native_available(variant)
     if why is not None:

@@ -14,7 +14,7 @@ from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Model, Operator, Subgraph, Tensor
 from arenaplan.reader import read_model, read_model_bytes
 from arenaplan.tflm.refusals import REGISTERED_BUILTINS, RULES, tflm_refusals
-from arenaplan.verify.inputs import random_inputs
+from arenaplan.tflm.verify.inputs import random_inputs
 
 RUNTIME_ABSENT = "the TFLM runtime is not installed (pip install 'arenaplan[tflm]')"
 ARENA = 1 << 20  # bytes: plenty for every case here
@@ -23,7 +23,7 @@ ARENA = 1 << 20  # bytes: plenty for every case here
 @pytest.fixture(scope="module")
 def runner() -> Iterator:
     pytest.importorskip("tflite_micro", reason=RUNTIME_ABSENT)
-    from arenaplan.verify import TflmRunner
+    from arenaplan.tflm.verify import TflmRunner
 
     with TflmRunner() as r:
         yield r
@@ -77,7 +77,7 @@ def test_the_reasons_name_operator_opcode_and_why() -> None:
 def test_a_uint8_convolution_is_refused_for_its_types_not_as_hybrid(runner) -> None:
     """TFLM's CONV_2D says "Hybrid models are not supported" of a UINT8 model: the
     reason given (by ``verify``, and by ``plan --weights``) is ours: operator and types."""
-    from arenaplan.verify.compare import compare_models
+    from arenaplan.tflm.verify.compare import compare_models
 
     data = next(c for c in CASES if c.name == "uint8 CONV_2D").build()
     ours = (

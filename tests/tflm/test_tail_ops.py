@@ -30,14 +30,14 @@ def runner() -> Iterator[object]:
     pytest.importorskip(
         "tflite_micro", reason="the TFLM runtime is not installed (pip install 'arenaplan[tflm]')"
     )
-    from arenaplan.verify import TflmRunner
+    from arenaplan.tflm.verify import TflmRunner
 
     with TflmRunner() as r:
         yield r
 
 
 def _run(runner, data: bytes):
-    from arenaplan.verify.inputs import zero_inputs
+    from arenaplan.tflm.verify.inputs import zero_inputs
 
     ir = read_model_bytes(data)
     inputs = zero_inputs(ir)
@@ -59,7 +59,7 @@ def test_predicted_tail_equals_the_runtime(runner, name: str) -> None:
 def test_smallest_arena_of_the_reported_shapes(runner, name: str) -> None:
     """Rule B6 against bisection in the runtime, from the measured head."""
     from arenaplan.analysis.buffers import arena_items
-    from arenaplan.verify.compare import smallest_arena
+    from arenaplan.tflm.verify.compare import smallest_arena
 
     data = SHAPED[name]()
     ir, inputs, n_out, measured = _run(runner, data)
@@ -75,7 +75,7 @@ def test_a_tiny_model_says_its_smallest_arena_is_an_estimate(runner) -> None:
     smaller than those, the Prepare phase binds and the estimate says so; the bound
     it gives holds."""
     from arenaplan.analysis.buffers import arena_items
-    from arenaplan.verify.compare import smallest_arena
+    from arenaplan.tflm.verify.compare import smallest_arena
 
     data = OP_MODELS["conv_int8_per_channel"]()
     ir, inputs, n_out, measured = _run(runner, data)

@@ -16,7 +16,7 @@ import pytest
 from export.test_writer_tflm import depthwise_int4_weights
 from kits.opmodels import F32, I8, I16, I32, I64
 from kits.weights_models import denoiser, one_weighted
-from testkit import need_prover
+from testkit import kernel_set, need_prover
 
 from arenaplan.cli import main
 from arenaplan.errors import UnsupportedModelError
@@ -29,7 +29,7 @@ from arenaplan.pipeline import planned_model_bytes
 from arenaplan.placement import PlanOptions, check_plan, plan_model
 from arenaplan.reader import read_model_bytes
 from arenaplan.targets.load import load_builtin
-from arenaplan.verify.prove import prove
+from arenaplan.tflm.verify.prove import prove
 from arenaplan.weights.blob import weights_blob
 from arenaplan.weights.plan import plan_weights
 from arenaplan.weights.policies import Policy
@@ -67,7 +67,7 @@ def _whole(data: bytes, kernels: str = "reference") -> tuple[Model, bytes, int]:
     planned, and its head."""
     m = read_model_bytes(data)
     t = load_builtin("esp32s3")
-    wp = plan_weights(m, t, Policy("whole"), None, PlanOptions(kernels=kernels))
+    wp = plan_weights(m, t, Policy("whole"), None, PlanOptions(kernels=kernel_set(kernels)))
     return wp.model, planned_model_bytes(write_model(wp.model), wp.model, wp.plan), wp.plan.arena
 
 
@@ -109,8 +109,8 @@ def test_fully_connected_int16_bias_width_follows_the_kernels() -> None:
     one reads it as int64 (``kernels/cmsis_nn/fully_connected.cc``)."""
     m = read_model_bytes(one_weighted("FULLY_CONNECTED", I16, I32))
     assert weight_copies(m, 0)[1].dtype is DType.INT32
-    assert weight_copies(m, 0, "cmsis_nn+dsp")[1].dtype is DType.INT64
-    assert operator_weights(m, kernels="cmsis_nn+dsp")[0].per_channel == (24, 8)
+    assert weight_copies(m, 0, kernel_set("cmsis_nn+dsp"))[1].dtype is DType.INT64
+    assert operator_weights(m, kernels=kernel_set("cmsis_nn+dsp"))[0].per_channel == (24, 8)
 
 
 @pytest.mark.parametrize("kernels", ["cmsis_nn", "cmsis_nn+dsp"])
@@ -214,6 +214,6 @@ def test_group_buffers_are_sized_for_the_kernels_planned() -> None:
     m = read_model_bytes(one_weighted("FULLY_CONNECTED", I16, I32))
     t = load_builtin("esp32s3")
     for kernels, block in (("reference", 5 * 24 + 5 * 4), ("cmsis_nn+dsp", 5 * 24 + 5 * 8)):
-        wp = plan_weights(m, t, Policy("groups", 5), None, PlanOptions(kernels=kernels))
+        wp = plan_weights(m, t, Policy("groups", 5), None, PlanOptions(kernels=kernel_set(kernels)))
         check_plan(wp.model, wp.plan)
         assert [s.size for s in wp.plan.staging] == [-(-block // 16) * 16], kernels

@@ -23,8 +23,8 @@ from arenaplan.pipeline import PlanRequest, read_source, run_plan
 from arenaplan.placement import PlanOptions, check_plan, plan_model
 from arenaplan.reader import read_model_bytes
 from arenaplan.targets.load import load_builtin, parse_target
-from arenaplan.verify.prove import prove
-from arenaplan.verify.runner import tflm_available
+from arenaplan.tflm.verify.prove import prove
+from arenaplan.tflm.verify.runner import tflm_available
 from arenaplan.weights.plan import plan_weights
 from arenaplan.weights.policies import Policy, WeightCosts, parse_weights
 from arenaplan.weights.staging import operator_weights

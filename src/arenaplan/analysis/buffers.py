@@ -13,13 +13,12 @@ from dataclasses import dataclass
 
 from arenaplan.allocation.packing import align_up
 from arenaplan.allocation.problem import Buffer
-from arenaplan.analysis.lifetimes import Lifetimes, compute_lifetimes
 from arenaplan.errors import UnsupportedModelError
 from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Model
-from arenaplan.tflm.kernel_sets import REFERENCE
-from arenaplan.tflm.scratch import ScratchRequest, scratch_requests
-from arenaplan.tflm.sizes import TFLM_ALIGNMENT, tensor_bytes
+from arenaplan.runtime.records import Lifetimes, ScratchRequest
+from arenaplan.runtime.registry import default_kernels, runtime_of
+from arenaplan.runtime.spec import KernelSet
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,11 +68,19 @@ def is_planned(model: Model, sizes: tuple[tuple[int, ...], ...], s: int, t: int)
     return sizes[s][t] > 0
 
 
-def arena_items(model: Model, pointer_size: int = 8, kernels: str = REFERENCE) -> ArenaItems:
-    """The head's tensors and the scratch requests of a build running ``kernels``."""
-    sizes = tensor_bytes(model)
-    lt = compute_lifetimes(model)
-    requests = scratch_requests(model, sizes, pointer_size, kernels)
+def arena_items(
+    model: Model, pointer_size: int = 8, kernels: KernelSet | None = None
+) -> ArenaItems:
+    """The head's tensors and the scratch requests of a build running ``kernels``
+    (None: the default runtime's default kernels; ``pointer_size``: bytes of a
+    pointer in that build), aligned as its runtime aligns them."""
+    kernels = kernels or default_kernels()
+    runtime = runtime_of(kernels)
+    align = runtime.alignment
+    sizes = runtime.tensor_bytes(model)
+    lt = runtime.lifetimes(model)
+
+    requests = runtime.scratch_requests(model, sizes, pointer_size, kernels)
     tensors = tuple(
         (sg.index, t.index)
         for sg in model.subgraphs
@@ -87,8 +94,8 @@ def arena_items(model: Model, pointer_size: int = 8, kernels: str = REFERENCE) -
             f"tensor {s}:{t}",
             lt.tensors[s][t].first,
             lt.tensors[s][t].last,
-            align_up(sizes[s][t], TFLM_ALIGNMENT),
-            TFLM_ALIGNMENT,
+            align_up(sizes[s][t], align),
+            align,
         )
         for s, t in tensors
     ]
@@ -99,24 +106,27 @@ def arena_items(model: Model, pointer_size: int = 8, kernels: str = REFERENCE) -
                 f"scratch {r.order} (subgraph {r.subgraph} op {r.op})",
                 first,
                 last,
-                align_up(r.bytes, TFLM_ALIGNMENT),
-                TFLM_ALIGNMENT,
+                align_up(r.bytes, align),
+                align,
             )
         )
     return ArenaItems(tensors, requests, tuple(buffers), sizes, lt)
 
 
-def staging_buffers(lt: Lifetimes, requests: Sequence[StagingRequest]) -> tuple[Buffer, ...]:
+def staging_buffers(
+    lt: Lifetimes, requests: Sequence[StagingRequest], align: int
+) -> tuple[Buffer, ...]:
     """The buffers of weight staging requests: alive from operator ``first`` to ``op``
-    (subgraph 0), sizes rounded up to TFLM's alignment like every head buffer."""
+    (subgraph 0), sizes rounded up to ``align`` (bytes: the runtime's alignment) like
+    every head buffer."""
     ops = lt.operators[0]
     return tuple(
         Buffer(
             f"staging for operator {r.op}",
             ops[r.first][0],
             ops[r.op][1],
-            align_up(r.bytes, TFLM_ALIGNMENT),
-            TFLM_ALIGNMENT,
+            align_up(r.bytes, align),
+            align,
         )
         for r in requests
     )

@@ -7,8 +7,17 @@ from pathlib import Path
 
 from arenaplan.errors import UsageError
 from arenaplan.placement.memories import check_within, target_memory
+from arenaplan.runtime.registry import (
+    DEFAULT_RUNTIME,
+    default_kernels,
+    get,
+    kernel_names,
+    parse_kernels,
+    parse_profile,
+    profile_names,
+)
+from arenaplan.runtime.spec import KernelSet, Profile
 from arenaplan.targets import Target, load_builtin, load_target
-from arenaplan.tflm.kernel_sets import KERNEL_WORDS, KERNELS, REFERENCE
 from arenaplan.units import parse_size
 
 
@@ -38,22 +47,38 @@ def target_from_args(args: argparse.Namespace) -> Target | None:
 
 
 def add_kernels_option(p: argparse.ArgumentParser, default: str) -> None:
-    """``--kernels``: which TFLM kernels the build runs (their scratch requests and
-    tail differ); ``default`` says where the default comes from."""
-    words = "; ".join(f"{k}: {KERNEL_WORDS[k]}" for k in KERNELS)
+    """``--kernels``: which kernels the runtime's build runs (their scratch requests
+    and tail differ); ``default`` says where the default comes from."""
+    runtime = get(DEFAULT_RUNTIME)
+    words = "; ".join(f"{k.name}: {runtime.kernel_words(k)}" for k in runtime.kernel_sets())
     p.add_argument(
         "--kernels",
-        choices=KERNELS,
+        choices=kernel_names(),
         default=None,
-        help=f"the TFLM kernels the build runs ({words}; default: {default})",
+        help=f"the {runtime.title} kernels the build runs ({words}; default: {default})",
     )
 
 
-def kernels_from_args(args: argparse.Namespace, target: Target | None = None) -> str:
-    """The kernels asked for: ``--kernels``, else the target's, else the reference ones."""
+def add_profile_option(p: argparse.ArgumentParser, help_text: str) -> None:
+    """``--profile``: the build profile of the runtime (its spellings, sorted)."""
+    p.add_argument("--profile", choices=sorted(profile_names()), help=help_text)
+
+
+def kernels_from_args(args: argparse.Namespace, target: Target | None = None) -> KernelSet:
+    """The kernels asked for: ``--kernels``, else the target's, else the default ones."""
     if args.kernels is not None:
-        return args.kernels
-    return target.kernels if target is not None else REFERENCE
+        return parse_kernels(args.kernels)
+    return target.kernels if target is not None else default_kernels()
+
+
+def kernels_asked(args: argparse.Namespace) -> KernelSet | None:
+    """``--kernels`` as a value (None: not given)."""
+    return parse_kernels(args.kernels) if args.kernels is not None else None
+
+
+def profile_asked(args: argparse.Namespace) -> Profile | None:
+    """``--profile`` as a value (None: not given)."""
+    return parse_profile(args.profile) if args.profile is not None else None
 
 
 def parse_memories(specs: list[str], target: Target | None) -> dict[str, int]:

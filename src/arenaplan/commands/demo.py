@@ -8,6 +8,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
+from arenaplan.builder import demo_model
 from arenaplan.commands.verify import print_report
 from arenaplan.errors import UsageError
 from arenaplan.export.files import Outputs
@@ -16,8 +17,7 @@ from arenaplan.export.memories_summary import target_arena_line
 from arenaplan.export.summary import print_summary
 from arenaplan.pipeline import PlanRequest, Source, run_plan
 from arenaplan.reader import read_model_bytes
-
-INSTALL_HINT = "pip install 'arenaplan[tflm]'"
+from arenaplan.runtime.registry import runtime_of
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -50,7 +50,6 @@ def _out_dir(path: Path) -> Path:
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
-    from arenaplan.builder import demo_model
 
     out_dir = _out_dir(args.out_dir)
     outputs = Outputs()
@@ -67,16 +66,13 @@ def run(args: argparse.Namespace, console: Console) -> int:
     outputs.write_all()
     print_summary(console, model, plan, "demo.tflite")
     console.print(f"wrote {original_path}, {planned_path}, {json_path}")
-    assert done.figures is not None  # the pipeline makes them for every plan
     console.print(target_arena_line(done.figures), style="bold")
     if args.no_verify:
         return 0
-    from arenaplan.verify import compare_models, tflm_available
-
-    if not tflm_available():
-        console.print(
-            f"verification skipped: the TFLM runtime is not installed ({escape(INSTALL_HINT)})"
-        )
+    runtime = runtime_of(plan.kernels)
+    why = runtime.proof_available(plan.kernels, own=False)[1]
+    if why is not None:
+        console.print(f"verification skipped: {escape(why)}")
         return 0
-    report = compare_models(data, planned)
+    report = runtime.verify(data, planned, 3, 0, None)
     return print_report(console, report, original_path.name, planned_path.name)

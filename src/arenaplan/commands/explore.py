@@ -35,9 +35,13 @@ from arenaplan.explore.grid import (
     policy_words,
     words,
 )
+from arenaplan.explore.report import sweep_report
 from arenaplan.explore.store import Store
 from arenaplan.explore.tasks import NONE, Task, load_target
+from arenaplan.export.files import Outputs
+from arenaplan.passes import PASS_CLASSES
 from arenaplan.units import count_arg, seconds_arg
+from arenaplan.weights.policies import parse_weights
 
 EXIT_FAILED = 1  # the sweep ran, and some of its tasks failed (see their rows)
 EXIT_INTERNAL = 70  # one of the failed tasks is an internal error: a bug in arenaplan
@@ -125,8 +129,6 @@ def _tasks(args: argparse.Namespace) -> list[Task]:
     """The tasks of the sweep, every input checked first (one line, exit 2): options,
     counts, targets loaded, sizes each target's fastest memory can have, then each
     model read and verified."""
-    from arenaplan.passes import PASS_CLASSES
-    from arenaplan.weights.policies import parse_weights
 
     names = words(args.target, "--target")
     passes = words(args.passes, "--passes")
@@ -216,8 +218,6 @@ def _summary(
 
 
 def _report(args: argparse.Namespace, console: Console) -> int:
-    from arenaplan.explore.report import sweep_report
-    from arenaplan.export.files import Outputs
 
     if args.output is None:
         raise UsageError("--report needs -o PAGE.html")

@@ -16,20 +16,24 @@ from rich.console import Console
 from arenaplan.allocation.registry import ALLOCATORS
 from arenaplan.commands.common import (
     add_kernels_option,
+    add_profile_option,
     add_target_options,
+    kernels_asked,
     parse_memories,
+    profile_asked,
     target_from_args,
 )
 from arenaplan.commands.rewrite import add_pass_options
 from arenaplan.commands.weights import add_weights_option, check_weights_args, print_weights
 from arenaplan.errors import UsageError
 from arenaplan.export.files import Outputs
-from arenaplan.export.kernel_source import firmware_lines, needs_kernel
+from arenaplan.export.kernel_source import firmware_lines, kernel_files, needs_kernel
+from arenaplan.export.memories_summary import print_memories, target_arena_line
+from arenaplan.export.picture import picture_format, pyplot
 from arenaplan.export.summary import print_rewrite, print_summary
 from arenaplan.pipeline import PlanRequest, PlanResult, Wanted, read_source, run_plan
 from arenaplan.pipeline.plan import objective_of
 from arenaplan.targets import Target
-from arenaplan.tflm.tail import PROFILES
 from arenaplan.units import SIZE_HELP, seconds_arg
 
 # (Wanted field, ``args`` attribute, option) of every file ``plan`` writes
@@ -88,11 +92,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="write the C++ of arenaplan's cascade kernel (arenaplan_cascade.h/.cc) and "
         "the lines that register it (register_cascade.txt) into this existing folder",
     )
-    p.add_argument(
-        "--profile",
-        choices=sorted(PROFILES),
-        default=None,
-        help="TFLM build profile that sizes the header's tail (default: the target's, else arm32)",
+    add_profile_option(
+        p, "TFLM build profile that sizes the header's tail (default: the target's, else arm32)"
     )
     add_kernels_option(p, "the target's, else reference")
     p.add_argument(
@@ -130,12 +131,11 @@ def _claim_outputs(args: argparse.Namespace) -> Outputs:
     outputs = Outputs((args.model,))
     for _, attr, option in _OUTPUTS:
         outputs.claim(getattr(args, attr), option, stdout_ok=attr == "json")
-    if args.picture is not None or args.report is not None:
-        from arenaplan.export.picture import picture_format, pyplot
     if args.picture is not None:
         picture_format(args.picture)
     if args.picture is not None or args.report is not None:
         pyplot()  # matplotlib is there, or one line saying how to install it
+
     _claim_kernel_source(outputs, args.kernel_source)
     return outputs
 
@@ -144,7 +144,6 @@ def _claim_kernel_source(outputs: Outputs, folder: Path | None) -> None:
     """``--kernel-source DIR``: its files claimed and staged (they are the package's)."""
     if folder is None:
         return
-    from arenaplan.export.kernel_source import kernel_files
 
     if not folder.is_dir():
         what = "is not a directory" if folder.exists() else "does not exist"
@@ -170,8 +169,6 @@ def _check_target_options(args: argparse.Namespace, target: Target | None) -> No
 def _wanted(args: argparse.Namespace) -> Wanted:
     picture = None
     if args.picture is not None:
-        from arenaplan.export.picture import picture_format
-
         picture = picture_format(args.picture)
     return Wanted(
         model=args.output is not None,
@@ -196,8 +193,8 @@ def request_from_args(args: argparse.Namespace) -> PlanRequest:
         source,
         target,
         caps,
-        profile=args.profile,
-        kernels=args.kernels,
+        profile=profile_asked(args),
+        kernels=kernels_asked(args),
         allocator=args.allocator,
         time_limit=args.time_limit,
         passes=args.passes,
@@ -231,9 +228,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     _print(console, request, done)
     for path in written:
         console.print(f"wrote {path}")
-    from arenaplan.export.memories_summary import target_arena_line
 
-    assert done.figures is not None  # the pipeline makes them for every plan
     console.print(target_arena_line(done.figures), style="bold")
     if args.output is not None and needs_kernel(done.model):
         folder = str(args.kernel_source) if args.kernel_source is not None else None
@@ -251,13 +246,9 @@ def _print(console: Console, request: PlanRequest, done: PlanResult) -> None:
     print_summary(console, model, plan, name, spread, done.refusals, rewritten)
     if done.weights is not None:
         print_rewrite(console, records, None)
-        assert done.figures is not None  # the pipeline makes them for every plan
         print_weights(console, done.weights, done.proof, done.figures, done.origin)
     else:
         what = "head" if objective_of(request) == "head" else "whole arena"
         print_rewrite(console, records, done.proof, done.effect, done.compared, what)
     if request.target is not None:
-        from arenaplan.export.memories_summary import print_memories
-
-        assert done.figures is not None  # the pipeline makes them for every plan
         print_memories(console, request.target, request.caps, plan, tiers, done.figures)

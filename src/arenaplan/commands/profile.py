@@ -30,6 +30,7 @@ from arenaplan.export.files import Outputs
 from arenaplan.ir.model import Model
 from arenaplan.ir.verifier import check_model
 from arenaplan.reader import load_model
+from arenaplan.runtime.registry import DEFAULT_RUNTIME, get
 
 _OVERHEAD = ("eval_tensor", "node", "framework", "scratch_handles")
 
@@ -174,13 +175,13 @@ def run(args: argparse.Namespace, console: Console) -> int:
     details = traffic_details(model)
     measured = None
     if args.measure:
-        from arenaplan.verify.traffic_measure import measure_traffic, traffic_available
-
-        why = traffic_available(args.variant)
+        runtime = get(DEFAULT_RUNTIME)
+        why = runtime.traffic_unavailable(args.variant)
         if why is not None:
             raise RuntimeUnavailableError(f"--measure: {why}")
         try:
-            measured = measure_traffic(args.model, args.variant)
+            measured = runtime.measure_traffic(args.model, args.variant)
+
         except RuntimeError as exc:
             raise RuntimeUnavailableError(f"--measure: {exc}") from None
     quiet = args.json is not None and str(args.json) == "-"

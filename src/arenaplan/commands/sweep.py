@@ -120,7 +120,7 @@ def _row(source: Source, target: Target, weights: str | None, capacity: int) -> 
         reason = f"cannot place: {why['ours']}"
     else:
         reason = "; ".join(f"{who} cannot place: {text}" for who, text in why.items())
-    if done is None or done.figures is None:
+    if done is None:
         return Row(capacity, None, vela if isinstance(vela, float) else None, {}, reason)
     figures = done.figures
     return Row(
@@ -143,7 +143,7 @@ def _vela(source: Source, done: PlanResult | None, target: Target, capacity: int
         placed = place_tiers(model, target, {fast: capacity}, "vela", kernels=target.kernels)
     except AllocationError as exc:
         return str(exc)
-    if done is None or done.figures is None or done.figures.latency is None:
+    if done is None or done.figures.latency is None:
         return placed_seconds(model, target, fast, fast, placed)
     figures = done.figures
     persistent = persistent_of(figures.arrays) or fast

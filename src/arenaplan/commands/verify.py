@@ -18,6 +18,8 @@ from rich.table import Table
 
 from arenaplan.ir.verifier import check_model
 from arenaplan.reader import load_model
+from arenaplan.runtime.registry import DEFAULT_RUNTIME, get
+from arenaplan.runtime.report import VerifyReport
 from arenaplan.units import count_arg
 
 EXIT_DIFFERENT = 1
@@ -61,42 +63,25 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
-    from arenaplan.verify import compare_models
-    from arenaplan.verify.host_limit import check_runs_here
-    from arenaplan.verify.prove import OWN_BUILD, uses_own_kernels
-    from arenaplan.verify.runner import require_tflm
-
+    runtime = get(DEFAULT_RUNTIME)
     original, original_ir = load_model(args.original)
     planned, planned_ir = load_model(args.planned)
-    check_model(original_ir, str(args.original))  # both verified before any TFLM run
+    check_model(original_ir, str(args.original))  # both verified before any run
     check_model(planned_ir, str(args.planned))
     for ir, path in ((original_ir, args.original), (planned_ir, args.planned)):
-        check_runs_here(ir, str(path))
-    build = args.build or (OWN_BUILD if uses_own_kernels(planned_ir) else None)
+        runtime.check_runs_here(ir, str(path))
+    build = args.build or runtime.default_build(planned_ir)
+    report = runtime.verify(original, planned, args.trials, args.seed, build)
     if build is not None:
-        return _run_native(args, console, build, original, planned)
-    require_tflm()
-    report = compare_models(original, planned, trials=args.trials, seed=args.seed)
+        return _print_native(console, build, report, args.original.name, args.planned.name)
     return print_report(console, report, args.original.name, args.planned.name)
 
 
-def _run_native(
-    args: argparse.Namespace, console: Console, build: str, original: bytes, planned: bytes
+def _print_native(
+    console: Console, build: str, report: VerifyReport, original_name: str, planned_name: str
 ) -> int:
-    """Both models in a TFLM build from source: outputs and measured figures."""
-    from arenaplan.errors import RuntimeUnavailableError, UsageError
-    from arenaplan.verify import compare_models
-    from arenaplan.verify.native import VARIANTS, NativeRunner, native_available
-
-    if build not in VARIANTS:
-        raise UsageError(f"--build: no TFLM build {build} (one of {', '.join(VARIANTS)})")
-    why = native_available(build)
-    if why is not None:
-        raise RuntimeUnavailableError(f"cannot verify in TFLM {build}: {why}")
-    with NativeRunner(build) as runner:
-        report = compare_models(
-            original, planned, args.trials, args.seed, runner=runner, figures=False
-        )
+    """Both models run in a build of the runtime from source: outputs and measured
+    figures."""
     if report.refused:
         console.print(f"[bold yellow]cannot verify:[/bold yellow] {report.refused}")
         return EXIT_REFUSED
@@ -105,7 +90,7 @@ def _run_native(
     table = Table(title=f"measured in TFLM {build}, built from source (bytes)")
     for col in ("model", "head", "tail"):
         table.add_column(col, justify="right" if col != "model" else "left")
-    for name, m in ((args.original.name, report.original), (args.planned.name, report.planned)):
+    for name, m in ((original_name, report.original), (planned_name, report.planned)):
         assert m is not None
         table.add_row(name, f"{m.head:,}", f"{m.tail:,}")
     console.print(table)
@@ -123,7 +108,9 @@ def _fail(console: Console, message: str) -> int:
     return EXIT_DIFFERENT
 
 
-def print_report(console: Console, report, original_name: str, planned_name: str) -> int:
+def print_report(
+    console: Console, report: VerifyReport, original_name: str, planned_name: str
+) -> int:
     if report.refused:
         console.print(f"[bold yellow]cannot verify:[/bold yellow] {report.refused}")
         return EXIT_REFUSED

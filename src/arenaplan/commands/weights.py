@@ -13,11 +13,12 @@ from rich.table import Table
 from arenaplan.errors import UsageError
 from arenaplan.export.figures import weights_totals
 from arenaplan.targets import Target
+from arenaplan.weights.policies import parse_weights
 
 if TYPE_CHECKING:
     from arenaplan.export.figures import Figures
     from arenaplan.passes.base import Origin
-    from arenaplan.verify.prove import Proof
+    from arenaplan.runtime.proof import Proof
     from arenaplan.weights.plan import WeightsPlan
 
 
@@ -55,7 +56,6 @@ def check_weights_args(args: argparse.Namespace, target: Target | None) -> None:
             if value is not None:
                 raise UsageError(f"{option} needs --weights")
         return
-    from arenaplan.weights.policies import parse_weights
 
     parse_weights(args.weights)  # one line if malformed
     if target is None:

@@ -17,12 +17,12 @@ from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from arenaplan.cost.cascade_steps import extra_work
+from arenaplan.ir import cascade_format as f
 from arenaplan.ir.cascade_format import OPCODE as CASCADE
 from arenaplan.ir.model import Model, Operator, Subgraph
+from arenaplan.runtime.registry import or_default, runtime_of
+from arenaplan.runtime.spec import KernelSet
 from arenaplan.targets.model import Target
-from arenaplan.tflm.kernel_sets import REFERENCE
-from arenaplan.tflm.sizes import tensor_bytes
 
 _KINDS = {
     "CONV_2D": "conv",
@@ -58,13 +58,13 @@ def work_cycles(target: Target, kind: str, opcode: str, work: int, parts=()) -> 
     return work / target.rate(kind, opcode)
 
 
-def cascade_parts(op: Operator, kernels: str = REFERENCE) -> tuple[tuple[str, str, int], ...]:
+def cascade_parts(
+    op: Operator, kernels: KernelSet | None = None
+) -> tuple[tuple[str, str, int], ...]:
     """(kind, opcode, work) of each stage of an ``ARENAPLAN_CASCADE``: the work of
-    the stock operator it stands for (each element is computed once); with CMSIS-NN
+    the stock operator it stands for (each element is computed once); with optimised
     ``kernels``, one more part: what its steps cost beyond the operators it replaced
-    (``cost.cascade_steps.extra_work``, MACs of a convolution; below 0: less)."""
-    from arenaplan.ir import cascade_format as f
-
+    (``CascadeKernel.extra_work``, MACs of a convolution; below 0: less)."""
     parts = []
     for w in f.decode(op).records:
         name = f.KIND_NAMES[w[f.KIND]]
@@ -78,7 +78,8 @@ def cascade_parts(op: Operator, kernels: str = REFERENCE) -> tuple[tuple[str, st
         }
         opcode = "AVERAGE_POOL_2D" if name == f.MEAN_ROWS else name
         parts.append((_KINDS.get(opcode, "elementwise"), opcode, work.get(name, outputs)))
-    extra = extra_work(f.decode(op).records, kernels)
+    cascade = runtime_of(kernels).cascade(or_default(kernels))
+    extra = cascade.extra_work(f.decode(op).records) if cascade is not None else 0
     if extra:
         parts.append(("conv", "CONV_2D", extra))
     return tuple(parts)
@@ -110,10 +111,11 @@ def _macs(sg: Subgraph, op: Operator) -> int:
     return sum(t[o].elements for o in op.outputs)
 
 
-def operator_work(model: Model, kernels: str = REFERENCE) -> list[OpWork]:
+def operator_work(model: Model, kernels: KernelSet | None = None) -> list[OpWork]:
     """The work of every operator of every subgraph, in execution order per subgraph
     (a cascade's steps cost work of their own with CMSIS-NN ``kernels``)."""
-    sizes = tensor_bytes(model)
+    sizes = runtime_of(kernels).tensor_bytes(model)
+
     work = []
     for sg in model.subgraphs:
         for op in sg.operators:

@@ -76,11 +76,10 @@ from arenaplan.cost.roofline import (
 from arenaplan.cost.traffic import Traffic, operator_traffic
 from arenaplan.cost.traffic_xcore import xcore_counts
 from arenaplan.ir.model import Model
+from arenaplan.runtime.records import TensorBytes
+from arenaplan.runtime.registry import runtime_of
+from arenaplan.runtime.spec import KernelSet
 from arenaplan.targets.model import Memory, Target
-from arenaplan.tflm.kernel_sets import REFERENCE
-from arenaplan.tflm.scratch import scratch_requests
-from arenaplan.tflm.sizes import tensor_bytes
-from arenaplan.tflm.tail import persistent_extents
 
 PERSISTENT = "persistent"  # TFLM's persistent data (op data, nodes, eval tensors)
 SCRATCH = "scratch"  # kernel scratch buffers (in the head's fastest memory)
@@ -125,15 +124,18 @@ class OpAccesses:
 
 
 def operator_accesses(
-    model: Model, traffic_of: str = "tflm", kernels: str = REFERENCE
+    model: Model, traffic_of: str = "tflm", kernels: KernelSet | None = None
 ) -> list[OpAccesses]:
     """Every operator's accesses from the traffic model of TFLM's kernels
     (``cost.traffic``: every load and store per tensor and persistent block,
     checked against the real kernels under valgrind; for a kernel it has no formula
     for, each input read once and each output written once), or with
     ``traffic_of="xcore"`` of xcore.ai's lib_nn kernels (``cost.traffic_xcore``)."""
-    sizes = tensor_bytes(model)
-    extents = scratch_extents(model, sizes) | persistent_extents(model)  # TFLM's blocks
+    runtime = runtime_of(kernels)
+    sizes = runtime.tensor_bytes(model)
+    # the blocks of the build the traffic tables were measured on (default kernels)
+    blocks = runtime.persistent_extents(model, None, runtime.default_kernels())
+    extents = scratch_extents(model, sizes, kernels) | blocks
     if traffic_of == "xcore":  # lib_nn's blocks first; TFLM's for the operators it leaves
         found = {
             k: _from_traffic(v.traffic, sizes, ChainMap(v.extents, extents), v.scattered)
@@ -147,12 +149,16 @@ def operator_accesses(
     ]
 
 
-def scratch_extents(model: Model, sizes) -> dict[tuple, int]:
-    """Bytes of each kernel scratch buffer of TFLM's reference kernels, by traffic key
+def scratch_extents(
+    model: Model, sizes: TensorBytes, kernels: KernelSet | None = None
+) -> dict[tuple, int]:
+    """Bytes of each kernel scratch buffer of the runtime's default kernels (those the
+    traffic tables were measured on, on a 64-bit host), by traffic key
     (``("scratch", subgraph, op, k)``: the op's k-th request)."""
     extents: dict[tuple, int] = {}
     counts: dict[tuple[int, int], int] = defaultdict(int)
-    for r in scratch_requests(model, sizes):
+    runtime = runtime_of(kernels)
+    for r in runtime.scratch_requests(model, sizes, 8, runtime.default_kernels()):
         k = counts[(r.subgraph, r.op)]
         counts[(r.subgraph, r.op)] += 1
         extents[("scratch", r.subgraph, r.op, k)] = r.bytes

@@ -11,7 +11,7 @@ Every figure is an estimate: exact for the build the terms were measured on wher
 written once, ``exact=False``) for a kernel not modelled or shapes its formula does
 not cover. :func:`fixed_terms` gives what a measurement says the fixed table should
 hold; :func:`compare` (``cost.traffic_compare``) sets predictions against
-measurements (``arenaplan.verify.traffic_measure``, ``benchmarks/traffic.py``).
+measurements (``arenaplan.tflm.verify.traffic_measure``, ``benchmarks/traffic.py``).
 
 Units: ``loads``/``stores`` are memory accesses (one instruction's access to one
 address), ``load_bytes``/``store_bytes`` bytes, and ``load_widths``/``store_widths``
@@ -57,7 +57,7 @@ from arenaplan.cost.traffic_fixed import ROLE_KEYS, add_fixed, fixed_table, resi
 from arenaplan.cost.traffic_tflm import KERNELS, KernelCounts
 from arenaplan.errors import ArenaplanError
 from arenaplan.ir.model import Model
-from arenaplan.tflm.sizes import tensor_bytes
+from arenaplan.runtime.registry import runtime_of
 
 __all__ = [
     "FIGURES",
@@ -116,8 +116,9 @@ def traffic_details(
 ) -> list[OpTraffic]:
     """Every operator's predicted traffic, with its kernel path and exactness.
     ``fixed=False`` leaves the fixed per-invoke terms out (the data terms alone)."""
-    sizes = tensor_bytes(model)
+    sizes = runtime_of(None).tensor_bytes(model)  # the tables are the default runtime's
     out = []
+
     for sg in model.subgraphs:
         for op in sg.operators:
             c = KernelCounts(model, sg, op, build, sizes)

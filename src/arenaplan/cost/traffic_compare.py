@@ -1,6 +1,6 @@
 """Predicted against measured traffic: per operator and key, the largest relative
 error over loads, stores, their bytes and the accesses by width (the estimates of
-``cost.traffic`` against counts of ``arenaplan.verify.traffic_measure``). Errors are
+``cost.traffic`` against counts of ``arenaplan.tflm.verify.traffic_measure``). Errors are
 fractions (0.1: 10%), 0 when both are zero, inf when only the prediction is."""
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ multipliers once per output element; a pooling reads each window; a softmax read
 its row three times; a copy moves words. The formulas follow the loops of TFLM's
 reference kernels (``tensorflow/lite/kernels/internal/reference``, the commit of
 ``../shared/third_party``) and are checked against every load and store of the real
-kernels counted under valgrind (``arenaplan.verify.traffic_measure``,
+kernels counted under valgrind (``arenaplan.tflm.verify.traffic_measure``,
 ``benchmarks/traffic.py``). Units and keys as in ``cost.traffic``: accesses and
 bytes of one invoke, per key; every count is an estimate of what the build does.
 

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 
 from arenaplan.errors import UsageError
 from arenaplan.explore.tasks import NONE, Task
+from arenaplan.pipeline import read_source
+from arenaplan.placement.memories import check_within
 from arenaplan.units import parse_size
 
 if TYPE_CHECKING:
@@ -85,7 +87,6 @@ def policy_words(text: str) -> list[str]:
 def check_sizes(sizes: Sequence[int], targets: Mapping[str, Target]) -> None:
     """Every size one each target's fastest memory can have (the rule of ``plan
     --memory``: a plan for more would not fit the chip)."""
-    from arenaplan.placement.memories import check_within
 
     for target in targets.values():
         for size in sizes:
@@ -107,7 +108,6 @@ def model_hashes(models: Sequence[Path]) -> dict[Path, str]:
     """SHA-256 of each model's bytes, each read and verified once (``read_source``):
     one that cannot be read, is not a model TFLM could run or fails the IR verifier is
     refused in one line (``ModelFormatError``) before the sweep starts."""
-    from arenaplan.pipeline import read_source
 
     hashes = {}
     for m in models:

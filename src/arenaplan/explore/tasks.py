@@ -22,6 +22,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from arenaplan.errors import AllocationError, ArenaplanError, ModelFormatError
+from arenaplan.passes.band_search import model_macs
+from arenaplan.pipeline import PlanRequest, read_source, run_plan
+from arenaplan.targets import load_builtin
+from arenaplan.targets.load import load_target as load_file
+from arenaplan.weights.policies import unless_in_place
+
 NONE = "none"  # no passes, or no weights policy (weights where they lie)
 INTERNAL = 70  # exit code of an error that is arenaplan's bug (``errors``)
 
@@ -82,7 +89,6 @@ COLUMNS: tuple[tuple[str, str], ...] = (
 
 def run_task(task: Task) -> dict[str, Any]:
     """The row of ``task``; never raises (an error is a row with ``error`` set)."""
-    from arenaplan.errors import AllocationError, ArenaplanError
 
     start = time.perf_counter()
     row: dict[str, Any] = {
@@ -122,9 +128,6 @@ def _one_line(text: str) -> str:
 
 
 def _plan(task: Task) -> dict[str, Any]:
-    from arenaplan.errors import ModelFormatError
-    from arenaplan.pipeline import PlanRequest, read_source, run_plan
-    from arenaplan.weights.policies import unless_in_place
 
     source = read_source(Path(task.model))  # verified as the sweep's start verified it
     if hashlib.sha256(source.data).hexdigest() != task.model_hash:
@@ -151,14 +154,11 @@ def _plan(task: Task) -> dict[str, Any]:
 
 def load_target(name: str):
     """A built-in target by name, or a target TOML file (a name ending in .toml)."""
-    from arenaplan.targets import load_builtin
-    from arenaplan.targets.load import load_target as load_file
 
     return load_file(name) if name.endswith(".toml") else load_builtin(name)
 
 
 def _extra_macs(model, rewritten) -> float:
-    from arenaplan.passes.band_search import model_macs
 
     before = model_macs(model)
     return (model_macs(rewritten) - before) / before if before else 0.0

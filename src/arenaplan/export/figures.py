@@ -22,14 +22,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from arenaplan.cost.timing import time_model_label
-from arenaplan.errors import UsageError
+from arenaplan.cost.roofline import default_memory
+from arenaplan.cost.timing import SCRATCH, Timer, time_model_label
+from arenaplan.errors import PlanValidationError, UsageError
 from arenaplan.ir.model import Model
 from arenaplan.placement.memories import kib, target_memory
 from arenaplan.placement.plan import Plan
 from arenaplan.placement.tiers import TierPlacement
+from arenaplan.runtime.records import TailEstimate
+from arenaplan.runtime.registry import runtime_of
+from arenaplan.runtime.spec import KernelSet, Profile
 from arenaplan.targets import Target
-from arenaplan.tflm.tail import TailEstimate, min_arena_estimate, planning_room, tail_estimate
 
 ONE, TWO, SPLIT = "one", "two", "split"
 
@@ -66,8 +69,8 @@ class Figures:
     layout: str
     head: int
     tail: int
-    profile: str
-    kernels: str
+    profile: Profile
+    kernels: KernelSet
     arrays: tuple[Array, ...]
     latency: float | None = None
     latency_label: str = ""
@@ -96,7 +99,7 @@ class Figures:
 def figures_of(
     model: Model,
     plan: Plan,
-    profile: str,
+    profile: Profile,
     target: Target | None = None,
     caps: Mapping[str, int] | None = None,
     tiers: TierPlacement | None = None,
@@ -109,7 +112,7 @@ def figures_of(
     latency the plan's own search estimated (weights plans); else the tiers', else
     the target's time model with every tensor where the layout puts it."""
     caps = caps or {}
-    tail = tail_estimate(model, profile, kernels=plan.kernels)  # simulated once, here
+    tail = runtime_of(plan.kernels).tail(model, profile, plan.kernels)  # simulated once, here
     if target is None:
         one = _one_arena(model, plan, profile, plan.arena, None, tail)
         return Figures(ONE, plan.arena, tail.bytes, profile, plan.kernels, (one,))
@@ -145,7 +148,7 @@ def figures_of(
 def _arrays(
     model: Model,
     plan: Plan,
-    profile: str,
+    profile: Profile,
     target: Target,
     caps: Mapping[str, int],
     tiers: TierPlacement | None,
@@ -165,8 +168,9 @@ def _arrays(
         return _split(model, profile, target, caps, tiers.heights, chosen, plan.kernels)
     if chosen is None and one.bytes <= room:
         return (one,)
-    tail16 = -(-tail.bytes // 16) * 16
-    home = chosen or _persistent_home(target, caps, {arena: head}, arena, tail16)
+    align = runtime_of(plan.kernels).alignment  # bytes
+    aligned = -(-tail.bytes // align) * align
+    home = chosen or _persistent_home(target, caps, {arena: head}, arena, aligned)
     if home is None:  # nothing has room for it: the one-arena figure all the same
         return (one,)
     two = _two_arenas(model, plan, profile, head, arena, home, tail)
@@ -178,11 +182,11 @@ def _arrays(
 
 
 def _one_arena(
-    model: Model, plan: Plan, profile: str, head: int, memory: str | None, tail: TailEstimate
+    model: Model, plan: Plan, profile: Profile, head: int, memory: str | None, tail: TailEstimate
 ) -> Array:
     """TFLM's one arena: the head, the tail and what TFLM needs beyond them to plan."""
     n_planned = len(plan.tensors) + len(plan.scratch)
-    size = min_arena_estimate(model, head, n_planned, profile, plan.kernels)
+    size = runtime_of(plan.kernels).min_arena(model, head, n_planned, profile, plan.kernels)
     room = size.bytes - head - tail.bytes
     parts = (("head", head), ("tail", tail.bytes), ("TFLM's planning room", room))
     kept = tuple(p for p in parts if p[1] > 0)
@@ -190,17 +194,22 @@ def _one_arena(
 
 
 def _two_arenas(
-    model: Model, plan: Plan, profile: str, head: int, arena: str, home: str, tail: TailEstimate
+    model: Model, plan: Plan, profile: Profile, head: int, arena: str, home: str, tail: TailEstimate
 ) -> tuple[Array, ...]:
     """The non-persistent arena (the head, at least TFLM's planning room) in ``arena``
-    and the persistent arena (the tail, 16-aligned) in ``home``."""
+    and the persistent arena (the tail, aligned as the runtime aligns) in ``home``."""
+    align = runtime_of(plan.kernels).alignment  # bytes
     n_planned = len(plan.tensors) + len(plan.scratch)
-    room = planning_room(model, len(plan.scratch), n_planned, profile)
+    room = runtime_of(plan.kernels).planning_room(model, len(plan.scratch), n_planned, profile)
     non_persistent = max(head, room)
     return (
         Array("non-persistent", arena, non_persistent, (("head", head),)),
         Array(
-            "persistent", home, -(-tail.bytes // 16) * 16, (("tail", tail.bytes),), tail.unmodelled
+            "persistent",
+            home,
+            -(-tail.bytes // align) * align,
+            (("tail", tail.bytes),),
+            tail.unmodelled,
         ),
     )
 
@@ -230,20 +239,18 @@ def _other_activations(tiers: TierPlacement, target: Target) -> tuple[Array, ...
 
 def _split(
     model: Model,
-    profile: str,
+    profile: Profile,
     target: Target,
     caps: Mapping[str, int],
     heights: Mapping[str, int],
     chosen: str | None,
-    kernels: str,
+    kernels: KernelSet,
 ) -> tuple[Array, ...]:
     """The split arena: one array per activation memory (``heights``: bytes, the
     arena's memory first), then TFLM's persistent data and temporaries in ``chosen``,
     else the first other memory with room for them beside the activations, else the
     first memory."""
-    from arenaplan.export.planner_cpp import split_persistent
-
-    persistent = split_persistent(model, profile, kernels)
+    persistent = runtime_of(kernels).split_persistent(model, profile, kernels)
     names = list(heights)
     acts = tuple(
         Array("activations", n, heights[n], (("activations", heights[n]),))
@@ -255,6 +262,14 @@ def _split(
     parts = (("TFLM's temporaries", persistent.temporary), ("persistent data", persistent.tail))
     last = Array("split-persistent", home, persistent.bytes, parts, persistent.unmodelled)
     return (*acts, last)
+
+
+def placed_in(array: Array) -> str:
+    """The memory of an array of a plan for a target (figures for a target place every
+    array in one of its memories)."""
+    if array.memory is None:
+        raise PlanValidationError([f"the {array.role} array of a plan for a target has no memory"])
+    return array.memory
 
 
 def persistent_of(arrays: tuple[Array, ...]) -> str | None:
@@ -274,8 +289,6 @@ def placed_seconds(
     in ``arena`` (or where ``tiers`` put them, scratch in the fastest memory), constants
     where the target keeps them, TFLM's persistent data in ``persistent`` (None: the
     fastest that may hold it)."""
-    from arenaplan.cost.roofline import default_memory
-    from arenaplan.cost.timing import SCRATCH, Timer
 
     where: dict = default_memory(model, target, activations=arena)
     if tiers is not None:  # TFLM puts kernel scratch in the head's first region: fastest
@@ -311,7 +324,7 @@ def figures_json(figures: Figures) -> dict[str, object]:
     ]
     return {
         "layout": figures.layout,
-        "profile": figures.profile,
+        "profile": str(figures.profile),
         "head": figures.head,
         "tail": figures.tail,
         "arrays": arrays,
@@ -324,7 +337,8 @@ def figures_json(figures: Figures) -> dict[str, object]:
 def weights_totals(figures: Figures) -> str:
     """The weights plan's latency and its baseline policy's in the same memories, as
     every surface words them (ms)."""
-    assert figures.latency is not None and figures.baseline is not None  # weights plans
+    if figures.latency is None or figures.baseline is None:  # a weights plan has both
+        raise PlanValidationError(["a weights plan's figures without its latency or baseline"])
     name, seconds = figures.baseline
     if seconds is None:
         same = f"all {name} does not fit the same memories"

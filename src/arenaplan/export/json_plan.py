@@ -9,7 +9,7 @@ from typing import Any
 from arenaplan import __version__
 from arenaplan.ir.model import Model
 from arenaplan.placement.plan import Plan
-from arenaplan.tflm.tail import PROFILES, min_arena_estimate, tail_estimate
+from arenaplan.runtime.registry import runtime_of
 
 FORMAT_VERSION = 1
 
@@ -33,7 +33,7 @@ def plan_to_dict(
         "format_version": FORMAT_VERSION,
         "arenaplan_version": __version__,
         "model": source,
-        "kernels": plan.kernels,
+        "kernels": str(plan.kernels),
         "arena": {
             "size": plan.arena,
             "lower_bound": plan.lower_bound,
@@ -92,15 +92,16 @@ def plan_to_dict(
 
 
 def persistent_figures(model: Model, plan: Plan) -> dict[str, dict[str, Any]]:
-    """Per TFLM build profile, running the kernels the plan was made for: the
-    predicted tail and the smallest working arena, and whether both are exact
+    """Per build profile of the plan's runtime, running the kernels the plan was made
+    for: the predicted tail and the smallest working arena, and whether both are exact
     (``not_modelled`` lists what they leave out if not)."""
     n_planned = len(plan.tensors) + len(plan.scratch)
+    runtime = runtime_of(plan.kernels)
     figures = {}
-    for name in PROFILES:
-        tail = tail_estimate(model, name, kernels=plan.kernels)
-        arena = min_arena_estimate(model, plan.arena, n_planned, name, plan.kernels)
-        figures[name] = {
+    for profile in runtime.profiles():
+        tail = runtime.tail(model, profile, plan.kernels)
+        arena = runtime.min_arena(model, plan.arena, n_planned, profile, plan.kernels)
+        figures[profile.name] = {
             "tail": tail.bytes,
             "min_arena": arena.bytes,
             "exact": arena.exact,

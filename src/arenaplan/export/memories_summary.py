@@ -6,7 +6,7 @@ Every figure comes from the plan's ``Figures`` (``export.figures``), the same th
 the JSON, the report and the header show. A plan that fits the arena's memory runs
 from one arena, or two (the persistent arena elsewhere), which ``--header`` writes.
 A plan spread over memories runs from one arena plus the other memories' arrays, or
-from the split arena ``--planner-cpp`` writes (``export.planner_cpp``): one array
+from the split arena ``--planner-cpp`` writes (``tflm.planner_cpp``): one array
 per activation memory and a persistent array for TFLM's temporaries and persistent
 data."""
 
@@ -15,10 +15,12 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from arenaplan.errors import PlanValidationError
 from arenaplan.export.figures import ONE, SPLIT, TWO, Array, Figures
-from arenaplan.export.summary import PROFILE_WORDS, estimate_words
+from arenaplan.export.summary import estimate_words
 from arenaplan.placement import Plan
 from arenaplan.placement.tiers import TierPlacement, region_bases
+from arenaplan.runtime.registry import runtime_of
 from arenaplan.targets import Target
 
 
@@ -61,7 +63,8 @@ def print_memories(
 
 def latency_line(figures: Figures) -> str:
     """The estimated latency, labelled with the time model that made it."""
-    assert figures.latency is not None  # with a target
+    if figures.latency is None:  # the figures of a plan for a target are timed
+        raise PlanValidationError(["the figures of a plan for a target have no latency"])
     return f"estimated latency {figures.latency * 1e3:,.3f} ms ({figures.latency_label})"
 
 
@@ -92,7 +95,7 @@ def persistent_advice(figures: Figures, spread: bool) -> str:
 
 def target_arena_line(figures: Figures) -> str:
     """The firmware line: every array the firmware defines, with its memory."""
-    words = PROFILE_WORDS.get(figures.profile, figures.profile)
+    words = runtime_of(figures.kernels).profile_words(figures.profile)
     if figures.unmodelled:
         words += f"; an estimate, not modelled: {estimate_words(figures.unmodelled)}"
     profile = f"(profile {figures.profile}: {words})"
@@ -117,7 +120,7 @@ def target_arena_line(figures: Figures) -> str:
     return line
 
 
-def split_arena_line(figures: Figures, profile: str) -> str:
+def split_arena_line(figures: Figures, profile: str) -> str:  # profile: the words said
     """The firmware line of a spread plan: every memory's bytes in the split arena
     ``--planner-cpp`` writes (activations per memory; in the persistent array's
     memory, TFLM's temporaries and persistent data too)."""

@@ -19,6 +19,8 @@ import html
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from arenaplan.cost.roofline import default_memory
+from arenaplan.cost.timing import estimate, time_model_label
 from arenaplan.export.figures import ONE, SPLIT, TWO, Figures, weights_totals
 from arenaplan.export.picture import render, render_memories
 from arenaplan.export.summary import find_peak, saving
@@ -145,7 +147,7 @@ def _firmware(figures: Figures) -> str:
     words = {ONE: "one arena", TWO: "two arenas", SPLIT: "the split arena (--planner-cpp)"}
     text = (
         f"<h2>What the firmware sets</h2><p>{words[figures.layout]}, sized for TFLM build "
-        f"profile {html.escape(figures.profile)}"
+        f"profile {html.escape(str(figures.profile))}"
     )
     if figures.latency is not None:
         text += (
@@ -280,8 +282,6 @@ def _operators(
     origin: OriginMap | None = None,
     numbering: str = "",
 ) -> str:
-    from arenaplan.cost.roofline import default_memory  # here: only a report for a target times
-    from arenaplan.cost.timing import estimate, time_model_label
 
     placed = {**default_memory(model, target), **(where or {})}
     times = estimate(model, target, placed)

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from arenaplan.cost.timing import time_model_label
+from arenaplan.export.figures import placed_seconds
 from arenaplan.ir.model import Model
 from arenaplan.placement.plan import Plan
+from arenaplan.runtime.registry import runtime_of
+from arenaplan.runtime.spec import Profile
 from arenaplan.targets.model import Target
-from arenaplan.tflm.tail import min_arena_estimate, predict_tail
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,7 +30,7 @@ class Side:
 
 @dataclass(frozen=True, slots=True)
 class RewriteEffect:
-    profile: str
+    profile: Profile
     before: Side
     after: Side
     latency_model: str | None  # the time model's label; None without a target
@@ -36,25 +39,23 @@ class RewriteEffect:
         return asdict(self)
 
 
-def _side(model: Model, plan: Plan, profile: str, target: Target | None) -> Side:
+def _side(model: Model, plan: Plan, profile: Profile, target: Target | None) -> Side:
     n_planned = len(plan.tensors) + len(plan.scratch)
-    whole = min_arena_estimate(model, plan.arena, n_planned, profile, plan.kernels).bytes
+    runtime = runtime_of(plan.kernels)
+    whole = runtime.min_arena(model, plan.arena, n_planned, profile, plan.kernels).bytes
     seconds = None
     if target is not None:
-        from arenaplan.export.figures import placed_seconds
-
         seconds = placed_seconds(model, target, target.fastest().name, None)
-    return Side(plan.arena, predict_tail(model, profile, kernels=plan.kernels), whole, seconds)
+    tail = runtime.tail(model, profile, plan.kernels).bytes
+    return Side(plan.arena, tail, whole, seconds)
 
 
 def rewrite_effect(
-    before: tuple[Model, Plan], after: tuple[Model, Plan], profile: str, target: Target | None
+    before: tuple[Model, Plan], after: tuple[Model, Plan], profile: Profile, target: Target | None
 ) -> RewriteEffect:
     """The effect of the rewrite from ``before`` to ``after`` (model and plan each)."""
     label = None
     if target is not None:
-        from arenaplan.cost.timing import time_model_label
-
         label = time_model_label(target)
     return RewriteEffect(
         profile, _side(*before, profile, target), _side(*after, profile, target), label

@@ -18,12 +18,13 @@ from rich.table import Table
 
 from arenaplan.ir.model import Model
 from arenaplan.placement.plan import Plan
-from arenaplan.tflm.tail import tail_estimate
+from arenaplan.runtime.registry import runtime_of
+from arenaplan.runtime.spec import KernelSet
 
 if TYPE_CHECKING:  # types only: the summary prints what the passes and the proof say
     from arenaplan.export.rewrite_effect import RewriteEffect
     from arenaplan.passes.pipeline import PassRecord
-    from arenaplan.verify.prove import Proof
+    from arenaplan.runtime.proof import Proof
 
 WORDS = (
     "How to read this: TFLM's tensor arena has two parts. The head holds what lives "
@@ -33,11 +34,6 @@ WORDS = (
     "A scope is one step of TFLM's schedule: scope 0 holds the model's inputs, "
     "operator i runs in scope i+1."
 )
-PROFILE_WORDS = {
-    "arm32": "32-bit ARM, arm-none-eabi-gcc",
-    "int32": "other 32-bit targets",
-    "pypi": "64-bit host, the PyPI runtime",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,11 +120,15 @@ def estimate_words(notes: Sequence[str], shown: int = 2) -> str:
     return "; ".join(notes[:shown]) + more
 
 
-def tail_line(model: Model, kernels: str = "reference") -> str:
-    """The predicted tail per profile for ``kernels``; 'at least' and why where it is
-    an estimate."""
-    estimates = {p: tail_estimate(model, p, kernels=kernels) for p in ("arm32", "int32", "pypi")}
+def tail_line(model: Model, kernels: KernelSet | None = None) -> str:
+    """The predicted tail per profile of the runtime (narrowest pointers and enums
+    first) for ``kernels``; 'at least' and why where it is an estimate."""
+    runtime = runtime_of(kernels)
+    kernels = kernels or runtime.default_kernels()
+    profiles = sorted(runtime.profiles(), key=lambda p: (p.pointer_bytes, p.enum_bytes))
+    estimates = {p.name: runtime.tail(model, p, kernels) for p in profiles}
     figures = ", ".join(f"{e.bytes:,} B ({p})" for p, e in estimates.items())
+
     notes = sorted({n for e in estimates.values() for n in e.unmodelled})
     if not notes:
         return f"tail (persistent, predicted exactly): {figures}"

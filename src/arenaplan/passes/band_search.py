@@ -16,16 +16,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from arenaplan.allocation.packing import align_up
-from arenaplan.analysis.aliases import CONCAT_VIEW, SLICE_VIEW, Alias, alias_candidates
-from arenaplan.analysis.lifetimes import Lifetimes, compute_lifetimes
 from arenaplan.ir.model import Model, Operator, Subgraph
 from arenaplan.passes.band_split import Chain, band_rows, needs
 from arenaplan.passes.rows import window
-from arenaplan.tflm.kernel_sets import REFERENCE
-from arenaplan.tflm.scratch import scratch_requests
-from arenaplan.tflm.sizes import tensor_bytes
+from arenaplan.runtime.records import CONCAT_VIEW, SLICE_VIEW, Alias, Lifetimes
+from arenaplan.runtime.registry import or_default, runtime_of
+from arenaplan.runtime.spec import KernelSet
 
-ALIGN = 16  # bytes, TFLM's arena alignment
 MAC_OPS = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV")
 
 
@@ -51,12 +48,13 @@ def model_macs(model: Model) -> int:
     return sum(op_macs(sg, op) for sg in model.subgraphs for op in sg.operators)
 
 
-def extra_macs(model: Model, chain: Chain, bands: int) -> int:
-    """MACs the bands compute beyond the unsplit chain (the halos computed twice)."""
+def extra_macs(model: Model, chain: Chain, bands: int, align: int) -> int:
+    """MACs the bands compute beyond the unsplit chain (the halos computed twice);
+    ``align``: the runtime's alignment (bytes), where a band may start."""
     sg = model.subgraphs[chain.subgraph]
     ops = sg.operators[chain.first : chain.last + 1]
     rows_done: dict[int, int] = defaultdict(int)
-    for rows in band_rows(sg.tensors[chain.y], bands):
+    for rows in band_rows(sg.tensors[chain.y], bands, align):
         for t, (lo, hi) in needs(model, chain, rows).items():
             rows_done[t] += hi - lo
     extra = 0
@@ -111,32 +109,33 @@ def _as_chain(sg: Subgraph, i: int, j: int, consumers: dict[int, list[int]]) -> 
     return Chain(sg.index, i, j, xs[0], y)
 
 
-def view_peak(model: Model) -> int:
+def view_peak(model: Model, kernels: KernelSet | None = None) -> int:
     """Peak of live activation bytes over scopes, row slices inside their input, and
     the pieces of a concatenation inside its output or not, whichever is lower (the
     planner tries both: holding the whole output from the first piece on can cost
     more than a copy at the end)."""
-    facts = _Facts.of(model)
+    facts = _Facts.of(model, kernels)
     return min(_peak(_scope_bytes(model, facts, concat)) for concat in (True, False))
 
 
-def head_peak(model: Model, kernels: str = REFERENCE, pointer_size: int = 4) -> int:
-    """``view_peak`` with the kernel scratch TFLM's ``kernels`` request (each request
-    rounded to 16, live in its operator's scopes): the estimated head."""
+def head_peak(model: Model, kernels: KernelSet | None = None, pointer_size: int = 4) -> int:
+    """``view_peak`` with the kernel scratch ``kernels`` request (each request rounded
+    to the runtime's alignment, live in its operator's scopes): the estimated head."""
     return _peak(head_live(model, kernels, pointer_size)[0])
 
 
 def head_live(
-    model: Model, kernels: str = REFERENCE, pointer_size: int = 4
+    model: Model, kernels: KernelSet | None = None, pointer_size: int = 4
 ) -> tuple[np.ndarray, Lifetimes]:
     """Live bytes of the estimated head in each scope (``head_peak``'s sweep whose peak
     is lower), and the model's lifetimes (an operator's scopes)."""
-    facts = _Facts.of(model)
+    facts = _Facts.of(model, kernels)
     scratch = np.zeros(facts.lifetimes.scopes, dtype=np.int64)
-    for r in scratch_requests(model, facts.sizes, pointer_size, kernels):
+    runtime = runtime_of(kernels)
+    for r in runtime.scratch_requests(model, facts.sizes, pointer_size, or_default(kernels)):
         first, last = facts.lifetimes.operators[r.subgraph][r.op]
         if first >= 0:
-            scratch[first : last + 1] += align_up(r.bytes, ALIGN)
+            scratch[first : last + 1] += align_up(r.bytes, facts.align)
     sweeps = [_scope_bytes(model, facts, concat) + scratch for concat in (True, False)]
     return min(sweeps, key=_peak), facts.lifetimes
 
@@ -147,23 +146,27 @@ def _peak(live: np.ndarray) -> int:
 
 @dataclass(frozen=True, slots=True)
 class _Facts:
-    """What the live-bytes sweeps of one model share: sizes, lifetimes, its views."""
+    """What the live-bytes sweeps of one model share: sizes, lifetimes, its views and
+    the runtime's alignment (bytes)."""
 
     sizes: tuple[tuple[int, ...], ...]
     lifetimes: Lifetimes
     views: tuple[Alias, ...]
+    align: int
 
     @staticmethod
-    def of(model: Model) -> _Facts:
-        # views only: every kernels variant runs the reference kernels they were read
-        # for (``aliases.VIEW_KERNELS``), so the estimate is the same for all of them
-        views = alias_candidates(model, ("views",)).aliases
-        return _Facts(tensor_bytes(model), compute_lifetimes(model), views)
+    def of(model: Model, kernels: KernelSet | None) -> _Facts:
+        runtime = runtime_of(kernels)
+        views = runtime.alias_candidates(model, ("views",), False, or_default(kernels))
+        sizes = runtime.tensor_bytes(model)
+        return _Facts(sizes, runtime.lifetimes(model), views.aliases, runtime.alignment)
 
 
-def scope_bytes(model: Model, concat_views: bool = True) -> np.ndarray:
+def scope_bytes(
+    model: Model, concat_views: bool = True, kernels: KernelSet | None = None
+) -> np.ndarray:
     """Live activation bytes in each scope, band views sharing their base."""
-    return _scope_bytes(model, _Facts.of(model), concat_views)
+    return _scope_bytes(model, _Facts.of(model, kernels), concat_views)
 
 
 def _scope_bytes(model: Model, facts: _Facts, concat_views: bool) -> np.ndarray:
@@ -180,7 +183,8 @@ def _scope_bytes(model: Model, facts: _Facts, concat_views: bool) -> np.ndarray:
             lo, hi = span.get(root, [life.first, life.last])
             span[root] = [min(lo, life.first), max(hi, life.last)]
         for root, (lo, hi) in span.items():
-            size = align_up(sizes[sg.index][root], ALIGN)
+            size = align_up(sizes[sg.index][root], facts.align)
+
             delta[lo] += size
             delta[hi + 1] -= size
     return np.cumsum(delta)[:-1]

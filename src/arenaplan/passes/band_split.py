@@ -28,7 +28,6 @@ from arenaplan.passes.base import Origin
 from arenaplan.passes.edit import SubgraphEdit, new_options, with_option
 from arenaplan.passes.rows import CONVS, POOLS, Window, window
 
-ALIGN = 16  # bytes: TFLM's arena alignment, where a view may start
 MAX_CONCAT_INPUTS = 10  # kMaxInputNum in TFLM's concatenation.cc
 Rows = tuple[int, int]  # half-open [first, end) rows of one tensor
 
@@ -44,11 +43,12 @@ class Chain:
     y: int
 
 
-def band_rows(y: Tensor, bands: int) -> list[Rows]:
+def band_rows(y: Tensor, bands: int, align: int) -> list[Rows]:
     """Y's rows of each band, as even as can be with every band starting at a multiple
-    of 16 bytes of Y (so that the planner can place it inside Y): at most ``bands``."""
+    of ``align`` bytes of Y (the runtime's alignment: so that the planner can place
+    it inside Y): at most ``bands``."""
     height, row = y.shape[1], _row_bytes(y)
-    step = ALIGN // math.gcd(row, ALIGN)  # rows between 16-byte boundaries
+    step = align // math.gcd(row, align)  # rows between aligned boundaries
     cuts = sorted({round(b * height / bands / step) * step for b in range(1, bands)})
     edges = [0, *(c for c in cuts if 0 < c < height), height]
     return list(itertools.pairwise(edges))
@@ -213,7 +213,7 @@ def _assemble(edit: SubgraphEdit, pieces: list[int], y: int) -> None:
     edit.add_op(_op("CONCATENATION", tuple(pieces), y, concat), None)
 
 
-def split_chain(model: Model, chain: Chain, bands: int) -> tuple[Model, Origin]:
+def split_chain(model: Model, chain: Chain, bands: int, align: int) -> tuple[Model, Origin]:
     """``model`` with ``chain`` computed in ``bands`` bands of Y's rows, and its origin:
     each band's copy of a chain operator comes from that operator; the slices, the
     band's own padding and the CONCATENATIONs are new."""
@@ -222,7 +222,7 @@ def split_chain(model: Model, chain: Chain, bands: int) -> tuple[Model, Origin]:
     for op in sg.operators[: chain.first]:
         edit.add_op(op, op.index)
     pieces = []
-    for b, rows in enumerate(band_rows(sg.tensors[chain.y], bands)):
+    for b, rows in enumerate(band_rows(sg.tensors[chain.y], bands, align)):
         band = _Band(edit, sg, chain, b, rows)
         for op in sg.operators[chain.first : chain.last + 1]:
             piece = band.emit(op)

@@ -17,12 +17,11 @@ band in budget lowers the score and some were not tried for their cost), "chains
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 import numpy as np
 
-from arenaplan.analysis.lifetimes import compute_lifetimes
 from arenaplan.errors import UsageError
 from arenaplan.ir.model import Model
 from arenaplan.passes.band_search import (
@@ -35,8 +34,8 @@ from arenaplan.passes.band_search import (
 )
 from arenaplan.passes.band_split import Chain, split_chain
 from arenaplan.passes.base import Origin, PassResult, compose, identity
-from arenaplan.tflm.kernel_sets import REFERENCE
-from arenaplan.tflm.tail import PROFILES, tail_estimate
+from arenaplan.runtime.registry import default_kernels, default_profile, runtime_of
+from arenaplan.runtime.spec import KernelSet, Profile
 
 BAND_COUNTS = (2, 3, 4, 5, 6, 7, 8, 10, 12, 16, 20, 24, 32)
 FIT_BUDGETS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 4.0)  # fractions of the MACs
@@ -62,16 +61,20 @@ class _Score:
     bytes); ``head``: the head alone (when the persistent part lives elsewhere)."""
 
     objective: str
-    profile: str
-    kernels: str = REFERENCE
+    profile: Profile
+    kernels: KernelSet
+
+    @property
+    def align(self) -> int:
+        return runtime_of(self.kernels).alignment  # bytes
 
     def head(self, model: Model) -> int:
-        return head_peak(model, self.kernels, PROFILES[self.profile].pointer)
+        return head_peak(model, self.kernels, self.profile.pointer_bytes)
 
     def tail(self, model: Model) -> int:
         if self.objective == "head":
             return 0
-        return tail_estimate(model, self.profile, kernels=self.kernels).bytes
+        return runtime_of(self.kernels).tail(model, self.profile, self.kernels).bytes
 
     def __call__(self, model: Model, head: int) -> int:
         return head + self.tail(model)
@@ -106,8 +109,8 @@ class Bands:
     max_extra_macs: float = 0.10
     fit: int | None = None
     objective: str = "arena"
-    profile: str = "arm32"
-    kernels: str = REFERENCE
+    profile: Profile = field(default_factory=default_profile)
+    kernels: KernelSet = field(default_factory=default_kernels)
 
     def run(self, model: Model) -> PassResult:
         if self.objective not in OBJECTIVES:
@@ -129,7 +132,7 @@ class Bands:
             elif search.stopped == "macs":
                 note += f" within {100 * search.budget:g}% extra MACs"
             return PassResult(model, False, note, {"score_before": first, **why})
-        before, after = view_peak(model), view_peak(steps[-1].model)
+        before, after = view_peak(model, score.kernels), view_peak(steps[-1].model, score.kernels)
         extra = sum(s.extra for s in steps)
         added = steps[-1].model.operator_count - model.operator_count
         pct = 100 * extra / total if total else 0.0
@@ -202,7 +205,7 @@ def _best_step(
     """The band that lowers the score most, and (when there is none) why: "tail",
     "macs" or "chains" as in the module docstring."""
     sg = model.subgraphs[0]
-    at = _peak_operator(model)
+    at = _peak_operator(model, score.kernels)
     head_now = now - score.tail(model)
     best: _Step | None = None
     over_budget = lower_head = False
@@ -212,11 +215,11 @@ def _best_step(
         for bands in BAND_COUNTS:
             if bands > sg.tensors[chain.y].shape[1]:
                 break
-            extra = extra_macs(model, chain, bands)
+            extra = extra_macs(model, chain, bands, score.align)
             if extra > budget:
                 over_budget = True
                 continue
-            new, origin = split_chain(model, chain, bands)
+            new, origin = split_chain(model, chain, bands, score.align)
             head = score.head(new)
             s = score(new, head)
             lower_head = lower_head or head < head_now
@@ -227,10 +230,11 @@ def _best_step(
     return None, "tail" if lower_head else "macs" if over_budget else "chains"
 
 
-def _peak_operator(model: Model) -> int:
+def _peak_operator(model: Model, kernels: KernelSet) -> int:
     """Index in subgraph 0 of the first operator whose scope has the peak (-1: inputs)."""
-    lt = compute_lifetimes(model)
-    live = scope_bytes(model)
+    lt = runtime_of(kernels).lifetimes(model)
+    live = scope_bytes(model, kernels=kernels)
+
     scope = int(np.argmax(live))
     for i, (first, last) in enumerate(lt.operators[0]):
         if first <= scope <= last:

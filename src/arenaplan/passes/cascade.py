@@ -25,23 +25,23 @@ every cascade, named in ``blocker``).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from arenaplan.allocation.packing import align_up
-from arenaplan.cost.cascade_steps import extra_instructions
 from arenaplan.errors import UsageError
 from arenaplan.ir.cascade_format import MAX_STAGES, OPCODE
 from arenaplan.ir.model import Model, Subgraph
-from arenaplan.passes.band_search import ALIGN, head_live, head_peak
+from arenaplan.passes.band_search import head_live, head_peak
 from arenaplan.passes.base import Origin, PassResult, by_operator, compose, identity
-from arenaplan.passes.cascade_chain import Chain, add_cascade, chain_of
+from arenaplan.passes.cascade_chain import Chain, add_cascade, cascade_kernel, chain_of
 from arenaplan.passes.cascade_choice import Chooser, requests
 from arenaplan.passes.cascade_shapes import fold_shapes
 from arenaplan.passes.cascade_stage import Uncascadable, activation_inputs, stage_of
 from arenaplan.passes.edit import SubgraphEdit
-from arenaplan.tflm.kernel_sets import REFERENCE
-from arenaplan.tflm.tail import PROFILES, tail_estimate
+from arenaplan.runtime.cascade import CascadeKernel
+from arenaplan.runtime.registry import default_kernels, default_profile, runtime_of
+from arenaplan.runtime.spec import KernelSet, Profile
 
 OBJECTIVES = ("arena", "head")
 
@@ -61,7 +61,7 @@ def _try_chain(
     sg: Subgraph,
     ops: Sequence[int],
     buffers: Sequence[bytes],
-    kernels: str = REFERENCE,
+    kernels: KernelSet | None = None,
     step_pixels: int = 0,
 ) -> Chain | None:
     try:
@@ -149,8 +149,8 @@ class Cascade:
     )
 
     objective: str = "arena"
-    profile: str = "arm32"
-    kernels: str = REFERENCE
+    profile: Profile = field(default_factory=default_profile)
+    kernels: KernelSet = field(default_factory=default_kernels)
     split: bool = True
     fit: int | None = None
     step_pixels: int | None = None
@@ -158,19 +158,23 @@ class Cascade:
     def __post_init__(self) -> None:
         if self.objective not in OBJECTIVES:
             raise UsageError(f"cascade: objective must be one of {', '.join(OBJECTIVES)}")
-        if self.profile not in PROFILES:
-            raise UsageError(f"cascade: no tail profile {self.profile}")
+        if self.profile.runtime != self.kernels.runtime:
+            raise UsageError(f"cascade: profile {self.profile} is not for kernels {self.kernels}")
         pixels = self.step_pixels
         if pixels is not None and (not isinstance(pixels, int) or pixels < 0):
             raise UsageError("cascade: step_pixels must be an integer >= 0")
 
     def score(self, model: Model) -> int:
-        return head_peak(model, self.kernels, PROFILES[self.profile].pointer) + self.tail(model)
+        return head_peak(model, self.kernels, self.profile.pointer_bytes) + self.tail(model)
 
     def tail(self, model: Model) -> int:
         if self.objective == "head":
             return 0
-        return tail_estimate(model, self.profile, kernels=self.kernels).bytes
+        return runtime_of(self.kernels).tail(model, self.profile, self.kernels).bytes
+
+    @property
+    def kernel(self) -> CascadeKernel:
+        return cascade_kernel(self.kernels)
 
     def run(self, model: Model) -> PassResult:
         before = self.score(model)
@@ -185,7 +189,7 @@ class Cascade:
                 chosen.extend(self._choose(folded_model, sg.index, ops, base))
         if not chosen and not (folded and base < before):
             return PassResult(model, False, "no chain to cascade")
-        if self.kernels != REFERENCE:
+        if self.kernel.optimised:
             chosen = self._stepped(folded_model, chosen)
         current, origin = apply(folded_model, chosen)
         origin = compose(fold_origin, origin)
@@ -200,14 +204,14 @@ class Cascade:
                  "score_after": after, "shapes_folded": folded}  # fmt: skip
         if self.fit is not None:
             stats |= self._stopped(current, after)
-        if self.kernels != REFERENCE:
+        if self.kernel.optimised:
             stats |= self._step_stats(chosen)
         return PassResult(current, True, note, stats, origin)
 
     def _step_stats(self, chains: Sequence[Chain]) -> dict[str, int | float | str]:
         """How the stages step, and the time model's estimate of the instructions the
         cascades run beyond the operators they replaced."""
-        extra = sum(extra_instructions(c.records, self.kernels) for c in chains)
+        extra = sum(self.kernel.extra_instructions(c.records) for c in chains)
         steps = "time model" if self.step_pixels is None else f"{self.step_pixels} pixels"
         out: dict[str, int | float | str] = {"steps": steps, "extra_instructions": round(extra)}
         if self.step_pixels is not None:
@@ -242,7 +246,7 @@ class Cascade:
         """Bytes each chain's requests may take for the model's score to stay within
         ``budget``: the budget's head less what is live beside the cascade in its
         scopes (``current``: ``model`` with ``chains``, ``origin`` its operators')."""
-        live, lifetimes = head_live(current, self.kernels, PROFILES[self.profile].pointer)
+        live, lifetimes = head_live(current, self.kernels, self.profile.pointer_bytes)
         head = budget - self.tail(current)
         ordered = sorted(range(len(chains)), key=lambda k: (chains[k].subgraph, chains[k].ops[0]))
         ops = [key for key, was in by_operator(current, model, origin).items() if was is None]
@@ -297,7 +301,8 @@ class Cascade:
             return []
         candidates = [[whole]]
         if self.split:
-            candidates.append(cuts(sg, ops, model.buffers, self._chain))
+            align = runtime_of(self.kernels).alignment
+            candidates.append(cuts(sg, ops, model.buffers, self._chain, align))
         scored = [(self.score(apply(model, c)[0]), len(c), c) for c in candidates if c]
         best, _, parts = min(scored, key=lambda x: (x[0], x[1]))
         return parts if best < before else []
@@ -319,11 +324,13 @@ def cuts(
     ops: Sequence[int],
     buffers: Sequence[bytes],
     make: Callable[[Subgraph, Sequence[int], Sequence[bytes]], Chain | None],
+    align: int,
 ) -> list[Chain]:
     """The run ``ops`` cut into cascades so that the largest of them (its input and
     output tensors whole, plus its rings) is as small as can be, then into as few as
     can be: a bottleneck shortest path over the cut points (each a place where
-    one tensor alone crosses). Bytes rounded to 16 as TFLM's planner does."""
+    one tensor alone crosses). Bytes rounded to ``align`` (the runtime's alignment)
+    as its planner does."""
     n = len(ops)
     best: list[tuple[int, int, int] | None] = [None] * (n + 1)  # (peak, parts, from)
     best[0] = (0, 0, -1)
@@ -337,7 +344,8 @@ def cuts(
                 continue
             t = sg.tensors
             whole = [*(t[i].nbytes for i in c.inputs), t[c.output].nbytes, c.scratch]
-            cost = sum(align_up(n, ALIGN) for n in whole)
+            cost = sum(align_up(n, align) for n in whole)
+
             peak, parts, _ = best[i]  # type: ignore[misc]
             trial = (max(peak, cost), parts + 1, i)
             if best[j] is None or trial[:2] < best[j][:2]:  # type: ignore[index]

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from arenaplan.allocation.packing import align_up
+from arenaplan.errors import UsageError
 from arenaplan.ir.cascade_format import (
     ACC_OFFSET,
     BIAS_IN,
@@ -78,8 +79,9 @@ from arenaplan.ir.model import Operator, Subgraph
 from arenaplan.passes.cascade_rows import INPUT, ring_rows
 from arenaplan.passes.cascade_stage import Stage, Uncascadable, stage_of
 from arenaplan.passes.edit import SubgraphEdit
-from arenaplan.tflm.cmsis_nn.buffer_sizes import PIXEL_GROUP
-from arenaplan.tflm.kernel_sets import REFERENCE, cmsis_features
+from arenaplan.runtime.cascade import CascadeKernel
+from arenaplan.runtime.registry import or_default, runtime_of
+from arenaplan.runtime.spec import KernelSet
 
 # CMSIS-NN's int16 convolution with an int64 bias, in plain C and with DSP
 # (arm_nn_mat_mult_kernel_s16 against arm_convolve_s16's lone pixel): a pair of pixels
@@ -124,25 +126,36 @@ class Chain:
         )
 
 
+def cascade_kernel(kernels: KernelSet | None) -> CascadeKernel:
+    """The cascade kernel as ``kernels`` run it (None: the default runtime's default
+    kernels); UsageError when their runtime has no cascade kernel."""
+    runtime = runtime_of(kernels)
+    kernel = runtime.cascade(or_default(kernels))
+    if kernel is None:
+        raise UsageError(f"cascade: {runtime.title} has no cascade kernel")
+    return kernel
+
+
 def block_rows(
     kind: str,
     out_w: int,
     out_h: int,
-    kernels: str,
+    kernels: KernelSet | None,
     step_pixels: int = 0,
     paired: bool = False,
 ) -> int:
-    """Rows per step of a stage (the record's ``block_rows``; 0: one): for CMSIS-NN
-    kernels, a CONV_2D's fewest rows of at least ``step_pixels`` pixels that fill
-    CMSIS-NN's pixel groups (all its rows when there are fewer; ``step_pixels`` 0:
-    one row, or with ``paired`` (``paired_steps``) the fewest of an even number of
-    pixels in plain C and with DSP)."""
-    features = cmsis_features(kernels)
-    if features is None or kind != "CONV_2D":
+    """Rows per step of a stage (the record's ``block_rows``; 0: one): for optimised
+    kernels (CMSIS-NN), a CONV_2D's fewest rows of at least ``step_pixels`` pixels
+    that fill the library's pixel groups (all its rows when there are fewer;
+    ``step_pixels`` 0: one row, or with ``paired`` (``paired_steps``) the fewest of
+    an even number of pixels where the library pairs them: plain C and DSP)."""
+    kernel = cascade_kernel(kernels)
+    if not kernel.optimised or kind != "CONV_2D":
         return 0
-    multiple = PIXEL_GROUP[features] // math.gcd(out_w, PIXEL_GROUP[features])
+    group = kernel.pixel_group
+    multiple = group // math.gcd(out_w, group)
     if step_pixels <= 0:
-        rows = multiple if paired and features != "mve" else 1
+        rows = multiple if paired and kernel.paired else 1
     else:
         rows = -(-step_pixels // out_w)
         rows = -(-rows // multiple) * multiple
@@ -229,7 +242,7 @@ _SWAPPED = ((IN_H, IN_W), (OUT_H, OUT_W), (FILTER_H, FILTER_W), (STRIDE_H, STRID
             (CONST_STRIDE_H, CONST_STRIDE_W))  # fmt: skip
 
 
-def along_columns(sg: Subgraph, stages: Sequence[Stage], kernels: str) -> bool:
+def along_columns(sg: Subgraph, stages: Sequence[Stage], kernels: KernelSet | None) -> bool:
     """Run the chain along the columns of one-row tensors: every tensor it touches has
     one row (one at least more than one column), every window one row, and CMSIS-NN
     sees no int8 convolution of it (its s8 wrappers choose their path by shape). A
@@ -246,7 +259,8 @@ def along_columns(sg: Subgraph, stages: Sequence[Stage], kernels: str) -> bool:
         if (w[FILTER_H], w[STRIDE_H], w[DIL_H], w[PAD_TOP]) != (1, 1, 1, 0):
             return False
         convolves = w[KIND] in (KINDS["CONV_2D"], KINDS["DEPTHWISE_CONV_2D"])
-        if convolves and w[ELEMENT_TYPE] == ELEMENT_TYPES["INT8"] and kernels != REFERENCE:
+        optimised = cascade_kernel(kernels).optimised
+        if convolves and w[ELEMENT_TYPE] == ELEMENT_TYPES["INT8"] and optimised:
             return False
     return True
 
@@ -281,7 +295,7 @@ def uniform_steps(
     sg: Subgraph,
     stages: Sequence[Stage],
     records: Sequence[Sequence[int]],
-    kernels: str,
+    kernels: KernelSet | None,
     step_pixels: int,
 ) -> Steps:
     """Every stage at ``block_rows`` of ``step_pixels``, each run as TFLM's kernel."""
@@ -318,12 +332,13 @@ def chain_of(
     sg: Subgraph,
     ops: Sequence[int],
     buffers: Sequence[bytes],
-    kernels: str = REFERENCE,
+    kernels: KernelSet | None = None,
     step_pixels: int = 0,
     steps: Steps | None = None,
 ) -> Chain:
     """The cascade of operators ``ops`` of ``sg`` (in order), or ``Uncascadable``;
-    its steps ``steps``, else chosen for ``kernels`` (``tflm.kernel_sets``) and
+    its steps ``steps``, else chosen for ``kernels`` (None: the default's) and
+
     ``step_pixels``. A pointwise path whose folded bias leaves int32 is refused."""
     if not 1 <= len(ops) <= MAX_STAGES:
         raise Uncascadable(f"a chain of {len(ops)} operators (the kernel runs 1 to {MAX_STAGES})")

@@ -6,7 +6,7 @@ kernel's pointwise loop over a folded bias). Larger steps make fewer calls, whic
 costs instructions per call (``cost.cascade_steps``, measured per build), and larger
 rings, which cost arena bytes. The options of a chain (``Steps``: rows per step and
 path of every stage) are compared by the time model's estimated instructions of the
-cascade (``cascade_instructions``) and by the bytes it asks TFLM for, its scratch and
+cascade (``CascadeKernel.instructions``) and by the bytes it asks TFLM for, its scratch and
 work buffer (``requests``, each rounded to 16 as TFLM's planner places them):
 
 - ``least``: every stage one row per step, each convolution by its fastest path at
@@ -28,7 +28,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from arenaplan.allocation.packing import align_up
-from arenaplan.cost.cascade_steps import cascade_instructions
 from arenaplan.ir.cascade_format import (
     BLOCK_ROWS,
     CONV_PATH,
@@ -52,19 +51,19 @@ from arenaplan.ir.cascade_format import (
     is_pointwise,
 )
 from arenaplan.ir.model import Subgraph
-from arenaplan.passes.band_search import ALIGN  # TFLM's planner rounds each request to it
 from arenaplan.passes.cascade_chain import (
     Chain,
     Steps,
     block_rows,
+    cascade_kernel,
     chain_of,
     folded_bias,
     paired_steps,
     uniform_steps,
 )
 from arenaplan.passes.cascade_stage import Uncascadable, stage_of
-from arenaplan.tflm.cmsis_nn.cascade import chain_work_bytes, windowed
-from arenaplan.tflm.kernel_sets import cmsis_features
+from arenaplan.runtime.registry import runtime_of
+from arenaplan.runtime.spec import KernelSet
 
 STEP_PIXELS = (16, 32, 64, 128, 256, 512)  # output pixels of a step tried, at least
 STEP_ROWS = (2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)  # rows of a step tried (and all)
@@ -81,13 +80,12 @@ class Option:
     instructions: float
 
 
-def requests(chain: Chain, kernels: str) -> int:
-    """Bytes of the kernel's scratch requests for ``chain`` in a build of ``kernels``."""
-    features = cmsis_features(kernels)
-    work = 0
-    if features is not None:
-        work = chain_work_bytes(features, ChainBlob(chain.scratch, chain.records))
-    return align_up(chain.scratch, ALIGN) + align_up(work, ALIGN)
+def requests(chain: Chain, kernels: KernelSet | None) -> int:
+    """Bytes of the kernel's scratch requests for ``chain`` in a build of ``kernels``,
+    each rounded up to the runtime's alignment as its planner does."""
+    work = cascade_kernel(kernels).work_bytes(ChainBlob(chain.scratch, chain.records))
+    align = runtime_of(kernels).alignment
+    return align_up(chain.scratch, align) + align_up(work, align)
 
 
 class Chooser:
@@ -97,9 +95,14 @@ class Chooser:
     in the time model)."""
 
     def __init__(
-        self, sg: Subgraph, ops: Sequence[int], buffers: Sequence[bytes], kernels: str
+        self,
+        sg: Subgraph,
+        ops: Sequence[int],
+        buffers: Sequence[bytes],
+        kernels: KernelSet | None,
     ) -> None:
         self.sg, self.ops, self.buffers, self.kernels = sg, tuple(ops), buffers, kernels
+        self.kernel = cascade_kernel(kernels)
         self.stages = [stage_of(sg, sg.operators[i], buffers) for i in ops]
         first = chain_of(sg, ops, buffers, kernels)  # as the chain runs: its records
         self.records = list(first.records)
@@ -111,7 +114,7 @@ class Chooser:
         """Stage ``s``'s steps are the chooser's: an int8 windowed stage, CMSIS-NN."""
         w = self.records[s]
         int8 = w[ELEMENT_TYPE] == ELEMENT_TYPES["INT8"]
-        return cmsis_features(self.kernels) is not None and int8 and windowed(w)
+        return self.kernel.optimised and int8 and self.kernel.windowed(w)
 
     def _paths(self, s: int) -> tuple[int, ...]:
         """Word 38's paths stage ``s`` may take: the wrapper; for an int8 1x1 CONV_2D
@@ -147,7 +150,7 @@ class Chooser:
             except Uncascadable:
                 self._seen[steps] = None
             else:
-                cost = cascade_instructions(chain.records, self.kernels)
+                cost = self.kernel.instructions(chain.records)
                 self._seen[steps] = Option(chain, requests(chain, self.kernels), cost)
         return self._seen[steps]
 
@@ -160,7 +163,8 @@ class Chooser:
             w = list(self.records[s])
             w[BLOCK_ROWS] = blocks[s] if blocks[s] > 1 else 0
             w[CONV_PATH] = path
-            costs.append((cascade_instructions([w], self.kernels), path))
+            costs.append((self.kernel.instructions([w]), path))
+
         return min(costs)[1]
 
     def steps(self, blocks: Sequence[int]) -> Steps:

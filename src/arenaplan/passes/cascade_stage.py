@@ -63,8 +63,7 @@ from arenaplan.ir.cascade_format import (
 from arenaplan.ir.constants import constant_values
 from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Operator, Subgraph, Tensor
-from arenaplan.passes.rows import same_padding
-from arenaplan.tflm.prepare import (
+from arenaplan.passes.cascade_quant import (
     QUANT_RANGES,
     AddParams,
     activation_range,
@@ -78,6 +77,7 @@ from arenaplan.tflm.prepare import (
     requantize_params,
     sub_params,
 )
+from arenaplan.passes.rows import same_padding
 
 ACTIVATIONS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")
 

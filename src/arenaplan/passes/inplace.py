@@ -10,13 +10,14 @@ why, for each kernels variant, is in docs/inplace.md (``tflm.aliases.INPLACE_RUL
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
-from arenaplan.analysis.aliases import INPLACE, alias_candidates
 from arenaplan.ir.model import Model
 from arenaplan.passes.base import PassResult
-from arenaplan.tflm.kernel_sets import REFERENCE
+from arenaplan.runtime.records import INPLACE
+from arenaplan.runtime.registry import default_kernels, runtime_of
+from arenaplan.runtime.spec import KernelSet
 
 # pass name -> the alias kinds (``PlanOptions.aliases``) it asks the planner for:
 # bands cuts tensors into row bands with STRIDED_SLICE and joins them with
@@ -38,10 +39,13 @@ class InPlace:
         "plan operator outputs over inputs that die there, for TFLM kernels safe in place"
     )
     clobber_inputs: bool = False
-    kernels: str = REFERENCE
+    kernels: KernelSet = field(default_factory=default_kernels)
 
     def run(self, model: Model) -> PassResult:
-        found = alias_candidates(model, ("inplace",), self.clobber_inputs, self.kernels).aliases
+        runtime, kernels = runtime_of(self.kernels), self.kernels
+        found = runtime.alias_candidates(model, ("inplace",), self.clobber_inputs, kernels)
+        found = found.aliases
+
         ops = len({a.op for a in found if a.kind == INPLACE})
         where = "" if self.clobber_inputs else " (graph inputs kept)"
         note = f"{ops} operator{'s' if ops != 1 else ''} may write over an input{where}"

@@ -26,6 +26,7 @@ from arenaplan.ir.model import Model, Subgraph, Tensor
 from arenaplan.ir.verifier import check_model, verify_ir
 from arenaplan.passes.base import Origin, Pass, compose, identity
 from arenaplan.passes.edit import OFFLINE_PLAN
+from arenaplan.runtime.spec import KernelSet, Profile
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,7 +175,12 @@ def _signature_changes(before: Model, after: Model) -> list[str]:
 
 
 def _options(p: Pass) -> dict[str, int | float | bool | str | None]:
-    """The pass's options: its dataclass fields (not its ClassVars)."""
+    """The pass's options: its dataclass fields (not its ClassVars); a kernel set or
+    a build profile as its spelling."""
     if not dataclasses.is_dataclass(p):
         return {}
-    return {f.name: getattr(p, f.name) for f in dataclasses.fields(p)}
+    return {f.name: _plain(getattr(p, f.name)) for f in dataclasses.fields(p)}
+
+
+def _plain(value: object) -> int | float | bool | str | None:
+    return str(value) if isinstance(value, KernelSet | Profile) else value  # type: ignore[return-value]

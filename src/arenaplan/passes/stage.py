@@ -27,7 +27,7 @@ holds; a widened bias whose bytes the file does not hold in full.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
 from arenaplan.errors import UnsupportedModelError
@@ -37,8 +37,9 @@ from arenaplan.ir.model import Model, Operator, Subgraph
 from arenaplan.ir.signatures import WEIGHT_SLOTS, weight_inputs
 from arenaplan.passes.base import PassResult
 from arenaplan.passes.edit import SubgraphEdit, new_options
-from arenaplan.reader.overread import READ_AS, wide_biases
-from arenaplan.tflm.kernel_sets import REFERENCE, check_kernels
+from arenaplan.reader.overread import READ_AS
+from arenaplan.runtime.registry import default_kernels, or_default, runtime_of
+from arenaplan.runtime.spec import KernelSet
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +52,7 @@ class Stage:
     summary: ClassVar[str] = "copy chosen operators' weights into the arena just before them"
     ops: tuple[int, ...] = ()
     early: tuple[int, ...] = ()
-    kernels: str = REFERENCE
+    kernels: KernelSet = field(default_factory=default_kernels)
 
     def run(self, model: Model) -> PassResult:
         ops = model.subgraphs[0].operators
@@ -104,7 +105,7 @@ class WeightCopy:
     nbytes: int
 
 
-def weight_copies(model: Model, o: int, kernels: str = REFERENCE) -> list[WeightCopy]:
+def weight_copies(model: Model, o: int, kernels: KernelSet | None = None) -> list[WeightCopy]:
     """The copies of the weights of operator ``o`` (subgraph 0), in input order."""
     sg = model.subgraphs[0]
     wide = set(_wide(sg, sg.operators[o], kernels))
@@ -118,7 +119,7 @@ def weight_copies(model: Model, o: int, kernels: str = REFERENCE) -> list[Weight
     return found
 
 
-def copy_refusal(model: Model, o: int, kernels: str = REFERENCE) -> str | None:
+def copy_refusal(model: Model, o: int, kernels: KernelSet | None = None) -> str | None:
     """Why the weights of operator ``o`` (subgraph 0) cannot be copied bit-exactly by
     a RESHAPE, or None when they can."""
     sg = model.subgraphs[0]
@@ -143,9 +144,9 @@ def copy_refusal(model: Model, o: int, kernels: str = REFERENCE) -> str | None:
     return None
 
 
-def _wide(sg: Subgraph, op: Operator, kernels: str) -> list[int]:
+def _wide(sg: Subgraph, op: Operator, kernels: KernelSet | None) -> list[int]:
     """The bias inputs of ``op`` that ``kernels`` read as int64 although narrower."""
-    return wide_biases(sg, op, cmsis_nn=check_kernels(kernels) != REFERENCE)
+    return runtime_of(kernels).wide_biases(sg, op, or_default(kernels))
 
 
 def _staged(edit: SubgraphEdit, op: Operator, copies: list[WeightCopy]) -> Operator:

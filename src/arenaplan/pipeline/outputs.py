@@ -8,13 +8,22 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from arenaplan.errors import UsageError
-from arenaplan.export.figures import SPLIT, TWO, Figures, figures_json, persistent_of
+from arenaplan.errors import PlanValidationError, UsageError
+from arenaplan.export.figures import SPLIT, TWO, Figures, figures_json, persistent_of, placed_in
+from arenaplan.export.json_plan import plan_to_json
+from arenaplan.export.picture import render as render_picture
+from arenaplan.export.picture import render_memories
+from arenaplan.export.report import html_report
+from arenaplan.passes.base import by_operator
 from arenaplan.pipeline.request import PlanRequest, PlanResult, Wanted
 from arenaplan.placement.memories import memory_regions
+from arenaplan.placement.tiers import place_tiers
+from arenaplan.runtime.registry import runtime_of
+from arenaplan.weights.outputs import fetch_schedule, staged_blob, weights_json
 
 if TYPE_CHECKING:
     from arenaplan.weights.blob import WeightsBlob
+    from arenaplan.weights.plan import WeightsPlan
 
 # Each renderer is imported where its output is asked for: a plan with -o alone
 # imports none of them.
@@ -26,17 +35,15 @@ def render(request: PlanRequest, done: PlanResult) -> PlanResult:
     model, plan, tiers, target = done.model, done.plan, done.tiers, request.target
     where = tiers.memory_of if tiers else None  # each tensor's memory, when spread
     regions = memory_regions(target, request.caps, plan, tiers) if tiers and target else None
-    assert done.figures is not None  # made for every plan
     persistent = _persistent(done.figures)
     files: dict[str, bytes] = {}
     if wanted.model:
         files["model"] = done.planned
     needs_blob = wanted.json or wanted.weights_blob or wanted.schedule
-    blob = _blob(done) if done.weights is not None and needs_blob else None
+    blob = _blob(done.weights) if done.weights is not None and needs_blob else None
+
     name = done.source.name
     if wanted.json:
-        from arenaplan.export.json_plan import plan_to_json
-
         extra = _extra_json(done, blob) | {"firmware": figures_json(done.figures)}
         text = plan_to_json(model, plan, name, where, done.refusals, extra)
         files["json"] = text.encode()
@@ -45,23 +52,17 @@ def render(request: PlanRequest, done: PlanResult) -> PlanResult:
     if wanted.header:
         files["header"] = _header(request, done, done.figures).encode()
     if wanted.planner_cpp and target is not None:
-        from arenaplan.export.planner_cpp import planner_source
-        from arenaplan.placement.tiers import place_tiers
-
         placement = tiers or place_tiers(model, target, request.caps, kernels=plan.kernels)
         home = persistent_of(done.figures.arrays)  # where the figures put TFLM's tail
-        source = planner_source(model, placement, target, name, done.profile, home)
+        runtime = runtime_of(plan.kernels)
+        source = runtime.planner_source(model, placement, target, name, done.profile, home)
         files["planner_cpp"] = source.encode()
     if done.weights is not None and blob is not None:
         if wanted.weights_blob:
             files["weights_blob"] = blob.data
         if wanted.schedule:
-            from arenaplan.weights.outputs import fetch_schedule
-
             files["schedule"] = fetch_schedule(done.weights, blob, name).encode()
     if wanted.report:
-        from arenaplan.export.report import html_report
-
         refusal = "; ".join(done.refusals) or None
         origin, rewritten = _origin(done)
         report = html_report(
@@ -97,8 +98,6 @@ def _picture(
     persistent: tuple[str | None, int],
     request: PlanRequest,
 ) -> bytes:
-    from arenaplan.export.picture import render as render_picture
-    from arenaplan.export.picture import render_memories
 
     title = f"arena plan: {done.source.name}"
     if regions:
@@ -114,8 +113,6 @@ def _picture(
 def _header(request: PlanRequest, done: PlanResult, figures: Figures) -> str:
     """The arena header: one arena, or two when TFLM's tail goes to another memory;
     a split arena is ``--planner-cpp``'s to write."""
-    from arenaplan.export.firmware import firmware_header
-
     target, tiers = request.target, done.tiers
     arena_section, persistent_section, head = "", None, None
     if target is not None:
@@ -129,32 +126,24 @@ def _header(request: PlanRequest, done: PlanResult, figures: Figures) -> str:
                 "and arenaplan::CreateAllocator() run it on stock TFLM), or give the fastest "
                 "memory room for the persistent arena (--memory)"
             )
-        first = figures.arrays[0].memory
-        assert first is not None  # with a target
-        arena_section = target.memory(first).section
+        arena_section = target.memory(placed_in(figures.arrays[0])).section
         if figures.layout == TWO:
-            home = figures.arrays[-1].memory
-            assert home is not None
-            persistent_section = target.memory(home).section
+            persistent_section = target.memory(placed_in(figures.arrays[-1])).section
         if tiers is not None:
             head = tiers.heights[target.fastest().name]
-    return firmware_header(
+    return runtime_of(done.plan.kernels).header(
         done.model,
         done.plan,
         done.source.name,
         done.profile,
-        arena_section,
-        persistent_section,
+        (arena_section, persistent_section),
         head,
-        planned_model=done.planned,
+        done.planned,
     )
 
 
-def _blob(done: PlanResult) -> WeightsBlob:
-    from arenaplan.weights.outputs import staged_blob
-
-    assert done.weights is not None  # asked by the caller
-    return staged_blob(done.weights)
+def _blob(wp: WeightsPlan) -> WeightsBlob:
+    return staged_blob(wp)
 
 
 def _origin(done: PlanResult) -> tuple[dict[tuple[int, int], int | None] | None, str]:
@@ -163,7 +152,6 @@ def _origin(done: PlanResult) -> tuple[dict[tuple[int, int], int | None] | None,
     them, in words."""
     if done.origin is None:
         return None, ""
-    from arenaplan.passes.base import by_operator
 
     records = done.rewrite.records if done.rewrite else ()
     names = [r.name for r in records if r.changed]
@@ -193,10 +181,9 @@ def _extra_json(done: PlanResult, blob: WeightsBlob | None) -> dict[str, object]
             for names, figure in done.compared
         ]
     if done.weights is not None and blob is not None:
-        from arenaplan.weights.outputs import weights_json
-
         figures = done.figures
-        assert figures is not None and figures.latency is not None  # a weights plan
+        if figures.latency is None:  # a weights plan is for a target, which times it
+            raise PlanValidationError(["a weights plan without an estimated latency"])
         baseline = figures.baseline[1] if figures.baseline else None
         weights = weights_json(done.weights, proof, blob, (figures.latency, baseline))
         return {"passes": passes, "proof": None, "weights": weights} | moved

@@ -21,10 +21,12 @@ from arenaplan.errors import (
     UsageError,
 )
 from arenaplan.export.figures import Figures, check_chosen, figures_of
-from arenaplan.export.offline_plan import with_offline_plan
+from arenaplan.export.rewrite_effect import rewrite_effect
+from arenaplan.export.tflite_writer import write_model
 from arenaplan.ir.model import Model
+from arenaplan.passes.base import compose, identity
 from arenaplan.pipeline.outputs import render
-from arenaplan.pipeline.request import Notify, PlanRequest, PlanResult
+from arenaplan.pipeline.request import Notify, Planned, PlanRequest, PlanResult
 from arenaplan.pipeline.rewrite import (
     FIT_CASCADE,
     FIT_PASSES,
@@ -37,13 +39,16 @@ from arenaplan.pipeline.rewrite import (
 from arenaplan.placement import Plan, PlanOptions, plan_model
 from arenaplan.placement.memories import check_arena_memory, check_capacities, fit_to_target
 from arenaplan.reader import read_model_bytes
-from arenaplan.tflm.kernel_sets import REFERENCE
-from arenaplan.tflm.refusals import tflm_refusals
+from arenaplan.runtime.registry import default_kernels, default_profile, runtime_of
+from arenaplan.runtime.spec import Deployment, KernelSet, Profile
+from arenaplan.weights.outputs import tflm_head
+from arenaplan.weights.plan import plan_weights
+from arenaplan.weights.policies import parse_weights
 
 if TYPE_CHECKING:
     from arenaplan.export.rewrite_effect import RewriteEffect
     from arenaplan.passes.base import Origin
-    from arenaplan.verify.prove import Proof
+    from arenaplan.runtime.proof import Proof
     from arenaplan.weights.plan import Score, WeightsPlan
 
 # Proving (verify.prove, the writer) and weights are imported where a request needs
@@ -70,24 +75,23 @@ def run_plan(request: PlanRequest, notify: Notify = _ignore) -> PlanResult:
         check_fit(request.fit, done.model, done.plan, profile, head_only, records)
     for line in said:
         notify(line)
-    done = replace(done, figures=_figures(request, done), effect=_effect(request, done))
+    result = PlanResult.of(done, _figures(request, done), _effect(request, done))
     if request.outputs is None:
-        return done
-    done = replace(done, refusals=tflm_refusals(done.model))
-    return render(request, done)
+        return result
+    result = replace(result, refusals=runtime_of(done.plan.kernels).refusals(done.model))
+    return render(request, result)
 
 
-def _effect(request: PlanRequest, done: PlanResult) -> RewriteEffect | None:
+def _effect(request: PlanRequest, done: Planned) -> RewriteEffect | None:
     """What a proven rewrite changed (None: no rewrite replaced the model as given)."""
     if done.before is None:
         return None
-    from arenaplan.export.rewrite_effect import rewrite_effect
 
     before = (request.source.model, done.before)
     return rewrite_effect(before, (done.model, done.plan), done.profile, request.target)
 
 
-def _figures(request: PlanRequest, done: PlanResult) -> Figures:
+def _figures(request: PlanRequest, done: Planned) -> Figures:
     """The one set of figures every surface shows; a memory ``--persistent-memory``
     names must have room for what they put there."""
     target = request.target
@@ -114,7 +118,7 @@ def _figures(request: PlanRequest, done: PlanResult) -> Figures:
     return replace(figures, baseline=(wp.baseline, baseline))
 
 
-def _score(request: PlanRequest, profile: str) -> Score:
+def _score(request: PlanRequest, profile: Profile) -> Score:
     """The latency of a weights plan as ``figures_of`` gives it (TFLM's persistent
     data where its arrays go): what ``auto`` compares plans by."""
     target = request.target
@@ -132,7 +136,8 @@ def _score(request: PlanRequest, profile: str) -> Score:
             persistent_memory=request.persistent_memory,
             seconds=wp.seconds,
         )
-        assert figures.latency is not None  # with a target
+        if figures.latency is None:  # the figures of a plan for a target are timed
+            raise PlanValidationError(["the figures of a plan for a target have no latency"])
         return figures.latency
 
     return seconds
@@ -145,16 +150,22 @@ def objective_of(request: PlanRequest) -> str:
     return request.objective or ("head" if request.persistent_memory else "arena")
 
 
-def _profile(request: PlanRequest) -> str:
+def deployment_of(request: PlanRequest) -> Deployment:
+    """What the plan is for: the kernels and build profile asked for, else the
+    target's, else the default runtime's defaults."""
+    return Deployment(_kernels(request), _profile(request))
+
+
+def _profile(request: PlanRequest) -> Profile:
     if request.profile is not None:
         return request.profile
-    return request.target.tflm_profile if request.target is not None else "arm32"
+    return request.target.profile if request.target is not None else default_profile()
 
 
-def _kernels(request: PlanRequest) -> str:
+def _kernels(request: PlanRequest) -> KernelSet:
     if request.kernels is not None:
         return request.kernels
-    return request.target.kernels if request.target is not None else REFERENCE
+    return request.target.kernels if request.target is not None else default_kernels()
 
 
 def pass_names(request: PlanRequest) -> tuple[str, ...]:
@@ -162,23 +173,26 @@ def pass_names(request: PlanRequest) -> tuple[str, ...]:
     after cascade where a cascaded model can be proven (TFLM built from source)."""
     if request.passes or request.fit is None:
         return request.passes
-    if request.prove:
-        from arenaplan.verify.prove import proof_runtime
-
-        if proof_runtime(_kernels(request), own=True)[1] is not None:
-            return FIT_PASSES
+    kernels = _kernels(request)
+    runtime = runtime_of(kernels)
+    if runtime.cascade(kernels) is None:
+        return FIT_PASSES
+    if request.prove and runtime.proof_available(kernels, own=True)[1] is not None:
+        return FIT_PASSES
     return FIT_CASCADE
 
 
 def planned_model_bytes(data: bytes, model: Model, plan: Plan) -> bytes:
-    """The model with the plan's offline metadata, checked by reading it back (a
-    model arenaplan wrote that does not read back is arenaplan's bug, exit 70)."""
-    out = with_offline_plan(data, plan.offline_offsets)
+    """The model with the plan written in as its runtime takes it (TFLM: the offline
+    plan metadata), checked by reading it back (a model arenaplan wrote that does not
+    read back is arenaplan's bug, exit 70)."""
+    runtime = runtime_of(plan.kernels)
+    out = runtime.write_plan(data, plan.offline_offsets)
     try:
         again = read_model_bytes(out)
     except ModelFormatError as exc:
         raise PlanValidationError([f"the written model does not read back: {exc}"]) from None
-    if again.subgraphs != model.subgraphs or again.offline_plan != plan.offline_offsets:
+    if again.subgraphs != model.subgraphs or runtime.read_plan(again) != plan.offline_offsets:
         raise PlanValidationError(
             ["the written model does not read back as the input plus the plan"]
         )
@@ -186,7 +200,7 @@ def planned_model_bytes(data: bytes, model: Model, plan: Plan) -> bytes:
 
 
 def _rewrites(
-    request: PlanRequest, kernels: str, profile: str, lists: list[tuple[str, ...]]
+    request: PlanRequest, kernels: KernelSet, profile: Profile, lists: list[tuple[str, ...]]
 ) -> list[Rewrite]:
     """Run each pass list of ``lists``; the bands minimise ``objective_of(request)``."""
     objective = objective_of(request)
@@ -204,14 +218,14 @@ def _rewrites(
 
 
 def _ranked(
-    request: PlanRequest, profile: str, options: PlanOptions
-) -> list[tuple[Rewrite, PlanResult]]:
+    request: PlanRequest, profile: Profile, options: PlanOptions
+) -> list[tuple[Rewrite, Planned]]:
     """Each pass list ``candidates`` gives for the passes asked for, run and planned
     (not proven), best first: the least figure ``fit`` bounds, ties in the order of
     ``candidates``. A list whose plan is refused (the target's memories) drops out,
     unless every one is: then the first refusal is the error."""
     head_only = objective_of(request) == "head"
-    scored: list[tuple[int, int, Rewrite, PlanResult]] = []
+    scored: list[tuple[int, int, Rewrite, Planned]] = []
     refused: list[ArenaplanError] = []
     lists = candidates(pass_names(request))
     for k, rw in enumerate(_rewrites(request, options.kernels, profile, lists)):
@@ -235,10 +249,10 @@ def _with_aliases(options: PlanOptions, rw: Rewrite) -> PlanOptions:
     return replace(options, aliases=rw.aliases, clobber_inputs=rw.clobber_inputs)
 
 
-def _fit(request: PlanRequest, model: Model, options: PlanOptions, profile: str) -> PlanResult:
+def _fit(request: PlanRequest, model: Model, options: PlanOptions, profile: Profile) -> Planned:
     """Plan ``model`` and fit it to the target's memories (no proof, no bytes)."""
     plan, target = plan_model(model, options), request.target
-    result = PlanResult(request.source, model, plan, profile)
+    result = Planned(request.source, model, plan, profile)
     if target is None:
         return result
     chosen = request.arena_memory
@@ -250,7 +264,7 @@ def _fit(request: PlanRequest, model: Model, options: PlanOptions, profile: str)
     return replace(result, plan=plan, tiers=tiers, arena=arena)
 
 
-def _plan(request: PlanRequest, profile: str, notify: Notify) -> PlanResult:
+def _plan(request: PlanRequest, profile: Profile, notify: Notify) -> Planned:
     """Rewrite and plan; a rewrite TFLM does not prove falls back to the model as is."""
     base = PlanOptions(
         allocator=request.allocator, time_limit=request.time_limit, kernels=_kernels(request)
@@ -268,13 +282,12 @@ def _plan(request: PlanRequest, profile: str, notify: Notify) -> PlanResult:
         plan = done.plan
         if not rw.changed and not plan.aliases:  # the plan of the model as given
             return replace(done, model=original, planned=planned_model_bytes(data, original, plan))
-        from arenaplan.export.tflite_writer import write_model
-        from arenaplan.verify.prove import prove, uses_own_kernels
 
         source = write_model(rw.model) if rw.changed else data
         planned = planned_model_bytes(source, rw.model, plan)
-        own = uses_own_kernels(rw.model)
-        proof = prove(data, planned, plan.arena, plan.kernels, own)
+        runtime = runtime_of(plan.kernels)
+        own = runtime.uses_own_kernels(rw.model)
+        proof = runtime.prove(data, planned, plan.arena, plan.kernels, own)
         if proof.proven or (proof.unavailable and request.write_unproven):
             before = plan_model(original, base)
             if not proof.proven:
@@ -293,8 +306,8 @@ def _plan(request: PlanRequest, profile: str, notify: Notify) -> PlanResult:
 
 
 def _plan_weights(
-    request: PlanRequest, options: PlanOptions, profile: str, notify: Notify
-) -> PlanResult | None:
+    request: PlanRequest, options: PlanOptions, profile: Profile, notify: Notify
+) -> Planned | None:
     """Weights policies and activations in one plan of the fastest memory, after the
     passes if any; the model's copies and rewrites proven in TFLM. A rewrite that is
     not proven falls back (said through ``notify``) to the weights of the model as
@@ -331,35 +344,31 @@ def _weights_of(
     request: PlanRequest,
     model: Model,
     options: PlanOptions,
-    profile: str,
+    profile: Profile,
     origin: Origin | None = None,
-) -> PlanResult:
+) -> Planned:
     """The weights plan of ``model`` and, when proving, its bytes and proof;
     ``origin``: ``model``'s from the model as given (None: it is that model)."""
-    from arenaplan.passes.base import compose
-    from arenaplan.weights.plan import plan_weights
-    from arenaplan.weights.policies import parse_weights
 
-    target = request.target
-    assert target is not None and request.weights is not None  # checked by the caller
-    policy = parse_weights(request.weights)
+    target, weights = request.target, request.weights
+    if target is None or weights is None:  # _plan asks for weights only with both
+        raise PlanValidationError(["a weights plan without a target or a policy"])
+    policy = parse_weights(weights)
+
     wp = plan_weights(model, target, policy, request.caps, options, _score(request, profile))
     came = wp.origin if origin is None else compose(origin, wp.origin)
     planned, proof = b"", None
     if request.prove:
-        from arenaplan.export.tflite_writer import write_model
-        from arenaplan.verify.prove import prove, uses_own_kernels
-        from arenaplan.weights.outputs import tflm_head
-
         data, original = request.source.data, request.source.model
         changed = wp.model is not original
         source = write_model(wp.model) if changed else data
         planned = planned_model_bytes(source, wp.model, wp.plan)
         if changed or wp.plan.aliases:  # nothing to prove when nothing changed
-            own = uses_own_kernels(wp.model)
-            proof = prove(data, planned, tflm_head(wp.plan), wp.plan.kernels, own)
+            runtime = runtime_of(wp.plan.kernels)
+            own = runtime.uses_own_kernels(wp.model)
+            proof = runtime.prove(data, planned, tflm_head(wp.plan), wp.plan.kernels, own)
     arena = check_arena_memory(request.arena_memory, wp.plan, target, request.caps, wp.tiers)
-    return PlanResult(
+    return Planned(
         request.source,
         wp.model,
         wp.plan,
@@ -376,7 +385,6 @@ def _weights_of(
 def _moved(origin: Origin, original: Model) -> Origin | None:
     """``origin`` (from ``original``), or None when it is the identity: the model has
     the operators of the model as given, in their order (``PlanResult.origin``)."""
-    from arenaplan.passes.base import identity
 
     return None if origin == identity(original) else origin
 

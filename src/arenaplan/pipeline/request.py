@@ -9,14 +9,17 @@ which outputs to render in memory (``outputs``; None renders none).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from arenaplan.ir.model import Model
+from arenaplan.ir.verifier import check_model
 from arenaplan.placement.plan import Plan
 from arenaplan.reader import load_model
+from arenaplan.runtime.spec import KernelSet, Profile
 from arenaplan.targets import Memory, Target
 
 if TYPE_CHECKING:  # what only some requests use is imported by those that do
@@ -25,7 +28,7 @@ if TYPE_CHECKING:  # what only some requests use is imported by those that do
     from arenaplan.passes.base import Origin
     from arenaplan.pipeline.rewrite import Rewrite
     from arenaplan.placement.tiers import TierPlacement
-    from arenaplan.verify.prove import Proof
+    from arenaplan.runtime.proof import Proof
     from arenaplan.weights.blob import WeightsBlob
     from arenaplan.weights.plan import WeightsPlan
 
@@ -46,7 +49,6 @@ def read_source(path: Path) -> Source:
     """The model at ``path`` (one line on stderr and exit 2 from the command line if it
     cannot be read, is not a model TFLM could run, or fails the IR verifier: a use
     before definition, a cycle, shapes that do not follow from the inputs)."""
-    from arenaplan.ir.verifier import check_model
 
     data, model = load_model(path)
     check_model(model, str(path))
@@ -86,8 +88,8 @@ class PlanRequest:
     source: Source
     target: Target | None = None
     caps: Mapping[str, int] = field(default_factory=dict)
-    profile: str | None = None
-    kernels: str | None = None
+    profile: Profile | None = None
+    kernels: KernelSet | None = None
     allocator: str = "portfolio"
     time_limit: float = 2.0
     passes: tuple[str, ...] = ()
@@ -107,30 +109,25 @@ class PlanRequest:
 
 
 @dataclass(frozen=True, slots=True)
-class PlanResult:
-    """The model planned (rewritten if proven, or asked not to prove), its plan and
-    what was rendered.
+class Planned:
+    """A plan on its way through ``run_plan``: the model planned (rewritten if proven,
+    or asked not to prove) and its plan, before the figures.
 
-    ``plan``: the plan of TFLM's head (memories laid end to end when spread and laid
-    out); ``tiers``: the placement over the target's memories when the plan does not
-    fit the fastest; ``arena``: the memory of the non-persistent arena (with a
-    target); ``planned``: the model's bytes with the offline plan (empty without
+    ``plan``: the plan of the runtime's head (memories laid end to end when spread
+    and laid out); ``tiers``: the placement over the target's memories when the plan
+    does not fit the fastest; ``arena``: the memory of the non-persistent arena (with
+    a target); ``planned``: the model's bytes with the plan written in (empty without
     ``prove``); ``rewrite``: None when no pass ran or the rewrite was not proven;
     ``before``: the plan of the model as given, when a proven rewrite replaced it;
-    ``weights``: the weights plan with ``weights``; ``figures``: what every surface
-    shows (the arrays to set, each memory's bytes, head, tail, latency); ``effect``:
-    head, tail, whole arena and estimated time before and after a proven rewrite;
-    ``origin``:
-    for each operator of ``model`` (model order), the operator of the model as given
-    that it came from (None: inserted, a band's slice, padding or join, or a weight
-    copy), or None when ``model`` runs the operators of the model as given in their
-    order; ``files``: rendered outputs by ``Wanted`` field name, in the order they are
-    to be written."""
+    ``weights``: the weights plan with ``weights``; ``origin``: for each operator of
+    ``model`` (model order), the operator of the model as given that it came from
+    (None: inserted, a band's slice, padding or join, or a weight copy), or None when
+    ``model`` runs the operators of the model as given in their order."""
 
     source: Source
     model: Model
     plan: Plan
-    profile: str
+    profile: Profile
     tiers: TierPlacement | None = None
     arena: Memory | None = None
     planned: bytes = b""
@@ -138,12 +135,30 @@ class PlanResult:
     proof: Proof | None = None
     before: Plan | None = None
     weights: WeightsPlan | None = None
-    blob: WeightsBlob | None = None
-    refusals: tuple[str, ...] = ()
-    figures: Figures | None = None
-    effect: RewriteEffect | None = None  # a proven rewrite against the model as given
     origin: Origin | None = None
-    files: dict[str, bytes] = field(default_factory=dict)
     # the pass lists compared (``pipeline.rewrite.candidates``) with the figure each
     # planned to (the whole arena, or the head), best first; () when one list ran
     compared: tuple[tuple[tuple[str, ...], int], ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanResult(Planned):
+    """A plan that stands, with what every surface shows and what was rendered.
+
+    ``figures``: the arrays to set, each memory's bytes, head, tail, latency (made
+    for every plan); ``effect``: head, tail, whole arena and estimated time before
+    and after a proven rewrite; ``refusals``: why the runtime will refuse the model
+    (made when outputs are rendered); ``files``: rendered outputs by ``Wanted`` field
+    name, in the order they are to be written."""
+
+    figures: Figures
+    effect: RewriteEffect | None = None  # a proven rewrite against the model as given
+    refusals: tuple[str, ...] = ()
+    blob: WeightsBlob | None = None
+    files: dict[str, bytes] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, done: Planned, figures: Figures, effect: RewriteEffect | None) -> PlanResult:
+        """``done`` with its figures and the effect of its rewrite."""
+        fields = {f.name: getattr(done, f.name) for f in dataclasses.fields(Planned)}
+        return cls(**fields, figures=figures, effect=effect)

@@ -21,8 +21,12 @@ from typing import TYPE_CHECKING
 
 from arenaplan.errors import ArenaplanError
 from arenaplan.ir.model import Model
+from arenaplan.passes import make_pass, run_passes
+from arenaplan.passes.base import compose, identity
+from arenaplan.passes.inplace import alias_options
 from arenaplan.placement.plan import Plan
-from arenaplan.tflm.tail import min_arena_estimate, tail_estimate
+from arenaplan.runtime.registry import runtime_of
+from arenaplan.runtime.spec import Profile
 
 if TYPE_CHECKING:
     from arenaplan.passes import PassRecord
@@ -60,9 +64,6 @@ def run_rewrites(
 ) -> list[Rewrite]:
     """``run_rewrite`` of each list, each pass run once for the lists that begin
     with the same passes (a pass is a pure function of its input and options)."""
-    from arenaplan.passes import make_pass, run_passes
-    from arenaplan.passes.base import compose, identity
-    from arenaplan.passes.inplace import alias_options
 
     done: dict[tuple[str, ...], tuple[Model, tuple[PassRecord, ...]]] = {(): (model, ())}
     out = []
@@ -95,20 +96,21 @@ def candidates(names: tuple[str, ...]) -> list[tuple[str, ...]]:
     return out
 
 
-def fit_figure(model: Model, plan: Plan, profile: str, head_only: bool) -> int:
+def fit_figure(model: Model, plan: Plan, profile: Profile, head_only: bool) -> int:
     """What ``fit`` bounds and the chooser compares: the head alone, or the smallest
     arena TFLM needs for it (head + tail, and TFLM's planning room)."""
     if head_only:
         return plan.arena
     n_planned = len(plan.tensors) + len(plan.scratch)
-    return min_arena_estimate(model, plan.arena, n_planned, profile, plan.kernels).bytes
+    runtime = runtime_of(plan.kernels)
+    return runtime.min_arena(model, plan.arena, n_planned, profile, plan.kernels).bytes
 
 
 def check_fit(
     fit: int,
     model: Model,
     plan: Plan,
-    profile: str,
+    profile: Profile,
     head_only: bool,
     records: Sequence[PassRecord] = (),
 ) -> None:
@@ -122,7 +124,8 @@ def check_fit(
     if head_only:
         what = head
     else:
-        tail = tail_estimate(model, profile, kernels=plan.kernels).bytes
+        tail = runtime_of(plan.kernels).tail(model, profile, plan.kernels).bytes
+
         what = f"{head} + tail {tail:,} B"
         if figure > plan.arena + tail:
             what += f" + {figure - plan.arena - tail:,} B TFLM needs while it plans"

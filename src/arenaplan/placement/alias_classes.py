@@ -36,7 +36,7 @@ import numpy as np
 
 from arenaplan.allocation.problem import Buffer
 from arenaplan.analysis.buffers import ArenaItems
-from arenaplan.tflm.aliases import CONCAT_VIEW, SLICE_VIEW, Alias
+from arenaplan.runtime.records import CONCAT_VIEW, SLICE_VIEW, Alias
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from arenaplan.analysis.buffers import StagingRequest
-from arenaplan.tflm.aliases import Alias
+from arenaplan.runtime.records import Alias
+from arenaplan.runtime.registry import default_kernels
+from arenaplan.runtime.spec import KernelSet
 
 
 @dataclass(frozen=True, slots=True)
 class PlanOptions:
     """How to plan. ``pointer_size`` (bytes) sizes pointer-array scratch (8 on the host).
 
-    ``kernels``: the kernels the TFLM build runs, which decide the scratch requests
-    planned (``tflm.kernel_sets``: "reference", "cmsis_nn", "cmsis_nn+dsp",
-    "cmsis_nn+mve").
+    ``kernels``: the kernels the runtime's build runs, which decide the scratch
+    requests planned and the alignment (default: the default runtime's default).
 
-    ``aliases``: which tensors may share bytes, by kind (``tflm.aliases``):
+    ``aliases``: which tensors may share bytes, by kind (``Runtime.alias_candidates``):
     "inplace" (an operator's output over an input that dies there, for the kernels
     of docs/inplace.md) and "views" (STRIDED_SLICE outputs inside their input,
     CONCATENATION inputs inside their output). ``clobber_inputs``: an in-place
@@ -30,7 +31,7 @@ class PlanOptions:
     time_limit: float = 2.0  # seconds for the exact search, when greedy stops above the bound
     aliases: frozenset[str] = frozenset()
     clobber_inputs: bool = False
-    kernels: str = "reference"
+    kernels: KernelSet = field(default_factory=default_kernels)
     # weight staging buffers that firmware fills and TFLM does not know of
     # (``weights.policies``): placed around TFLM's tensors and scratch
     staging: tuple[StagingRequest, ...] = ()
@@ -118,7 +119,7 @@ class Plan:
     seconds: float
     aliases: tuple[Alias, ...] = ()
     clobber_inputs: bool = False
-    kernels: str = "reference"
+    kernels: KernelSet = field(default_factory=default_kernels)
     staging: tuple[StagingPlacement, ...] = ()  # weight buffers TFLM does not know of
 
     @property

@@ -30,11 +30,11 @@ from arenaplan.allocation.problem import Buffer, Problem, Solution
 from arenaplan.allocation.registry import get_allocator
 from arenaplan.allocation.tflm_greedy import TflmGreedy, tflm_order
 from arenaplan.allocation.validate import check_solution
-from arenaplan.analysis.aliases import alias_candidates
 from arenaplan.analysis.buffers import ArenaItems, arena_items, staging_buffers
 from arenaplan.errors import AllocationError
 from arenaplan.ir.model import Model
 from arenaplan.placement.alias_classes import AliasLayout, alias_layout
+from arenaplan.placement.check import check_plan
 from arenaplan.placement.plan import (
     Plan,
     PlanOptions,
@@ -42,8 +42,7 @@ from arenaplan.placement.plan import (
     StagingPlacement,
     TensorPlacement,
 )
-from arenaplan.placement.validate import check_plan
-from arenaplan.tflm.sizes import TFLM_ALIGNMENT
+from arenaplan.runtime.registry import runtime_of
 
 _TFLM = TflmGreedy()
 
@@ -70,7 +69,9 @@ def plan_model(model: Model, options: PlanOptions | None = None) -> Plan:
     best: _Candidate | None = None
     tried: list[tuple] = []
     for kinds in _alias_tries(options.aliases):
-        found = alias_candidates(model, kinds, options.clobber_inputs, options.kernels).aliases
+        runtime = runtime_of(options.kernels)
+        found = runtime.alias_candidates(model, kinds, options.clobber_inputs, options.kernels)
+        found = found.aliases
         layout = alias_layout(items, found)
         if layout.aliases in tried:
             continue
@@ -115,7 +116,8 @@ def _with_staging(
     first-fit orders, below ``options.staging_ceiling`` when one order fits there;
     the head grows to hold them."""
     requests = options.staging
-    bufs = staging_buffers(items.lifetimes, requests)
+    bufs = staging_buffers(items.lifetimes, requests, runtime_of(options.kernels).alignment)
+
     fixed = [_fixed(b, o) for b, o in zip(items.buffers, runs.offsets, strict=True)]
     problem = Problem((*fixed, *bufs))
     n = len(fixed)
@@ -250,7 +252,7 @@ def _make_plan(
         lower_bound=live_bytes_bound(merged),
         tensor_lower_bound=live_bytes_bound(Problem(layout.raw)),
         tflm_greedy=tflm_head,
-        alignment=TFLM_ALIGNMENT,
+        alignment=runtime_of(options.kernels).alignment,
         allocator=options.allocator,
         strategy=strategy,
         offline_offsets=offline,

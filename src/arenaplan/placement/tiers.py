@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -32,10 +32,13 @@ from arenaplan.allocation.problem import Buffer, Problem
 from arenaplan.allocation.registry import get_allocator
 from arenaplan.allocation.validate import check_solution
 from arenaplan.analysis.buffers import ArenaItems, arena_items
+from arenaplan.cost.roofline import default_memory
+from arenaplan.cost.timing import Timer
 from arenaplan.errors import AllocationError
 from arenaplan.ir.model import Model
+from arenaplan.runtime.registry import default_kernels, or_default
+from arenaplan.runtime.spec import KernelSet
 from arenaplan.targets.model import Target
-from arenaplan.tflm.kernel_sets import REFERENCE
 
 if TYPE_CHECKING:
     from arenaplan.cost.roofline import TensorKey
@@ -60,7 +63,7 @@ class TierPlacement:
     seconds: float
     scratch_offsets: tuple[int, ...] = ()
     pinned_offsets: tuple[int, ...] = ()  # the pinned buffers' offsets in the fastest
-    kernels: str = REFERENCE  # the TFLM kernels whose scratch requests were placed
+    kernels: KernelSet = field(default_factory=default_kernels)  # whose scratch was placed
     pointer_size: int = 8  # bytes: sizes pointer-array scratch (tflm.scratch)
 
 
@@ -77,15 +80,13 @@ class _State:
         capacities: Mapping[str, int],
         pinned: tuple[Buffer, ...] = (),
         where: Mapping[TensorKey, str] | None = None,
-        kernels: str = REFERENCE,
+        kernels: KernelSet | None = None,
         pointer_size: int = 8,
     ) -> None:
-        from arenaplan.cost.roofline import default_memory  # here: only placing over memories times
-        from arenaplan.cost.timing import Timer
 
         self.model, self.target = model, target
         self.pinned = pinned
-        self.kernels, self.pointer_size = kernels, pointer_size
+        self.kernels, self.pointer_size = or_default(kernels), pointer_size
         self.items: ArenaItems = arena_items(model, pointer_size, kernels)
         self.memories = [m.name for m in target.memories if "activations" in m.holds]
         self.capacity = {m: capacities.get(m, target.memory(m).capacity) for m in self.memories}
@@ -377,7 +378,7 @@ def place_tiers(
     strategy: str = "arenaplan",
     pinned: tuple[Buffer, ...] = (),
     where: Mapping[TensorKey, str] | None = None,
-    kernels: str = REFERENCE,
+    kernels: KernelSet | None = None,
     pointer_size: int = 8,
 ) -> TierPlacement:
     """Place the model's activations over the target's memories (``pinned`` buffers

@@ -52,6 +52,15 @@ from typing import Any
 
 from arenaplan.errors import TargetError
 from arenaplan.inputs import read_text_input
+from arenaplan.runtime.registry import (
+    default_kernels,
+    default_profile,
+    kernel_names,
+    kernels_named,
+    profile_named,
+    profile_names,
+)
+from arenaplan.runtime.spec import KernelSet, Profile
 from arenaplan.targets.model import CACHE_WRITES, COPIES, HOLDS, READS, Memory, Target
 from arenaplan.units import parse_size
 
@@ -70,8 +79,6 @@ _TOP_KEYS = {
 }
 TIME_MODELS = ("stall", "roofline")
 TRAFFIC = ("tflm", "xcore")  # cost.timing.operator_accesses
-_PROFILES = ("pypi", "arm32", "int32")  # as in tflm.tail.PROFILES
-_KERNELS = ("reference", "cmsis_nn", "cmsis_nn+dsp", "cmsis_nn+mve")  # tflm.kernel_sets
 _MEMORY_KEYS = {
     "name",
     "capacity",
@@ -239,14 +246,9 @@ def parse_target(data: dict, source: str) -> Target:
         if not isinstance(compute, dict):
             raise TargetError("[compute] must be a table")
         rates = {k: _rate(compute, k) for k in compute}
-        profile = data.get("tflm_profile", "arm32")
-        if profile not in _PROFILES:
-            raise TargetError(
-                f"tflm_profile must be one of {', '.join(_PROFILES)}, got {profile!r}"
-            )
-        kernels = data.get("kernels", "reference")
-        if kernels not in _KERNELS:
-            raise TargetError(f"kernels must be one of {', '.join(_KERNELS)}, got {kernels!r}")
+        profile = _profile(data.get("tflm_profile"))
+        kernels = _kernels(data.get("kernels"))
+
         traffic = data.get("traffic", "tflm")
         if traffic not in TRAFFIC:
             raise TargetError(f"traffic must be one of {', '.join(TRAFFIC)}, got {traffic!r}")
@@ -290,3 +292,20 @@ def load_builtin(name: str) -> Target:
         raise TargetError(f"unknown target {name!r} (built in: {', '.join(builtin_names())})")
     text = (resources.files("arenaplan.targets") / "builtin" / f"{name}.toml").read_text()
     return parse_target(tomllib.loads(text), f"built-in target {name}")
+
+
+def _profile(text: object) -> Profile:
+    """The build profile ``text`` spells (absent: the default runtime's default)."""
+    found = default_profile() if text is None else profile_named(text)
+    if found is None:
+        names = ", ".join(profile_names())
+        raise TargetError(f"tflm_profile must be one of {names}, got {text!r}")
+    return found
+
+
+def _kernels(text: object) -> KernelSet:
+    """The kernel set ``text`` spells (absent: the default runtime's default)."""
+    found = default_kernels() if text is None else kernels_named(text)
+    if found is None:
+        raise TargetError(f"kernels must be one of {', '.join(kernel_names())}, got {text!r}")
+    return found

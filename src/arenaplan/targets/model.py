@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from arenaplan.errors import TargetError
+from arenaplan.runtime.registry import default_kernels, default_profile
+from arenaplan.runtime.spec import KernelSet, Profile
 
 # what a memory may hold
 HOLDS = ("activations", "persistent", "weights")
@@ -72,13 +74,15 @@ class Target:
     clock_hz: float
     memories: tuple[Memory, ...]
     macs_per_cycle: dict[str, float] = field(default_factory=dict)
-    tflm_profile: str = "arm32"  # TFLM build profile that sizes the tail (tflm.tail)
+    # the build profile of its runtime that sizes the persistent part (TOML: tflm_profile)
+    profile: Profile = field(default_factory=default_profile)
     # "stall": memory time adds to compute (a core waiting on its loads, cost.timing);
     # "roofline": it overlaps compute (an NPU's DMA), the larger wins (cost.roofline)
     time_model: str = "stall"
-    # the TFLM kernels its firmware runs (tflm.kernel_sets): they decide the scratch
-    # requests and part of the tail
-    kernels: str = "reference"
+    # the kernels its firmware runs: they decide the scratch requests and part of the
+    # persistent part
+    kernels: KernelSet = field(default_factory=default_kernels)
+
     # whose kernels' memory accesses the time model counts (cost.timing):
     # "tflm" (TFLM's reference kernels, cost.traffic) or "xcore" (lib_nn on the
     # xcore.ai VPU, cost.traffic_xcore)

@@ -5,13 +5,21 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from arenaplan.runtime.spec import KernelSet, Profile
 from arenaplan.targets.model import Target
+
+_KEYS = {"profile": "tflm_profile"}  # field -> the TOML key ``targets.load`` reads
+
+
+def _plain(value: object) -> object:
+    """A kernel set or a build profile as its spelling; anything else as it is."""
+    return str(value) if isinstance(value, KernelSet | Profile) else value
 
 
 def target_to_dict(target: Target) -> dict[str, Any]:
     """The TOML tables of ``target``; sizes in bytes, rates and latencies as numbers."""
     top = {
-        f.name: getattr(target, f.name)
+        _KEYS.get(f.name, f.name): _plain(getattr(target, f.name))
         for f in dataclasses.fields(target)
         if f.name not in ("memories", "macs_per_cycle")
     }

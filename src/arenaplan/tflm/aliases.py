@@ -23,11 +23,12 @@ STRIDED_SLICE or CONCATENATION, which every variant runs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
+from arenaplan.runtime.records import CONCAT_VIEW, INPLACE, SLICE_VIEW, Alias
 from arenaplan.tflm import cmsis_nn
 from arenaplan.tflm import kernels as families
-from arenaplan.tflm.facts import CONCAT_VIEW, INPLACE, SLICE_VIEW, InPlaceRule
+from arenaplan.tflm.facts import InPlaceRule
 from arenaplan.tflm.kernel_sets import KERNELS, cmsis_features
 
 __all__ = [
@@ -48,24 +49,6 @@ __all__ = [
 ALIGNMENT = 16  # bytes: a view's offset in its base must be a multiple of this
 
 RULES = (INPLACE, SLICE_VIEW, CONCAT_VIEW)
-
-
-@dataclass(frozen=True, slots=True, order=True)
-class Alias:
-    """``tensor`` lies at ``offset(base) + delta`` (bytes), by rule ``kind`` at
-    operator ``op`` of subgraph ``subgraph``.
-
-    inplace: ``tensor`` is the output, ``base`` the input it writes over, delta 0;
-    slice-view: ``tensor`` is the slice, ``base`` its input, delta >= 0;
-    concat-view: ``tensor`` is one input, ``base`` the output, delta >= 0.
-    """
-
-    kind: str
-    subgraph: int
-    op: int
-    tensor: int
-    base: int
-    delta: int
 
 
 # TFLM's reference kernels (docs/inplace.md says, for each, which loop was read and why

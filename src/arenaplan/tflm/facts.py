@@ -115,10 +115,6 @@ ScratchRule = Callable[[ScratchView], list[int]]  # bytes of each request, in or
 
 # ---- in place ----------------------------------------------------------------------
 
-INPLACE = "inplace"
-SLICE_VIEW = "slice-view"
-CONCAT_VIEW = "concat-view"
-
 
 @dataclass(frozen=True, slots=True)
 class InPlaceRule:

@@ -18,6 +18,8 @@ What each variant asks for is in ``tflm.scratch`` (head) and
 
 from __future__ import annotations
 
+from arenaplan.runtime.spec import KernelSet
+
 KERNELS = ("reference", "cmsis_nn", "cmsis_nn+dsp", "cmsis_nn+mve")
 REFERENCE = "reference"
 
@@ -44,3 +46,11 @@ def cmsis_features(name: str) -> str | None:
     """The CMSIS-NN feature level of variant ``name`` ("c", "dsp", "mve"), None for
     the reference kernels."""
     return _FEATURES.get(check_kernels(name))
+
+
+def kernel_name(kernels: KernelSet | str | None) -> str:
+    """TFLM's spelling of a kernel set (a value, or already spelled; None: the
+    reference kernels)."""
+    if kernels is None:
+        return REFERENCE
+    return check_kernels(kernels if isinstance(kernels, str) else kernels.name)

@@ -101,3 +101,12 @@ def refusal_reason(model: Model, runtime_error: str | None, shown: int = 3) -> s
         return runtime_error or "the runtime gave no reason"
     more = f" (and {len(reasons) - shown} more)" if len(reasons) > shown else ""
     return "; ".join(reasons[:shown]) + more
+
+
+def uses_own_kernels(model: Model) -> bool:
+    """``model`` has an operator only arenaplan's kernels run (a cascade)."""
+    return any(
+        op.is_custom and op.opcode in ARENAPLAN_CUSTOM
+        for sg in model.subgraphs
+        for op in sg.operators
+    )

@@ -12,28 +12,16 @@ operator's requests in the order its Prepare makes them. Compressed weights
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from arenaplan.errors import ModelFormatError
 from arenaplan.ir.model import Model, Operator
+from arenaplan.runtime.records import ScratchRequest, TensorBytes
 from arenaplan.tflm import cmsis_nn
 from arenaplan.tflm import kernels as families
 from arenaplan.tflm.facts import ScratchRule, ScratchView, Unmodelled
 from arenaplan.tflm.kernel_sets import REFERENCE, cmsis_features
-from arenaplan.tflm.sizes import TensorBytes
 
 MAX_REQUESTS_PER_OP = 12  # kMaxScratchBuffersPerOp
 HOST_POINTER_SIZE = 8  # bytes; 4 on a 32-bit MCU
-
-
-@dataclass(frozen=True, slots=True)
-class ScratchRequest:
-    """One scratch request: ``bytes`` unaligned, made by operator ``op`` of ``subgraph``."""
-
-    subgraph: int
-    op: int
-    order: int  # position among all requests (TFLM's request order)
-    bytes: int
 
 
 # The reference kernels' scratch rules, by schema name or custom code (``tflm.kernels``).

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from arenaplan.errors import UnsupportedModelError
 from arenaplan.ir.model import Model, Subgraph
+from arenaplan.runtime.records import TensorBytes
 
 TFLM_ALIGNMENT = 16  # bytes: MicroArenaBufferAlignment(); sizes and offsets are multiples
-
-TensorBytes = tuple[tuple[int, ...], ...]  # [subgraph][tensor] -> bytes (unaligned)
 
 
 def tensor_bytes(model: Model) -> TensorBytes:

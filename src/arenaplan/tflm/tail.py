@@ -50,12 +50,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from arenaplan.ir.model import Model, Operator
+from arenaplan.runtime.records import TailEstimate, TensorBytes
 from arenaplan.tflm import cmsis_nn
 from arenaplan.tflm import kernels as families
 from arenaplan.tflm.facts import Allocations, OpRule, OpView, Unmodelled
 from arenaplan.tflm.kernel_sets import REFERENCE, cmsis_features
 from arenaplan.tflm.scratch import ScratchRequest, scratch_requests
-from arenaplan.tflm.sizes import TensorBytes, tensor_bytes
+from arenaplan.tflm.sizes import tensor_bytes
 from arenaplan.tflm.structs import options_for, state_for
 
 ALIGN = 16  # kernels' persistent buffers and variables are 16-aligned
@@ -131,23 +132,6 @@ NATIVE_PROFILES = {
         PROFILES["int32"], allocator_objects=(52, 44, 124), resource_variables=True
     ),
 }  # fmt: skip
-
-
-@dataclass(frozen=True, slots=True)
-class TailEstimate:
-    """Predicted bytes and what the rules could not model.
-
-    ``unmodelled``: one short entry per operator kind (or model feature) whose
-    persistent allocations are unknown, e.g. ``"operator 3 FOO"``; empty when
-    the prediction is exact. ``bytes`` then leaves those allocations out.
-    """
-
-    bytes: int
-    unmodelled: tuple[str, ...] = ()
-
-    @property
-    def exact(self) -> bool:
-        return not self.unmodelled
 
 
 class _Tail:

@@ -27,7 +27,7 @@ import numpy as np
 from arenaplan.errors import UnsupportedModelError, UsageError
 from arenaplan.ir.constants import constant_bytes
 from arenaplan.ir.model import Model, Tensor
-from arenaplan.tflm.kernel_sets import REFERENCE
+from arenaplan.runtime.spec import KernelSet
 from arenaplan.weights.staging import block_layout, operator_weights
 
 BLOCK_ALIGN = 16  # bytes: blocks start 16-aligned in the blob
@@ -79,7 +79,7 @@ def group_slice(
 
 
 def weights_blob(
-    model: Model, groups: Sequence[tuple[int, int]], kernels: str = REFERENCE
+    model: Model, groups: Sequence[tuple[int, int]], kernels: KernelSet | None = None
 ) -> WeightsBlob:
     """The blob of operators ``(op, G)`` (subgraph 0), in that order, as ``kernels``
     read their weights."""

@@ -19,19 +19,19 @@ import numpy as np
 
 from arenaplan.allocation.packing import align_up
 from arenaplan.analysis.buffers import StagingRequest, arena_items, staging_buffers
-from arenaplan.analysis.lifetimes import compute_lifetimes
+from arenaplan.cost.timing import time_model_label
 from arenaplan.errors import AllocationError, PlanValidationError
 from arenaplan.ir.model import Model
 from arenaplan.passes.base import Origin, identity
 from arenaplan.passes.pipeline import run_passes
 from arenaplan.passes.stage import Stage, staged_index
+from arenaplan.placement.check import check_plan
 from arenaplan.placement.plan import Plan, PlanOptions
 from arenaplan.placement.planner import layout_plan, plan_model
 from arenaplan.placement.tiers import TierPlacement, laid_out_offsets, place_tiers
-from arenaplan.placement.validate import check_plan
+from arenaplan.runtime.registry import runtime_of
+from arenaplan.runtime.spec import KernelSet
 from arenaplan.targets.model import Target
-from arenaplan.tflm.kernel_sets import REFERENCE
-from arenaplan.tflm.sizes import TFLM_ALIGNMENT
 from arenaplan.weights.policies import IN_PLACE, WHOLE, OpChoice, Policy, WeightCosts
 
 
@@ -73,7 +73,7 @@ Score = Callable[[WeightsPlan], float]  # seconds a weights plan is compared by
 
 
 def staged_requests(
-    model: Model, choices: Sequence[OpChoice], kernels: str = REFERENCE
+    model: Model, choices: Sequence[OpChoice], kernels: KernelSet | None = None
 ) -> tuple[Model, tuple[StagingRequest, ...], Origin]:
     """The model with its whole-operator copies (as ``kernels`` read the weights),
     the group buffers it needs (operator indices of that model), and its origin
@@ -254,7 +254,6 @@ def _plan_policies(
     seconds = rest + sum(c.seconds for c in choices)
     if tiers is not None:  # the activations' memories changed the operators' times
         seconds = tiers.seconds + sum(c.fetch for c in choices)
-    from arenaplan.cost.timing import time_model_label  # as WeightCosts: weights plans only
 
     return WeightsPlan(
         tuple(choices),
@@ -282,7 +281,10 @@ def _spread(
     """Activations of ``staged`` over the target's memories, the weight buffers
     pinned in the fastest; the plan laid out in one head (the fastest memory's
     region first)."""
-    pinned = staging_buffers(compute_lifetimes(staged), requests)
+    align = runtime_of(options.kernels).alignment  # bytes
+    lifetimes = runtime_of(options.kernels).lifetimes(staged)
+    pinned = staging_buffers(lifetimes, requests, align)
+
     sg = staged.subgraphs[0]
     fast = target.fastest().name
     where = {
@@ -296,7 +298,8 @@ def _spread(
         options.kernels, options.pointer_size,
     )  # fmt: skip
     offsets = laid_out_offsets(tiers, target)
-    room = align_up(tiers.heights[fast], TFLM_ALIGNMENT)  # bytes of the fastest's region
+    room = align_up(tiers.heights[fast], runtime_of(options.kernels).alignment)  # bytes
+
     within = replace(options, staging=requests, staging_ceiling=room)
     plan = layout_plan(staged, offsets, "tiers", within)
     if any(s.offset + s.size > room for s in plan.staging):  # first-fit went past it

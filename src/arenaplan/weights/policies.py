@@ -38,10 +38,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from arenaplan.allocation.packing import align_up
+from arenaplan.cost.roofline import default_memory
+from arenaplan.cost.timing import Timer
 from arenaplan.errors import UnsupportedModelError, UsageError
 from arenaplan.ir.model import Model
+from arenaplan.runtime.registry import runtime_of
+from arenaplan.runtime.spec import KernelSet
 from arenaplan.targets.model import Memory, Target
-from arenaplan.tflm.sizes import TFLM_ALIGNMENT
 from arenaplan.weights.staging import DEFAULT_GROUP, OpWeights, operator_weights
 
 
@@ -110,9 +113,7 @@ class WeightCosts:
     target (weights in its last weights memory, staged into its fastest), the
     weights read as ``kernels`` read them (default: the target's)."""
 
-    def __init__(self, model: Model, target: Target, kernels: str | None = None) -> None:
-        from arenaplan.cost.roofline import default_memory  # the time model: weights plans only
-        from arenaplan.cost.timing import Timer
+    def __init__(self, model: Model, target: Target, kernels: KernelSet | None = None) -> None:
 
         self.target = target
         self.source: Memory = target.weights_memory()
@@ -120,6 +121,7 @@ class WeightCosts:
         self.timer = Timer(model, target)
         self.where = default_memory(model, target)
         self.ops = operator_weights(model, kernels=kernels or target.kernels)
+        self.align = runtime_of(kernels or target.kernels).alignment  # bytes
         self.base = [t.seconds for t in self.timer.times(self.where)]  # weights in S
         self._choices: dict[tuple[int, Policy], OpChoice] = {}
 
@@ -156,10 +158,11 @@ class WeightCosts:
             c = self.source.copy_seconds(w.bytes, len(w.tensors), clock)  # a copy per tensor
             fetch = max(0.0, c - t_prev) if dma else c
             first = w.op - 1 if dma and w.op > 0 else w.op
-            return OpChoice(w, p, align_up(w.bytes, TFLM_ALIGNMENT), first, t_d + fetch, t_s, fetch)
+            return OpChoice(w, p, align_up(w.bytes, self.align), first, t_d + fetch, t_s, fetch)
         n = w.groups(p.group)
         c = self.source.copy_seconds(w.bytes, n, clock)
-        ram = align_up(w.group_bytes(p.group), TFLM_ALIGNMENT)
+        ram = align_up(w.group_bytes(p.group), self.align)
+
         if not (p.double and dma):
             return OpChoice(w, p, ram * (2 if p.double else 1), w.op, t_d + c, t_s, c)
         g = c / n

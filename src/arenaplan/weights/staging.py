@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from arenaplan.allocation.packing import align_up
 from arenaplan.ir.model import Model
 from arenaplan.passes.stage import WeightCopy, copy_refusal, weight_copies
-from arenaplan.tflm.kernel_sets import REFERENCE
+from arenaplan.runtime.spec import KernelSet
 
 # those whose weights split by output channel (the last dim of the output)
 GROUPED = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED")
@@ -94,7 +94,9 @@ def slice_align(copy: WeightCopy) -> int:
     return max(4, copy.dtype.itemsize)
 
 
-def operator_weights(model: Model, min_bytes: int = 1, kernels: str = REFERENCE) -> list[OpWeights]:
+def operator_weights(
+    model: Model, min_bytes: int = 1, kernels: KernelSet | None = None
+) -> list[OpWeights]:
     """Every operator of subgraph 0 that reads at least ``min_bytes`` of weights,
     in execution order, as ``kernels`` read them."""
     sg = model.subgraphs[0]

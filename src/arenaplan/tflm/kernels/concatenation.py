@@ -20,8 +20,8 @@ ParseUnpack, ParseSplit, ParseSplitV).
 
 from __future__ import annotations
 
+from arenaplan.runtime.records import CONCAT_VIEW
 from arenaplan.tflm.facts import (
-    CONCAT_VIEW,
     Accepts,
     Constant,
     Kernel,

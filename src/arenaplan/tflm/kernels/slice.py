@@ -30,8 +30,8 @@ from __future__ import annotations
 import math
 
 from arenaplan.ir.model import Operator
+from arenaplan.runtime.records import SLICE_VIEW
 from arenaplan.tflm.facts import (
-    SLICE_VIEW,
     Accepts,
     Constant,
     Kernel,

@@ -1,0 +1,210 @@
+"""The one interface the pipeline talks to a runtime through.
+
+A runtime package (``arenaplan.tflm`` today) implements ``Runtime`` and is found by
+name in ``registry``; the planner's core (analysis, passes, allocation, placement,
+weights, cost, export) asks it, and imports none of its modules. Sizes are bytes;
+models are the IR's ``Model``; kernel sets and profiles are this runtime's own values
+(``spec``).
+
+What a runtime must say: its values (kernel sets, profiles), its buffers' bytes and
+alignment, the persistent part it keeps beside the plan (the tail) and the smallest
+arena it runs in, how a plan is written into its format and read back. What it may
+say (the defaults say "nothing"): kernel scratch, refusals, in-place and view
+aliases, the proof of a plan in the real runtime, the cascade kernel.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from arenaplan.errors import UsageError
+from arenaplan.runtime.proof import Proof
+from arenaplan.runtime.records import (
+    Candidates,
+    Lifetimes,
+    ScratchRequest,
+    SplitPersistent,
+    TailEstimate,
+    TensorBytes,
+)
+from arenaplan.runtime.spec import KernelSet, Profile
+
+if TYPE_CHECKING:
+    from arenaplan.ir.model import Model, Operator, Subgraph
+    from arenaplan.placement.plan import Plan
+    from arenaplan.placement.tiers import TierPlacement
+    from arenaplan.targets.model import Target
+
+
+class Runtime(ABC):
+    """A runtime the planner plans for. Subclasses set the class attributes."""
+
+    name: str  # registry name ("tflm"): KernelSet.runtime and Profile.runtime
+    title: str  # how messages name it ("TFLM")
+    alignment: int  # bytes: every planned buffer's offset is a multiple of this
+
+    # ---- its values --------------------------------------------------------------
+    @abstractmethod
+    def kernel_sets(self) -> tuple[KernelSet, ...]:
+        """Every kernel set a build of this runtime runs."""
+
+    @abstractmethod
+    def profiles(self) -> tuple[Profile, ...]:
+        """Every build profile a plan may be sized for."""
+
+    @abstractmethod
+    def default_kernels(self) -> KernelSet:
+        """The kernels a plan is for when nobody says."""
+
+    @abstractmethod
+    def default_profile(self) -> Profile:
+        """The build profile a plan is sized for when nobody says."""
+
+    def kernel_words(self, kernels: KernelSet) -> str:
+        """``kernels`` in words (help texts, headers)."""
+        return kernels.name
+
+    def profile_words(self, profile: Profile) -> str:
+        """``profile`` in words (summaries)."""
+        return f"{profile.pointer_bytes * 8}-bit pointers"
+
+    # ---- the buffers it plans ----------------------------------------------------
+    @abstractmethod
+    def tensor_bytes(self, model: Model) -> TensorBytes:
+        """Bytes of every tensor of every subgraph, as the runtime sizes them (unaligned)."""
+
+    @abstractmethod
+    def lifetimes(self, model: Model) -> Lifetimes:
+        """When each tensor and operator is live, in the runtime's steps (inclusive)."""
+
+    def scratch_requests(
+        self, model: Model, sizes: TensorBytes, pointer_bytes: int, kernels: KernelSet
+    ) -> tuple[ScratchRequest, ...]:
+        """The kernels' scratch buffers, in the runtime's request order (default: none)."""
+        return ()
+
+    def wide_biases(self, sg: Subgraph, op: Operator, kernels: KernelSet) -> list[int]:
+        """The bias inputs of ``op`` that ``kernels`` read wider than their type
+        (whose copies must hold the wider bytes); default: none."""
+        return []
+
+    def alias_candidates(
+        self, model: Model, kinds: Iterable[str], clobber_inputs: bool, kernels: KernelSet
+    ) -> Candidates:
+        """The aliases the kernels allow in ``model`` (the rules of ``kinds``:
+        "inplace", "views"), each on its own; default: none."""
+        return Candidates((), ())
+
+    # ---- the persistent part -----------------------------------------------------
+    @abstractmethod
+    def tail(
+        self,
+        model: Model,
+        profile: Profile,
+        kernels: KernelSet,
+        sizes: TensorBytes | None = None,
+        with_io: bool = True,
+    ) -> TailEstimate:
+        """The persistent bytes the runtime keeps beside a plan of ``model``."""
+
+    @abstractmethod
+    def min_arena(
+        self, model: Model, head: int, n_planned: int, profile: Profile, kernels: KernelSet
+    ) -> TailEstimate:
+        """The smallest arena the runtime works in with a head of ``head`` bytes and
+        ``n_planned`` planned buffers."""
+
+    def planning_room(self, model: Model, n_scratch: int, n_planned: int, profile: Profile) -> int:
+        """Bytes the runtime needs in a separate arena while it commits a plan (default 0)."""
+        return 0
+
+    def persistent_extents(
+        self, model: Model, profile: Profile | None, kernels: KernelSet
+    ) -> dict[tuple, int]:
+        """Bytes of each block of the persistent part a kernel reads, by traffic key
+        (``cost.traffic``), in build ``profile`` (None: the build the runtime's traffic
+        tables were measured on); default: none modelled."""
+
+        return {}
+
+    def refusals(self, model: Model) -> tuple[str, ...]:
+        """One line per reason the runtime refuses ``model`` (default: none)."""
+        return ()
+
+    def refusal_reason(self, model: Model, error: str | None) -> str:
+        """Why the runtime refused ``model`` (its error ``error``), in one line."""
+        return error or "refused"
+
+    def split_persistent(
+        self, model: Model, profile: Profile, kernels: KernelSet
+    ) -> SplitPersistent:
+        """The persistent array of a plan spread over memories whose head is split
+        from the persistent part (``export.figures``' split arena)."""
+        raise UsageError(f"{self.title} runs no split arena")
+
+    # ---- checking ----------------------------------------------------------------
+    @abstractmethod
+    def plan_problems(self, model: Model, plan: Plan) -> list[str]:
+        """Every problem of ``plan`` (a ``placement.plan.Plan`` of ``model`` for this
+        runtime), one line each, found by code that shares none with the planner:
+        which buffers the runtime plans, their bytes, lifetimes and alignment, that
+        none overlap in time and space but the aliases its kernels allow."""
+
+    # ---- writing and proving -----------------------------------------------------
+    @abstractmethod
+    def write_plan(self, data: bytes, offsets: Sequence[int]) -> bytes:
+        """The model ``data`` with a plan (one offset per planned buffer) written in."""
+
+    @abstractmethod
+    def read_plan(self, model: Model) -> tuple[int, ...] | None:
+        """The plan ``write_plan`` wrote, as ``model`` (read back) carries it (None: none)."""
+
+    def uses_own_kernels(self, model: Model) -> bool:
+        """``model`` runs a kernel only arenaplan's build of the runtime has."""
+        return False
+
+    def proof_available(self, kernels: KernelSet, own: bool) -> tuple[str, str | None]:
+        """(what would prove a plan, why it cannot here or None)."""
+        return self.title, f"{self.title} has no prover"
+
+    def prove(
+        self, original: bytes, planned: bytes, arena: int, kernels: KernelSet, own: bool
+    ) -> Proof:
+        """Run the planned model in the real runtime against the original."""
+        what, why = self.proof_available(kernels, own)
+        return Proof(why or "no prover", runtime=what, unavailable=True)
+
+    # ---- the runtime's own outputs ---------------------------------------------
+    def header(
+        self,
+        model: Model,
+        plan: Plan,
+        name: str,
+        profile: Profile,
+        sections: tuple[str, str | None],
+        head: int | None,
+        planned_model: bytes | None,
+    ) -> str:
+        """The C header that sizes the arenas of ``plan`` for firmware: ``sections``
+        (linker sections of the arena and of a separate persistent arena, None: one
+        arena); ``head``: the fastest memory's share of a spread plan (None: all)."""
+        raise UsageError(f"--header: {self.title} has no arena header")
+
+    def planner_source(
+        self,
+        model: Model,
+        placement: TierPlacement,
+        target: Target,
+        name: str,
+        profile: Profile,
+        persistent_memory: str | None,
+    ) -> str:
+        """Source that hands the runtime a plan spread over memories."""
+        raise UsageError(f"--planner-cpp: {self.title} has no planner source")
+
+    def cascade(self, kernels: KernelSet) -> Any | None:
+        """The facts of arenaplan's cascade kernel for ``kernels`` (None: the runtime
+        has no such kernel: cascades are not offered)."""
+        return None
