@@ -233,8 +233,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
         console.print(f"wrote {path}")
     from arenaplan.export.memories_summary import target_arena_line
 
-    assert done.figures is not None  # the pipeline makes them for every plan
-    console.print(target_arena_line(done.figures), style="bold")
+    console.print(target_arena_line(done.checked_figures()), style="bold")
     if args.output is not None and needs_kernel(done.model):
         folder = str(args.kernel_source) if args.kernel_source is not None else None
         for line in firmware_lines(folder):
@@ -251,13 +250,12 @@ def _print(console: Console, request: PlanRequest, done: PlanResult) -> None:
     print_summary(console, model, plan, name, spread, done.refusals, rewritten)
     if done.weights is not None:
         print_rewrite(console, records, None)
-        assert done.figures is not None  # the pipeline makes them for every plan
-        print_weights(console, done.weights, done.proof, done.figures, done.origin)
+        print_weights(console, done.weights, done.proof, done.checked_figures(), done.origin)
     else:
         what = "head" if objective_of(request) == "head" else "whole arena"
         print_rewrite(console, records, done.proof, done.effect, done.compared, what)
     if request.target is not None:
         from arenaplan.export.memories_summary import print_memories
 
-        assert done.figures is not None  # the pipeline makes them for every plan
-        print_memories(console, request.target, request.caps, plan, tiers, done.figures)
+        figures = done.checked_figures()
+        print_memories(console, request.target, request.caps, plan, tiers, figures)

@@ -84,7 +84,7 @@ def _run_native(
     args: argparse.Namespace, console: Console, build: str, original: bytes, planned: bytes
 ) -> int:
     """Both models in a TFLM build from source: outputs and measured figures."""
-    from arenaplan.errors import RuntimeUnavailableError, UsageError
+    from arenaplan.errors import RuntimeUnavailableError, UsageError, VerificationError
     from arenaplan.verify import compare_models
     from arenaplan.verify.native import VARIANTS, NativeRunner, native_available
 
@@ -106,7 +106,8 @@ def _run_native(
     for col in ("model", "head", "tail"):
         table.add_column(col, justify="right" if col != "model" else "left")
     for name, m in ((args.original.name, report.original), (args.planned.name, report.planned)):
-        assert m is not None
+        if m is None:  # not reached: a run without a measurement is refused or failed
+            raise VerificationError(f"TFLM {build} ran {name} but measured no head and tail")
         table.add_row(name, f"{m.head:,}", f"{m.tail:,}")
     console.print(table)
     if not report.identical:

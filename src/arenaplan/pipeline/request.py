@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from arenaplan.errors import PlanValidationError
 from arenaplan.ir.model import Model
 from arenaplan.placement.plan import Plan
 from arenaplan.reader import load_model
@@ -147,3 +148,10 @@ class PlanResult:
     # the pass lists compared (``pipeline.rewrite.candidates``) with the figure each
     # planned to (the whole arena, or the head), best first; () when one list ran
     compared: tuple[tuple[tuple[str, ...], int], ...] = ()
+
+    def checked_figures(self) -> Figures:
+        """``figures``, which ``run_plan`` makes for every plan: their absence is a bug
+        in the pipeline (``PlanValidationError``, exit 70)."""
+        if self.figures is None:
+            raise PlanValidationError([f"the plan of {self.source.name} came without figures"])
+        return self.figures
