@@ -53,11 +53,11 @@ class _Simulation:
                 self.read(g.src0, r)
             return
         n = g.step(y)
-        lo, hi = g.needs_step(y)
-        self.make(g.src0, hi)
+        span = g.needs_step(y)  # half-open; empty: every tap in the padding
+        self.make(g.src0, span.end - 1)
         if g.kind in TWO_INPUTS:
             self.make(g.src1, y + n - 1)
-        for r in range(lo, hi + 1):
+        for r in range(span.first, span.end):
             self.read(g.src0, r)
         if g.kind in TWO_INPUTS:
             for r in range(y, y + n):
