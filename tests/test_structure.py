@@ -47,7 +47,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("__main__",),
 )
 RUNTIME_PACKAGES = frozenset(module.split(".")[1] for module in BUILT_IN.values())
-MAX_FUNCTION_IMPORTS = 40  # of our own modules, each with its reason
+MAX_FUNCTION_IMPORTS = 5  # of our own modules (start-up only), each with its reason
 
 
 def _module_name(path: Path) -> str:

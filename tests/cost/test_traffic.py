@@ -41,7 +41,8 @@ from arenaplan.cost.traffic import (
     operator_traffic,
     traffic_details,
 )
-from arenaplan.cost.traffic_tflm import _broadcast_loads, tap_count
+from arenaplan.cost.traffic_kernel import tap_count
+from arenaplan.cost.traffic_tflm import _broadcast_loads
 from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Quantization
 from arenaplan.reader import read_model, read_model_bytes

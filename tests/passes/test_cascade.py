@@ -15,6 +15,7 @@ from arenaplan.builder.ds_cnn import ds_cnn
 from arenaplan.builder.mobilenet import mobilenet_v1, mobilenet_v2
 from arenaplan.export.tflite_writer import write_model
 from arenaplan.ir.cascade_format import HEADER_WORDS, MAX_STAGES, MEAN_ROWS, OPCODE, RECORD_WORDS
+from arenaplan.ir.row_range import RowRange
 from arenaplan.ir.verifier import verify_ir
 from arenaplan.passes import make_pass, run_passes
 from arenaplan.passes.cascade import Cascade, longest_chains
@@ -59,13 +60,13 @@ class _Rings:
                 self.read(g.src0, r)
             return
         n = g.step(y)
-        lo, hi = g.needs_step(y)
-        self.make(g.src0, hi)
+        span = g.needs_step(y)
+        self.make(g.src0, span.end - 1)
         if g.kind == ADD:
             self.make(g.src1, y + n - 1)
             for r in range(y, y + n):
                 self.read(g.src1, r)
-        for r in range(lo, hi + 1):
+        for r in range(span.first, span.end):
             self.read(g.src0, r)
 
 
@@ -298,7 +299,7 @@ def test_elementwise_stages_read_row_y_and_are_costed() -> None:
 
     for kind in ("RELU", "RELU6", "LEAKY_RELU", "MUL", "SUB"):
         g = RowGeometry(kind, 0, 1 if kind in ("MUL", "SUB") else INPUT, 8, 8)
-        assert g.needs(5) == (5, 5)
+        assert g.needs(5) == RowRange(5, 6)
     residual = [_conv(INPUT, 10), _conv(0, 10), RowGeometry("MUL", 0, 1, 10, 10)]
     assert ring_rows(residual) == ring_rows([*residual[:2], RowGeometry(ADD, 0, 1, 10, 10)])
     model, _ = run_passes(read_model_bytes(elementwise_net()), [make_pass("cascade", {})])

@@ -14,6 +14,7 @@ from testkit import kernel_set
 from arenaplan.builder.unet import unet_denoiser
 from arenaplan.ir import cascade_format as f
 from arenaplan.ir.model import Operator
+from arenaplan.ir.row_range import NO_ROWS, RowRange
 from arenaplan.ir.verifier import verify_ir
 from arenaplan.passes import cascade_quant as p
 from arenaplan.passes import make_pass, run_passes
@@ -154,7 +155,7 @@ def test_transpose_conv_row_reads_the_input_rows_that_reach_it(in_h, k, s, same)
     g = _transpose(in_h, out_h, k, s, total // 2)
     for y in range(out_h):
         rows = [r for r in range(in_h) for fy in range(k) if r * s - total // 2 + fy == y]
-        assert g.needs(y) == ((min(rows), max(rows)) if rows else (0, -1)), y
+        assert g.needs(y) == (RowRange(min(rows), max(rows) + 1) if rows else NO_ROWS), y
     chain = [g, RowGeometry("CONV_2D", 0, INPUT, out_h, out_h, 3, 1, 1, 1)]
     assert ring_rows(chain)[0] >= 1
 

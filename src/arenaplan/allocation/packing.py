@@ -18,6 +18,7 @@ import numpy as np
 from arenaplan.allocation import _search, _sweep
 from arenaplan.allocation.deadline import Deadline
 from arenaplan.allocation.problem import Problem
+from arenaplan.errors import PlanValidationError
 
 DONE, OVER_CAPACITY, DEADLINE = 0, 2, 3
 # Steps up through too-small gaps allowed per buffer before it goes on top of
@@ -207,6 +208,7 @@ def skyline(cols: Columns) -> list[int]:
     """The fallback packing: by first step, each buffer right above the ones live
     with it (no gap search), O(log^2 sections) a buffer; valid, rarely tight."""
     order = np.lexsort((-cols.size, cols.first))
-    _, offsets = first_fit(cols, order, probes=0)
-    assert offsets is not None  # no capacity, no deadline: always completes
+    code, offsets = first_fit(cols, order, probes=0)
+    if offsets is None:  # no capacity, no deadline: first-fit always completes
+        raise PlanValidationError([f"skyline: first-fit with no capacity stopped ({code})"])
     return offsets

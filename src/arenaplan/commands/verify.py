@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from arenaplan.errors import VerificationError
 from arenaplan.ir.verifier import check_model
 from arenaplan.reader import load_model
 from arenaplan.runtime.registry import DEFAULT_RUNTIME, get
@@ -91,7 +92,8 @@ def _print_native(
     for col in ("model", "head", "tail"):
         table.add_column(col, justify="right" if col != "model" else "left")
     for name, m in ((original_name, report.original), (planned_name, report.planned)):
-        assert m is not None
+        if m is None:  # not reached: a run without a measurement is refused or failed
+            raise VerificationError(f"TFLM {build} ran {name} but measured no head and tail")
         table.add_row(name, f"{m.head:,}", f"{m.tail:,}")
     console.print(table)
     if not report.identical:

@@ -1,10 +1,11 @@
 """What a plan costs: memory traffic, the time model and its calibration from profiler
 logs. Every figure from here is an estimate.
 
-- ``traffic`` (with ``traffic_counts``, ``traffic_tflm``, ``traffic_fixed``,
-  ``traffic_compare``): loads and stores per operator and tensor of TFLM's reference
-  kernels, in accesses and bytes of one invoke; ``traffic_xcore``: the same for
-  xcore.ai's lib_nn kernels;
+- ``traffic`` (with ``traffic_counts``, ``traffic_kernel``, ``traffic_tflm``,
+  ``traffic_cascade``, ``traffic_fixed``, ``traffic_compare``): loads and stores per
+  operator and tensor of TFLM's reference kernels and of ``ARENAPLAN_CASCADE``, in
+  accesses and bytes of one invoke; ``traffic_xcore``: the same for xcore.ai's lib_nn
+  kernels;
 - ``roofline``: work per operator (MACs or output elements) and its time in seconds,
   the larger of compute and memory transfer;
 - ``timing``: operator time in cycles (and seconds) as compute plus memory stalls;

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from arenaplan.cost import traffic_cascade, traffic_tflm
 from arenaplan.cost.traffic_compare import FIGURES, Difference, compare, difference
 from arenaplan.cost.traffic_counts import (
     HOST_REFERENCE,
@@ -54,7 +55,7 @@ from arenaplan.cost.traffic_counts import (
     total,
 )
 from arenaplan.cost.traffic_fixed import ROLE_KEYS, add_fixed, fixed_table, residual, variables
-from arenaplan.cost.traffic_tflm import KERNELS, KernelCounts
+from arenaplan.cost.traffic_kernel import Kernel, KernelCounts
 from arenaplan.errors import ArenaplanError
 from arenaplan.ir.model import Model
 from arenaplan.runtime.registry import runtime_of
@@ -100,6 +101,11 @@ class OpTraffic:
     @property
     def total(self) -> Traffic:
         return total(self.traffic.values())
+
+
+# opcode -> its kernel model: TFLM's reference kernels and the ARENAPLAN_CASCADE
+# operator's, the one table every prediction looks a kernel up in
+KERNELS: dict[str, Kernel] = {**traffic_tflm.KERNELS, **traffic_cascade.KERNELS}
 
 
 def _fallback(c: KernelCounts) -> None:

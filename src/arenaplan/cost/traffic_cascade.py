@@ -16,7 +16,7 @@ figure is an estimate (``exact`` False).
 from __future__ import annotations
 
 from arenaplan.cost.traffic_counts import Key
-from arenaplan.cost.traffic_tflm import KernelCounts, _kernel, _path, tap_count
+from arenaplan.cost.traffic_kernel import Kernel, KernelCounts, kernel_path, tap_count
 from arenaplan.ir import cascade_format as f
 from arenaplan.ir.model import Tensor
 
@@ -77,10 +77,12 @@ def _stage(c: KernelCounts, w: tuple[int, ...], last: bool) -> None:
     c.store(out, outputs, e)
 
 
-@_kernel(f.OPCODE)
 def _cascade(c: KernelCounts) -> None:
     chain = f.decode(c.op)
     last = len(chain.records) - 1
     for s, w in enumerate(chain.records):
         _stage(c, w, s == last)
-    _path(c, "int8" if f.element_bytes(chain.records[last]) == 1 else "int16")
+    kernel_path(c, "int8" if f.element_bytes(chain.records[last]) == 1 else "int16")
+
+
+KERNELS: dict[str, Kernel] = {f.OPCODE: _cascade}  # opcode -> its kernel model

@@ -19,7 +19,7 @@ import json
 from importlib import resources
 
 from arenaplan.cost.traffic_counts import Item, Traffic, items_traffic, role_text
-from arenaplan.cost.traffic_tflm import KernelCounts
+from arenaplan.cost.traffic_kernel import KernelCounts
 
 
 @functools.cache

@@ -43,20 +43,14 @@ from __future__ import annotations
 import functools
 import json
 import math
-from collections.abc import Callable
 from importlib import resources
 
-from arenaplan.cost.traffic_counts import (
-    Build,
-    Key,
-    OperatorCounts,
-    Traffic,
-    items_traffic,
-    memcpy_traffic,
-)
+from arenaplan.cost.traffic_counts import Key, items_traffic, memcpy_traffic
+from arenaplan.cost.traffic_kernel import Kernel, KernelCounts, alignment, kernel_path, tap_count
 from arenaplan.ir.constants import constant_ints, constant_values
+from arenaplan.ir.custom import custom_options
 from arenaplan.ir.dtypes import DType
-from arenaplan.ir.model import Model, Operator, Subgraph, Tensor
+from arenaplan.ir.model import Tensor
 
 
 @functools.cache
@@ -93,120 +87,7 @@ def _padding(padding: str, in_size: int, out_size: int, k: int, stride: int, dil
     return total // 2
 
 
-def tap_count(out_size: int, in_size: int, k: int, stride: int, pad: int, dil: int = 1) -> int:
-    """Sum over output positions of the filter taps that fall inside the input:
-    the pairs (o, f), 0 <= o < out_size, 0 <= f < k, with 0 <= o*stride - pad +
-    f*dil < in_size. Counted in closed form (floor sums, a number of steps
-    logarithmic in the sizes), so neither a tall output nor a tall filter is looped
-    over. A stride or dilation below 1 is not a window (ValueError)."""
-    if stride < 1 or dil < 1:
-        raise ValueError(f"stride {stride} and dilation {dil} must be at least 1")
-    if out_size <= 0 or k <= 0 or in_size <= 0:
-        return 0
-    return _pairs_at_most(out_size, k, stride, dil, in_size - 1 + pad) - _pairs_at_most(
-        out_size, k, stride, dil, pad - 1
-    )
-
-
-def _pairs_at_most(n_out: int, n_taps: int, stride: int, dil: int, x: int) -> int:
-    """How many (o, f), 0 <= o < n_out, 0 <= f < n_taps, have o*stride + f*dil <= x.
-
-    Tap f counts min(n_out, (x - f*dil) // stride + 1) outputs while f*dil <= x:
-    all n_out up to tap ``full``, then a floor sum over the taps up to ``last``."""
-    if x < 0:
-        return 0
-    last = min(n_taps - 1, x // dil)  # the last tap with f*dil <= x
-    reach = x - (n_out - 1) * stride  # tap f counts every output while f*dil <= reach
-    full = min(last, reach // dil) if reach >= 0 else -1
-    count = (full + 1) * n_out
-    m = last - full  # taps full+1 .. last, taken as f = last - j, j = 0 .. m-1
-    if m > 0:
-        count += m + _floor_sum(m, stride, dil, x - dil * last)
-    return count
-
-
-def _floor_sum(n: int, m: int, a: int, b: int) -> int:
-    """Sum of (a*j + b) // m over j in [0, n), for a, b >= 0 and m >= 1, in a number of
-    steps logarithmic in m and a (Euclid's algorithm on the line's slope: the whole
-    parts of a/m and b/m are summed directly, then the points under the line are
-    counted along the other axis)."""
-    total = 0
-    while n > 0:
-        if a >= m:
-            total += (a // m) * (n * (n - 1) // 2)
-            a %= m
-        if b >= m:
-            total += (b // m) * n
-            b %= m
-        top = a * n + b  # a, b < m now: the line's height at j = n
-        if top < m:
-            break
-        n, b, m, a = top // m, top % m, a, m
-    return total
-
-
-class KernelCounts(OperatorCounts):
-    """One TFLM kernel being modelled: its build, the tensors' sizes, the path taken."""
-
-    def __init__(self, model: Model, sg: Subgraph, op: Operator, build: Build, sizes) -> None:
-        super().__init__(model, sg, op)
-        self.build = build
-        self.sizes = sizes
-        self.vars: dict[str, int] = {}
-        self.kernel = op.opcode
-
-    def nbytes(self, t: Tensor) -> int:
-        return self.sizes[self.sg.index][t.index]
-
-    def elements(self, t: Tensor) -> int:
-        return self.nbytes(t) // max(_size(t), 1)
-
-    def opt(self, name: str, default=None):
-        return self.op.options.get(name, default)
-
-    # traffic
-    def load(self, t: Tensor | Key | None, n: int, width: int | None = None) -> None:
-        if t is None:
-            return
-        if isinstance(t, Tensor):
-            self.add(self.key(t), Traffic.reads(n, width or _size(t)))
-        else:
-            self.add(t, Traffic.reads(n, width or 1))
-
-    def store(self, t: Tensor | Key | None, n: int, width: int | None = None) -> None:
-        if t is None:
-            return
-        if isinstance(t, Tensor):
-            self.add(self.key(t), Traffic.writes(n, width or _size(t)))
-        else:
-            self.add(t, Traffic.writes(n, width or 1))
-
-    def copy(
-        self,
-        dst: Tensor | Key,
-        dst_off: int,
-        src: Tensor | Key,
-        src_off: int,
-        n: int,
-        times: int = 1,
-    ) -> None:
-        """A memcpy of ``n`` bytes, offsets in bytes from 16-aligned bases; ``times``
-        such copies at offsets of the same alignment."""
-        t_load, t_store = memcpy_traffic(n, _align(dst_off), _align(src_off), self.build)
-        self.add(self.key(src) if isinstance(src, Tensor) else src, t_load.times(times))
-        self.add(self.key(dst) if isinstance(dst, Tensor) else dst, t_store.times(times))
-
-    def scratch(self, k: int) -> Key:
-        return ("scratch", self.sg.index, self.op.index, k)
-
-
-def _align(offset: int) -> int:
-    """The alignment of a 16-aligned base plus ``offset`` bytes."""
-    offset %= 16
-    return 16 if offset == 0 else offset & -offset
-
-
-_PERIOD = 16  # a memcpy's cost depends on its offsets modulo 16 (``_align``) alone
+_PERIOD = 16  # a memcpy's cost depends on its offsets modulo 16 (``alignment``) alone
 
 
 def _residues(count: int) -> list[tuple[int, int]]:
@@ -218,7 +99,8 @@ def _residues(count: int) -> list[tuple[int, int]]:
     return [(r, (count - r + _PERIOD - 1) // _PERIOD) for r in range(min(count, _PERIOD))]
 
 
-Kernel = Callable[[KernelCounts], None]
+# opcode -> its kernel model: the reference kernels' (``cost.traffic`` adds the
+# ARENAPLAN_CASCADE operator's from ``cost.traffic_cascade``)
 KERNELS: dict[str, Kernel] = {}
 
 
@@ -229,10 +111,6 @@ def _kernel(*opcodes: str):
         return fn
 
     return register
-
-
-def _path(c: KernelCounts, *parts: str) -> None:
-    c.kernel = "/".join((c.op.opcode, *parts))
 
 
 def _dt(t: Tensor | None) -> str:
@@ -260,7 +138,7 @@ def _conv(c: KernelCounts) -> None:
     per_channel = x.dtype in (DType.INT8, DType.INT16)
     if per_channel:
         c.load(c.op_data, 2 * outputs, 4)  # per-channel multiplier and shift
-    _path(c, _dt(x))
+    kernel_path(c, _dt(x))
 
 
 @_kernel("FULLY_CONNECTED")
@@ -276,9 +154,9 @@ def _fully_connected(c: KernelCounts) -> None:
     per_channel = w.quantization is not None and len(w.quantization.scales) > 1
     if per_channel and x.dtype in (DType.INT8, DType.INT16):
         c.load(c.op_data, 2 * batches * out_depth, 4)  # per-channel multiplier, shift
-        _path(c, _dt(x), "per_channel")
+        kernel_path(c, _dt(x), "per_channel")
     else:
-        _path(c, _dt(x))
+        kernel_path(c, _dt(x))
 
 
 @_kernel("AVERAGE_POOL_2D", "MAX_POOL_2D")
@@ -293,7 +171,7 @@ def _pool(c: KernelCounts) -> None:
     taps = tap_count(oh, ih, kh, sh, ph) * tap_count(ow, iw, kw, sw, pw)
     c.load(x, n * taps * ch)
     c.store(y, n * oh * ow * ch)
-    _path(c, _dt(x))
+    kernel_path(c, _dt(x))
 
 
 @_kernel("SOFTMAX")
@@ -315,7 +193,7 @@ def _softmax(c: KernelCounts) -> None:
         c.load(y, n)
         if x.dtype is DType.INT16:
             c.load(c.op_data, 2 * n + 2 * rows, 2)
-    _path(c, _dt(x), _dt(y))
+    kernel_path(c, _dt(x), _dt(y))
 
 
 @_kernel("RESHAPE", "SQUEEZE")
@@ -323,7 +201,7 @@ def _reshape(c: KernelCounts) -> None:
     """A memcpy of the data (TFLM plans input and output apart)."""
     x, y = c.i(0), c.o()
     c.copy(y, 0, x, 0, c.nbytes(y))
-    _path(c)
+    kernel_path(c)
 
 
 @_kernel("EXPAND_DIMS")
@@ -332,7 +210,7 @@ def _expand_dims(c: KernelCounts) -> None:
     x, y = c.i(0), c.o()
     c.load(x, c.elements(y))
     c.store(y, c.elements(y))
-    _path(c)
+    kernel_path(c)
 
 
 @_kernel("QUANTIZE", "DEQUANTIZE", "CAST")
@@ -340,7 +218,7 @@ def _convert(c: KernelCounts) -> None:
     x, y = c.i(0), c.o()
     c.load(x, c.elements(x))
     c.store(y, c.elements(y))
-    _path(c, _dt(x), _dt(y))
+    kernel_path(c, _dt(x), _dt(y))
 
 
 def _broadcast_loads(a: Tensor, b: Tensor, y: Tensor) -> tuple[int, int]:
@@ -407,7 +285,7 @@ def _binary(c: KernelCounts) -> None:
     c.store(y, c.elements(y))
     for width, k in per_element_table().get((c.op.opcode, _dt(a)), {}).items():
         c.load(c.op_data, k * c.elements(y), width)
-    _path(c, _dt(a), "broadcast" if a.shape != b.shape else "same")
+    kernel_path(c, _dt(a), "broadcast" if a.shape != b.shape else "same")
 
 
 def _const_ints(c: KernelCounts, t: Tensor | None) -> list[int] | None:
@@ -475,7 +353,7 @@ def _strided_slice(c: KernelCounts) -> None:
         n = math.prod(counts)
         c.load(x, n)
         c.store(y, n)
-    _path(c, "memcpy" if strides[4] == 1 else "elements")
+    kernel_path(c, "memcpy" if strides[4] == 1 else "elements")
 
 
 def _slice_runs(axes, strides, shape, counts) -> dict[tuple[int, int], int]:
@@ -513,7 +391,7 @@ def _concatenation(c: KernelCounts) -> None:
         for row, rows in _residues(outer):  # rows of the same alignment, copied alike
             c.copy(y, row * out_row + at, x, row * n, n, rows)
         at += n
-    _path(c, _dt(y))
+    kernel_path(c, _dt(y))
 
 
 @_kernel("SVDF")
@@ -549,7 +427,7 @@ def _svdf(c: KernelCounts) -> None:
     c.load(c.op_data, n_batch * n_unit * 3, 4)  # scale a and b, output zero point
     c.store(y, n_batch * n_unit)
     c.vars = {"B": n_batch, "U": n_unit}
-    _path(c, "int8", _dt(state))
+    kernel_path(c, "int8", _dt(state))
 
 
 @_kernel("UNIDIRECTIONAL_SEQUENCE_LSTM")
@@ -601,12 +479,10 @@ def _lstm(c: KernelCounts) -> None:
         c.load(od, 2 * batch, 4)
         c.load(od, batch, 1)
     c.vars = {"N": steps}
-    _path(c, "int8")
+    kernel_path(c, "int8")
 
 
 def _custom(c: KernelCounts) -> dict:
-    from arenaplan.ir.custom import custom_options
-
     return custom_options(c.op)
 
 
@@ -618,7 +494,7 @@ def _signal_window(c: KernelCounts) -> None:
     c.load(w, n)
     c.store(y, n)
     c.load(c.op_data, 1 + 2 * (n // max(chunk, 1)), 4)  # input size, shift per chunk
-    _path(c, "int16")
+    kernel_path(c, "int16")
 
 
 @_kernel("SignalFftAutoScale")
@@ -627,7 +503,7 @@ def _signal_fft_auto_scale(c: KernelCounts) -> None:
     c.load(x, 2 * c.elements(x))  # the largest magnitude, then the scaling
     c.store(y, c.elements(y))
     c.store(scale, 1)
-    _path(c, "int16")
+    kernel_path(c, "int16")
 
 
 @_kernel("SignalEnergy")
@@ -638,7 +514,7 @@ def _signal_energy(c: KernelCounts) -> None:
     c.load(x, 2 * n)  # real and imaginary parts
     c.store(y, n)
     c.load(c.op_data, 2, 4)
-    _path(c, "int16")
+    kernel_path(c, "int16")
 
 
 @_kernel("SignalFilterBank")
@@ -661,7 +537,7 @@ def _signal_filter_bank(c: KernelCounts) -> None:
     c.store(c.op_data, channels + 1, 8)
     c.load(c.op_data, 2 * (channels + 1), 8)  # the config's pointers, per channel
     c.copy(y, 0, c.op_data, 8, 8 * channels)
-    _path(c, "uint32")
+    kernel_path(c, "uint32")
 
 
 @_kernel("SignalFilterBankSquareRoot")
@@ -670,7 +546,7 @@ def _signal_filter_bank_sqrt(c: KernelCounts) -> None:
     c.load(x, c.elements(x))
     c.load(bits, 1)
     c.store(y, c.elements(y))
-    _path(c, "uint64")
+    kernel_path(c, "uint64")
 
 
 @_kernel("SignalFilterBankSpectralSubtraction")
@@ -684,7 +560,7 @@ def _signal_spectral_subtraction(c: KernelCounts) -> None:
     if _custom(c).get("clamping"):
         raise ValueError("clamping stores depend on the data")
     c.copy(noise, 0, c.op_data, 0, c.nbytes(noise))
-    _path(c, "uint32")
+    kernel_path(c, "uint32")
 
 
 @_kernel("SignalPCAN")
@@ -699,7 +575,7 @@ def _signal_pcan(c: KernelCounts) -> None:
     c.load(y, n)
     c.store(y, n)
     c.load(c.op_data, 1, 4)
-    _path(c, "uint32")
+    kernel_path(c, "uint32")
 
 
 @_kernel("SignalFilterBankLog")
@@ -708,7 +584,7 @@ def _signal_filter_bank_log(c: KernelCounts) -> None:
     c.load(x, c.elements(x))
     c.store(y, c.elements(y))
     c.load(c.op_data, 2, 4)
-    _path(c, "uint32")
+    kernel_path(c, "uint32")
 
 
 def _kiss_stages(n: int) -> tuple[int, int]:
@@ -762,12 +638,12 @@ def _signal_rfft(c: KernelCounts) -> None:
     od, work = c.op_data, c.scratch(0)
     for f, same in _residues(frames):  # frames of the same alignment, copied alike
         c.copy(work, 0, x, 2 * f * frame, 2 * frame, same)
-    t_store = memcpy_traffic(2 * (length - frame), _align(2 * frame), 16, c.build)[1]
+    t_store = memcpy_traffic(2 * (length - frame), alignment(2 * frame), 16, c.build)[1]
     c.add(work, t_store.times(frames))  # the zero padding, every frame
     c.load(work, frames * n, 4)  # the input as n complex values, copied into the op data
     c.add(od, fft.times(frames))
     c.add(c.key(y), split.times(frames))
-    _path(c, "int16")
+    kernel_path(c, "int16")
 
 
 _UNARY = (
@@ -805,7 +681,7 @@ def _unary(c: KernelCounts) -> None:
     c.store(y, n)
     for width, k in per_element_table().get((c.op.opcode, _dt(x)), {}).items():
         c.load(c.op_data, k * n, width)
-    _path(c, _dt(x))
+    kernel_path(c, _dt(x))
 
 
 @_kernel("PAD", "PADV2")
@@ -817,7 +693,7 @@ def _pad(c: KernelCounts) -> None:
     c.store(y, c.elements(y))
     value = c.i(2) if c.op.opcode == "PADV2" else None
     c.load(value, 1)
-    _path(c, _dt(x))
+    kernel_path(c, _dt(x))
 
 
 def _odometer_visits(dims: tuple[int, ...]) -> int:
@@ -858,7 +734,7 @@ def _mean_sum(c: KernelCounts) -> None:
         c.load(x, n)
         c.store(y, outputs)
         c.load(axis_t, len(axes))
-        _path(c, "float32")
+        kernel_path(c, "float32")
         return
     if x.dtype not in (DType.INT8, DType.INT16):
         raise ValueError("not modelled")
@@ -883,7 +759,4 @@ def _mean_sum(c: KernelCounts) -> None:
     c.load(axes_key, n * scan + k * (k + 1) // 2, 4)
     c.load(("model",), n * (3 * rank - k) + visits, 4)  # the input's dims
     c.vars = {"k": k}
-    _path(c, _dt(x))
-
-
-from arenaplan.cost import traffic_cascade  # noqa: E402, F401  (registers ARENAPLAN_CASCADE)
+    kernel_path(c, _dt(x))

@@ -70,7 +70,7 @@ from dataclasses import dataclass, field
 
 from arenaplan.cost.traffic import traffic_details
 from arenaplan.cost.traffic_counts import Key, OperatorCounts, Traffic
-from arenaplan.cost.traffic_tflm import tap_count
+from arenaplan.cost.traffic_kernel import tap_count
 from arenaplan.ir.constants import constant_ints
 from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Model, Operator, Subgraph

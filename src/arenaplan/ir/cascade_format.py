@@ -16,6 +16,7 @@ from flatbuffers import flexbuffers
 from arenaplan.errors import ModelFormatError
 from arenaplan.ir.custom import custom_options
 from arenaplan.ir.model import Operator
+from arenaplan.ir.row_range import NO_ROWS, RowRange
 
 OPCODE = "ARENAPLAN_CASCADE"
 VERSION = 2
@@ -165,7 +166,9 @@ def decode(op: Operator) -> ChainBlob:
 
 @dataclass(frozen=True, slots=True)
 class RowGeometry:
-    """How a stage's output rows read its sources' rows (heights in rows)."""
+    """How a stage's output rows read its sources' rows (heights in rows). Row ranges
+    are half-open ``RowRange``s; the kernel's ``NeededRows`` (docs/cascade.md's
+    ``needs``) gives the same rows inclusive: its [lo, hi] is [first, end - 1]."""
 
     kind: str  # a builtin name or MEAN_ROWS
     src0: int  # an operator input (< 0: input_source) or an earlier stage
@@ -182,41 +185,40 @@ class RowGeometry:
         """Rows of the step that starts at row y."""
         return min(max(self.block, 1), self.out_h - y)
 
-    def steps(self) -> Iterator[tuple[int, int, tuple[int, int] | None]]:
-        """Each step: its first row, its rows, and the rows [lo, hi] of src0 it reads
-        (None: none, every tap in the padding)."""
+    def steps(self) -> Iterator[tuple[int, int, RowRange]]:
+        """Each step: its first row, its rows, and the rows of src0 it reads (half-open;
+        ``NO_ROWS``: none, every tap in the padding)."""
         y = 0
         while y < self.out_h:
             n = self.step(y)
-            lo, hi = self.needs_step(y)
-            yield y, n, ((lo, hi) if lo <= hi else None)
+            yield y, n, self.needs_step(y)
             y += n
 
-    def needs_step(self, y: int) -> tuple[int, int]:
-        """Rows [lo, hi] of src0 the step at row y reads together (hi < lo: none): the
-        least first row of its rows' needs to the greatest last one (with a dilation a
-        later row's first may come before an earlier row's)."""
-        spans = [self.needs(k) for k in range(y, y + self.step(y))]
-        inside = [(lo, hi) for lo, hi in spans if lo <= hi]
-        if not inside:
-            return 0, -1
-        return min(lo for lo, _ in inside), max(hi for _, hi in inside)
+    def needs_step(self, y: int) -> RowRange:
+        """Rows of src0 the step at row y reads together (half-open; ``NO_ROWS``: none):
+        the least first row of its rows' needs to the greatest last one (with a
+        dilation a later row's first may come before an earlier row's)."""
+        span = NO_ROWS
+        for k in range(y, y + self.step(y)):
+            span = span.hull(self.needs(k))
+        return span
 
-    def needs(self, y: int) -> tuple[int, int]:
-        """Rows [lo, hi] of src0 that output row y reads (hi < lo: none)."""
+    def needs(self, y: int) -> RowRange:
+        """Rows of src0 that output row y reads, within [0, in_h) (half-open; ``NO_ROWS``:
+        none). A row between the first and the last may be skipped (a dilation)."""
         if self.kind in ELEMENTWISE:
-            return y, y
+            return RowRange(y, y + 1)
         if self.kind == "PAD":
             r = y - self.pad_top
-            return (r, r) if 0 <= r < self.in_h else (0, -1)
+            return RowRange(r, r + 1) if 0 <= r < self.in_h else NO_ROWS
         if self.kind == "TRANSPOSE_CONV":  # input rows r with 0 <= y + pad - r*stride < filter
             lo = max(-(-(y + self.pad_top - self.filter_h + 1) // self.stride_h), 0)
             hi = min((y + self.pad_top) // self.stride_h, self.in_h - 1)
-            return (lo, hi) if lo <= hi else (0, -1)
+            return RowRange(lo, hi + 1) if lo <= hi else NO_ROWS
         first = y * self.stride_h - self.pad_top
         rows = [first + k * self.dilation_h for k in range(self.filter_h)]
         inside = [r for r in rows if 0 <= r < self.in_h]
-        return (inside[0], inside[-1]) if inside else (0, -1)
+        return RowRange(inside[0], inside[-1] + 1) if inside else NO_ROWS
 
 
 def const_row_in_place(w: Sequence[int]) -> bool:

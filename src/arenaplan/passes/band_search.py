@@ -55,8 +55,8 @@ def extra_macs(model: Model, chain: Chain, bands: int, align: int) -> int:
     ops = sg.operators[chain.first : chain.last + 1]
     rows_done: dict[int, int] = defaultdict(int)
     for rows in band_rows(sg.tensors[chain.y], bands, align):
-        for t, (lo, hi) in needs(model, chain, rows).items():
-            rows_done[t] += hi - lo
+        for t, need in needs(model, chain, rows).items():
+            rows_done[t] += need.end - need.first
     extra = 0
     for op in ops:
         out = sg.tensors[op.outputs[0]]

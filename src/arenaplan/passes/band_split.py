@@ -24,12 +24,12 @@ from dataclasses import dataclass, replace
 
 from arenaplan.errors import PassError
 from arenaplan.ir.model import Model, Operator, Options, Subgraph, Tensor
+from arenaplan.ir.row_range import RowRange
 from arenaplan.passes.base import Origin
 from arenaplan.passes.edit import SubgraphEdit, new_options, with_option
 from arenaplan.passes.rows import CONVS, POOLS, Window, window
 
 MAX_CONCAT_INPUTS = 10  # kMaxInputNum in TFLM's concatenation.cc
-Rows = tuple[int, int]  # half-open [first, end) rows of one tensor
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +43,7 @@ class Chain:
     y: int
 
 
-def band_rows(y: Tensor, bands: int, align: int) -> list[Rows]:
+def band_rows(y: Tensor, bands: int, align: int) -> list[RowRange]:
     """Y's rows of each band, as even as can be with every band starting at a multiple
     of ``align`` bytes of Y (the runtime's alignment: so that the planner can place
     it inside Y): at most ``bands``."""
@@ -51,25 +51,24 @@ def band_rows(y: Tensor, bands: int, align: int) -> list[Rows]:
     step = align // math.gcd(row, align)  # rows between aligned boundaries
     cuts = sorted({round(b * height / bands / step) * step for b in range(1, bands)})
     edges = [0, *(c for c in cuts if 0 < c < height), height]
-    return list(itertools.pairwise(edges))
+    return [RowRange(a, b) for a, b in itertools.pairwise(edges)]
 
 
 def _row_bytes(t: Tensor) -> int:
     return t.shape[2] * t.shape[3] * t.dtype.itemsize
 
 
-def needs(model: Model, chain: Chain, rows: Rows) -> dict[int, Rows]:
+def needs(model: Model, chain: Chain, rows: RowRange) -> dict[int, RowRange]:
     """Rows of every chain tensor that Y's ``rows`` need (clipped to the tensor)."""
     sg = model.subgraphs[chain.subgraph]
-    need: dict[int, Rows] = {chain.y: rows}
+    need: dict[int, RowRange] = {chain.y: rows}
     for op in reversed(sg.operators[chain.first : chain.last + 1]):
         w = _window(model, sg, op)
-        o0, o1 = need[op.outputs[0]]
+        out = need[op.outputs[0]]
         for t in _activations(sg, op):
-            a, b = w.input_rows(o0, o1)
-            lo, hi = max(a, 0), min(b, sg.tensors[t].shape[1])
-            old = need.get(t, (lo, hi))
-            need[t] = (min(old[0], lo), max(old[1], hi))
+            r = w.input_rows(out).clip(sg.tensors[t].shape[1])
+            old = need.get(t, r)
+            need[t] = RowRange(min(old.first, r.first), max(old.end, r.end))
     return need
 
 
@@ -87,29 +86,29 @@ def _activations(sg: Subgraph, op: Operator) -> list[int]:
 class _Band:
     """Emits the operators of one band into ``edit``."""
 
-    def __init__(self, edit: SubgraphEdit, sg: Subgraph, chain: Chain, b: int, rows: Rows):
+    def __init__(self, edit: SubgraphEdit, sg: Subgraph, chain: Chain, b: int, rows: RowRange):
         self.edit, self.sg, self.chain, self.b = edit, sg, chain, b
         self.need = needs(edit.model, chain, rows)
         x = sg.tensors[chain.x]
         # tensor -> (index of the piece holding its rows, the first of those rows)
         self.piece: dict[int, tuple[int, int]] = {chain.x: (chain.x, 0)}
-        self.have: dict[int, Rows] = {chain.x: (0, x.shape[1])}
+        self.have: dict[int, RowRange] = {chain.x: RowRange(0, x.shape[1])}
 
     def emit(self, op: Operator) -> int:
         w = _window(self.edit.model, self.sg, op)
         out = op.outputs[0]
-        o0, o1 = self.need[out]
+        rows = self.need[out]
         if op.opcode == "PAD":  # the band's own padding is the band of the PAD
             like = self.sg.tensors[out]  # TFLM pads with the output's zero point
-            piece = self._input(op.inputs[0], w, o0, o1, like, op.index)
-            self.piece[out], self.have[out] = (piece, o0), (o0, o1)
+            piece = self._input(op.inputs[0], w, rows, like, op.index)
+            self.piece[out], self.have[out] = (piece, rows.first), rows
             return piece
         inputs = list(op.inputs)
         for k, t in enumerate(op.inputs):
             if t >= 0 and not self.sg.tensors[t].is_constant:
-                inputs[k] = self._input(t, w, o0, o1)
+                inputs[k] = self._input(t, w, rows)
         like = self.sg.tensors[out]
-        shape = (1, o1 - o0, *like.shape[2:])
+        shape = (1, rows.end - rows.first, *like.shape[2:])
         piece = self.edit.add_tensor(like, f"{like.name}/band{self.b}", shape)
         options = op.options
         if op.opcode in CONVS or op.opcode in POOLS:
@@ -117,30 +116,28 @@ class _Band:
         self.edit.add_op(
             replace(op, inputs=tuple(inputs), outputs=(piece,), options=options), op.index
         )
-        self.piece[out] = (piece, o0)
-        self.have[out] = (o0, o1)
+        self.piece[out] = (piece, rows.first)
+        self.have[out] = rows
         return piece
 
     def _input(
         self,
         t: int,
         w: Window,
-        o0: int,
-        o1: int,
+        out: RowRange,
         pad_like: Tensor | None = None,
         pad_of: int | None = None,
     ) -> int:
-        """The piece of ``t`` that output rows [o0, o1) read, sliced and padded;
+        """The piece of ``t`` that output rows ``out`` read, sliced and padded;
         ``pad_like``: the tensor whose quantisation a PAD takes (a PAD is emitted,
         even with no padding, when it differs from ``t``'s); ``pad_of``: the chain's
         PAD operator that PAD is a band of (None: a PAD of the band's own)."""
-        a, b = w.input_rows(o0, o1)
-        height = self.sg.tensors[t].shape[1]
-        lo, hi = max(a, 0), min(b, height)
+        reads = w.input_rows(out)  # may reach into the implicit padding
+        rows = reads.clip(self.sg.tensors[t].shape[1])
         index, first = self.piece[t]
-        if (lo, hi) != self.have[t]:
-            index = self._slice(index, lo - first, hi - first)
-        top, bottom = lo - a, b - hi
+        if rows != self.have[t]:
+            index = self._slice(index, rows.first - first, rows.end - first)
+        top, bottom = rows.first - reads.first, reads.end - rows.end
         requantised = (
             pad_like is not None and pad_like.quantization != self.sg.tensors[t].quantization
         )

@@ -203,7 +203,7 @@ class Cascade:
         stats = {"cascades": len(chosen), "stages": stages, "score_before": before,
                  "score_after": after, "shapes_folded": folded}  # fmt: skip
         if self.fit is not None:
-            stats |= self._stopped(current, after)
+            stats |= self._stopped(current, after, self.fit)
         if self.kernel.optimised:
             stats |= self._step_stats(chosen)
         return PassResult(current, True, note, stats, origin)
@@ -276,13 +276,12 @@ class Cascade:
             out[k] = least[k]
         return out
 
-    def _stopped(self, model: Model, after: int) -> dict[str, int | float | str]:
-        """Why ``model`` (cascaded, estimated ``after`` bytes) is above ``fit``."""
-        assert self.fit is not None
-        if after <= self.fit:
+    def _stopped(self, model: Model, after: int, fit: int) -> dict[str, int | float | str]:
+        """Why ``model`` (cascaded, estimated ``after`` bytes) is above ``fit`` (bytes)."""
+        if after <= fit:
             return {"stopped": "fit"}
         tail = self.tail(model)
-        if tail >= self.fit:
+        if tail >= fit:
             return {"stopped": "tail", "tail": tail}
         return {"stopped": "operator", "blocker": blocker(model)}
 

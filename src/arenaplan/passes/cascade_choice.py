@@ -3,7 +3,7 @@
 A convolution or pool stage computes ``block_rows`` rows per CMSIS-NN call (a step);
 a CONV_2D may run another way (word 38: CMSIS-NN's im2col convolution itself, or the
 kernel's pointwise loop over a folded bias). Larger steps make fewer calls, which
-costs instructions per call (``cost.cascade_steps``, measured per build), and larger
+costs instructions per call (``CascadeKernel.instructions``, measured per build), and larger
 rings, which cost arena bytes. The options of a chain (``Steps``: rows per step and
 path of every stage) are compared by the time model's estimated instructions of the
 cascade (``CascadeKernel.instructions``) and by the bytes it asks TFLM for, its scratch and

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sys
 
+from arenaplan.errors import PassError
 from arenaplan.ir.cascade_format import INPUT_SRC, TWO_INPUTS, WHOLE_INPUT, RowGeometry
 
 INPUT = INPUT_SRC  # src of a stage that reads the operator's input (kept whole)
@@ -26,17 +27,23 @@ class _Simulation:
         self.ring = [0] * len(stages)
 
     def make(self, s: int, r: int) -> None:
+        """Compute stage s's rows up to row r, or to its last row (out_h - 1)."""
         if s < 0:  # an operator input: whole
             return
-        while self.next[s] <= r:
+        while self.next[s] <= r and self.next[s] < self.stages[s].out_h:
             y = self.next[s]
             self.compute(s, y)
             self.next[s] += self.stages[s].step(y)
 
     def read(self, s: int, r: int) -> None:
-        if s >= 0:
-            assert r < self.next[s], "a stage reads a row not made yet"
-            self.ring[s] = max(self.ring[s], self.next[s] - r)
+        if s < 0:
+            return
+        if r >= self.next[s]:  # e.g. past the source's last row: its ring is not sized
+            raise PassError(
+                f"cascade: row {r} of stage {s} is read before it is made "
+                f"(rows 0..{self.next[s] - 1} of {self.stages[s].out_h} made)"
+            )
+        self.ring[s] = max(self.ring[s], self.next[s] - r)
 
     def compute(self, s: int, y: int) -> None:
         g = self.stages[s]
@@ -46,11 +53,11 @@ class _Simulation:
                 self.read(g.src0, r)
             return
         n = g.step(y)
-        lo, hi = g.needs_step(y)
-        self.make(g.src0, hi)
+        span = g.needs_step(y)  # half-open; empty: every tap in the padding
+        self.make(g.src0, span.end - 1)
         if g.kind in TWO_INPUTS:
             self.make(g.src1, y + n - 1)
-        for r in range(lo, hi + 1):
+        for r in range(span.first, span.end):
             self.read(g.src0, r)
         if g.kind in TWO_INPUTS:
             for r in range(y, y + n):

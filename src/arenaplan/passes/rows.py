@@ -2,9 +2,10 @@
 
 An operator is *row-local* when output rows [o0, o1) of its NHWC output (batch 1)
 depend only on a contiguous range of rows of each activation input, so that it can
-be computed band by band with TFLM's stock kernels. Row ranges are half-open and
-counted in rows of the tensor concerned; an input range may reach outside
-[0, H) where the original operator reads its implicit padding.
+be computed band by band with TFLM's stock kernels. Row ranges are ``RowRange``s
+(``ir.row_range``): half-open and counted in rows of the tensor concerned; an input
+range may reach outside [0, H) where the original operator reads its implicit
+padding.
 
 Padding follows TFLM's ``ComputePaddingHeightWidth``: for SAME, the output size is
 ceil(in / stride), the total padding max((out - 1) * stride + eff - in, 0) and the
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from arenaplan.ir.constants import constant_values
 from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Operator, Subgraph, Tensor
+from arenaplan.ir.row_range import RowRange
 
 CONVS = ("CONV_2D", "DEPTHWISE_CONV_2D")
 POOLS = ("MAX_POOL_2D", "AVERAGE_POOL_2D")
@@ -44,9 +46,10 @@ class Window:
     left: int = 0
     right: int = 0
 
-    def input_rows(self, o0: int, o1: int) -> tuple[int, int]:
-        """Input rows [a, b) read by output rows [o0, o1), before clipping to [0, H)."""
-        return o0 * self.sh - self.top, (o1 - 1) * self.sh - self.top + (self.kh - 1) * self.dh + 1
+    def input_rows(self, out: RowRange) -> RowRange:
+        """Input rows read by output rows ``out`` (half-open), before clipping to [0, H)."""
+        first = out.first * self.sh - self.top
+        return RowRange(first, (out.end - 1) * self.sh - self.top + (self.kh - 1) * self.dh + 1)
 
     @property
     def pads_columns(self) -> bool:
@@ -159,7 +162,7 @@ def _pool_window(sg: Subgraph, op: Operator) -> Window | None:
 
 
 def _pads_bottom(op: Operator, x: Tensor, y: Tensor, w: Window) -> bool:
-    return w.input_rows(0, y.shape[1])[1] > x.shape[1]
+    return w.input_rows(RowRange(0, y.shape[1])).end > x.shape[1]
 
 
 def _int(op: Operator, name: str, default: int = 1) -> int:

@@ -31,7 +31,7 @@ from arenaplan.allocation.registry import get_allocator
 from arenaplan.allocation.tflm_greedy import TflmGreedy, tflm_order
 from arenaplan.allocation.validate import check_solution
 from arenaplan.analysis.buffers import ArenaItems, arena_items, staging_buffers
-from arenaplan.errors import AllocationError
+from arenaplan.errors import AllocationError, PlanValidationError
 from arenaplan.ir.model import Model
 from arenaplan.placement.alias_classes import AliasLayout, alias_layout
 from arenaplan.placement.check import check_plan
@@ -133,7 +133,10 @@ def _with_staging(
                 best = offs
         if best is not None:
             break
-    assert best is not None  # the last try has no capacity: first-fit always places
+    if best is None:  # the last try has no capacity: first-fit always places
+        raise PlanValidationError(
+            [f"staging: first-fit without a ceiling placed none of {len(bufs)} staging buffers"]
+        )
     placed = tuple(
         StagingPlacement(r.op, r.first, r.bytes, r.policy, b.size, best[n + k], b.first, b.last)
         for k, (r, b) in enumerate(zip(requests, bufs, strict=True))

@@ -58,6 +58,7 @@ from collections.abc import Iterator, Sequence
 from importlib import resources
 
 from arenaplan.ir import cascade_format as f
+from arenaplan.ir.row_range import RowRange
 from arenaplan.tflm.cmsis_nn.buffer_sizes import (
     DW_ONE_IN_CH_THRESHOLD,
     PIXEL_GROUP,
@@ -129,8 +130,8 @@ def family(features: str, r: Sequence[int], pad_top: int, rows: int) -> str:
     return "dw_opt"
 
 
-def _steps(r: Sequence[int], block: int) -> Iterator[tuple[int, int, tuple[int, int] | None]]:
-    """Each step of ``block`` rows: its first row, rows, and source rows (None: none)."""
+def _steps(r: Sequence[int], block: int) -> Iterator[tuple[int, int, RowRange]]:
+    """Each step of ``block`` rows: its first row, rows, and source rows (empty: none)."""
     return f.row_geometry([*r[: f.BLOCK_ROWS], block, *r[f.BLOCK_ROWS + 1 :]]).steps()
 
 
@@ -138,10 +139,9 @@ def _conv_counts(features: str, r: Sequence[int], block: int, out: Counter[str])
     """A convolution's calls, ``block`` rows each (its out_h: TFLM's one call)."""
     taps = r[f.FILTER_H] * r[f.FILTER_W] * (r[f.IN_C] if r[f.KIND] == CONVS[0] else 1)
     for y, n, span in _steps(r, block):
-        if span is None:
+        if span.empty:
             continue  # wholly in the padding: the reference path (not modelled)
-        lo, hi = span
-        fam = family(features, r, lo - (y * r[f.STRIDE_H] - r[f.PAD_TOP]), hi - lo + 1)
+        fam = family(features, r, span.first - (y * r[f.STRIDE_H] - r[f.PAD_TOP]), span.rows)
         path = r[f.CONV_PATH]
         way = {f.PATH_POINTWISE: "pointwise", f.PATH_IM2COL: "im2col"}.get(path, fam)
         if way == "im2col" and fam != "conv_1x1":
@@ -170,12 +170,11 @@ def _copies(records: Sequence[Sequence[int]], r: Sequence[int], out: Counter[str
         return
     row_bytes = r[f.IN_W] * r[f.IN_C]
     for _, _, span in _steps(r, max(r[f.BLOCK_ROWS], 1)):
-        if span is None or span[1] == span[0]:
+        if span.rows <= 1:
             continue
-        lo, hi = span
-        if lo % ring + (hi - lo + 1) > ring:
+        if span.first % ring + span.rows > ring:
             out["copies"] += 1
-            out["copy_bytes"] += (hi - lo + 1) * row_bytes
+            out["copy_bytes"] += span.rows * row_bytes
 
 
 def chain_counts(records: Sequence[Sequence[int]], kernels: str) -> Counter[str]:

@@ -94,18 +94,17 @@ def _buffer(features: str, r: tuple[int, ...]) -> int:
         return convolve_wrapper_s16_buffer(features, _whole(r), Dims(1, *_taps(r)))
     largest = 0
     for y, n, span in row_geometry(r).steps():
-        if span is None:
+        if span.empty:
             continue  # wholly in the padding: the reference path
-        lo, hi = span
         p = Window(
             r[STRIDE_H],
             r[STRIDE_W],
-            lo - (y * r[STRIDE_H] - r[PAD_TOP]),
+            span.first - (y * r[STRIDE_H] - r[PAD_TOP]),
             r[PAD_LEFT],
             r[DIL_H],
             r[DIL_W],
         )
-        x = Dims(1, hi - lo + 1, r[IN_W], r[IN_C])
+        x = Dims(1, span.rows, r[IN_W], r[IN_C])
         out = Dims(1, n, r[OUT_W], r[OUT_C])
         if r[CONV_PATH] == PATH_IM2COL:
             size = convolve_s8_buffer(features, x, Dims(1, r[FILTER_H], r[FILTER_W], r[IN_C]))

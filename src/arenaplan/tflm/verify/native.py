@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from arenaplan.errors import RuntimeUnavailableError
+from arenaplan.errors import RuntimeUnavailableError, VerificationError
 from arenaplan.signals import die_with_parent
 from arenaplan.tflm.verify.runner import Measurement, RunResult
 from arenaplan.tflm.verify.worker import explain
@@ -328,7 +328,8 @@ def _run(argv: list[str], cwd: Path, timeout: float = RUN_TIMEOUT) -> _Run:
         stderr=subprocess.PIPE,
         preexec_fn=die_with_parent,  # a killed arenaplan leaves no TFLM process running
     ) as proc:
-        assert proc.stderr is not None  # stderr=PIPE
+        if proc.stderr is None:  # not reached: stderr=PIPE
+            raise VerificationError(f"{argv[0]}: no pipe to read its stderr from")
         fd = proc.stderr.fileno()
         try:
             while True:
