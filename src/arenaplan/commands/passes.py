@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from arenaplan.passes import PASS_CLASSES, pass_class
+from arenaplan.passes.pipeline import plain_option
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -29,7 +30,14 @@ def run(args: argparse.Namespace, console: Console) -> int:
     table.add_column("options (default)")
     for name in PASS_CLASSES:
         cls = pass_class(name)
-        options = ", ".join(f"{f.name}={f.default!r}" for f in dataclasses.fields(cls))
+        options = ", ".join(f"{f.name}={_default(f)!r}" for f in dataclasses.fields(cls))
         table.add_row(name, cls.summary, options or "-")
     console.print(table)
     return 0
+
+
+def _default(f: dataclasses.Field) -> object:
+    """An option's default as a user types it (a kernel set or profile: its spelling)."""
+    if f.default is dataclasses.MISSING and f.default_factory is not dataclasses.MISSING:
+        return plain_option(f.default_factory())
+    return plain_option(f.default)

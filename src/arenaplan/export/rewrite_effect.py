@@ -36,7 +36,7 @@ class RewriteEffect:
     latency_model: str | None  # the time model's label; None without a target
 
     def as_dict(self) -> dict[str, object]:
-        return asdict(self)
+        return asdict(self) | {"profile": str(self.profile)}
 
 
 def _side(model: Model, plan: Plan, profile: Profile, target: Target | None) -> Side:

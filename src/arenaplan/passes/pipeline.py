@@ -179,8 +179,8 @@ def _options(p: Pass) -> dict[str, int | float | bool | str | None]:
     a build profile as its spelling."""
     if not dataclasses.is_dataclass(p):
         return {}
-    return {f.name: _plain(getattr(p, f.name)) for f in dataclasses.fields(p)}
+    return {f.name: plain_option(getattr(p, f.name)) for f in dataclasses.fields(p)}
 
 
-def _plain(value: object) -> int | float | bool | str | None:
+def plain_option(value: object) -> int | float | bool | str | None:
     return str(value) if isinstance(value, KernelSet | Profile) else value  # type: ignore[return-value]
