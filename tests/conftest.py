@@ -25,3 +25,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     terminalreporter.section("skipped, by reason")
     for reason, n in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])):
         terminalreporter.write_line(f"{n:5d} skipped: {reason}")
+
+
+# TFLM's real headers and kernel sources for the C++ tests (tests/kits/tflm_headers.py)
+from kits.tflm_headers import tflm_headers, tflm_kernels  # noqa: E402, F401

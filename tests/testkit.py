@@ -42,9 +42,9 @@ def model_params() -> list:
     return [pytest.param(p, id=p.stem) for p in MODEL_PATHS]
 
 
-def kernel_set(name: str) -> KernelSet:
-    """TFLM's kernel set spelled ``name`` (as ``--kernels`` takes it)."""
-    return parse_kernels(name, "tflm")
+def kernel_set(name: str | KernelSet) -> KernelSet:
+    """TFLM's kernel set spelled ``name`` (as ``--kernels`` takes it; a value as it is)."""
+    return name if isinstance(name, KernelSet) else parse_kernels(name, "tflm")
 
 
 def build_profile(name: str) -> Profile:

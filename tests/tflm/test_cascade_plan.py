@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from kits.keras_like import bn_classifier, clamp_net
-from testkit import MODELS_DIR, SHARED_ABSENT
+from testkit import MODELS_DIR, SHARED_ABSENT, build_profile, kernel_set
 
 from arenaplan.builder.ds_cnn import ds_cnn
 from arenaplan.builder.mobilenet import mobilenet_v1, mobilenet_v2
@@ -69,7 +69,7 @@ def _source(name: str) -> Source:
 def test_cascaded_plan_is_proven_and_measured_as_planned(name: str) -> None:
     _need("host-reference", "arm32-reference")
     source = _source(name)
-    done = run_plan(PlanRequest(source, profile="arm32", passes=PASSES))
+    done = run_plan(PlanRequest(source, profile=build_profile("arm32"), passes=PASSES))
     assert done.proof is not None and done.proof.proven, done.proof and done.proof.reason
     assert "ARENAPLAN_CASCADE" in {op.opcode for op in done.model.subgraphs[0].operators}
     assert done.proof.tail == tail_estimate(done.model, NATIVE_PROFILES["host"]).bytes
@@ -78,7 +78,7 @@ def test_cascaded_plan_is_proven_and_measured_as_planned(name: str) -> None:
     assert report.identical, report.mismatch or report.failed
     assert report.planned is not None and report.planned.head == done.plan.arena
     assert report.planned.tail == tail_estimate(done.model, NATIVE_PROFILES["arm32"]).bytes
-    before = run_plan(PlanRequest(source, profile="arm32", prove=False))
+    before = run_plan(PlanRequest(source, profile=build_profile("arm32"), prove=False))
     assert done.figures is not None and before.figures is not None
     assert done.figures.tail < before.figures.tail  # quantisation data left the tail
 
@@ -128,7 +128,11 @@ def test_cmsis_nn_steps_are_planned_as_tflm_measures_them(
     kernels, profile = CMSIS[variant]
     source = _source(name)
     request = PlanRequest(
-        source, profile="arm32", passes=PASSES, kernels=kernels, step_pixels=STEPS[steps]
+        source,
+        profile=build_profile("arm32"),
+        passes=PASSES,
+        kernels=kernel_set(kernels),
+        step_pixels=STEPS[steps],
     )
     done = run_plan(request)
     assert done.proof is not None and done.proof.proven, done.proof and done.proof.reason
@@ -153,7 +157,12 @@ def test_fit_buys_larger_steps_that_run_fewer_instructions() -> None:
     counted under QEMU); both proven."""
     _need("arm32-cmsis_nn")
     source = _source("ds_cnn_M")
-    common = {"profile": "arm32", "passes": PASSES, "kernels": "cmsis_nn+dsp", "objective": "head"}
+    common = {
+        "profile": build_profile("arm32"),
+        "passes": PASSES,
+        "kernels": kernel_set("cmsis_nn+dsp"),
+        "objective": "head",
+    }
     least = run_plan(PlanRequest(source, **common))
     roomy = run_plan(PlanRequest(source, fit=least.plan.arena + 4096, **common))
     for done in (least, roomy):

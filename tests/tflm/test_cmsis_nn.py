@@ -324,7 +324,7 @@ def test_plan_records_and_plans_the_kernels_scratch() -> None:
     ir = read_model_bytes(CMSIS_MODELS["avg_pool_int8"]())
     ref = plan_model(ir)
     dsp = plan_model(ir, PlanOptions(kernels=kernel_set("cmsis_nn+dsp")))
-    assert ref.kernels == "reference" and dsp.kernels == "cmsis_nn+dsp"
+    assert ref.kernels.name == "reference" and dsp.kernels.name == "cmsis_nn+dsp"
     assert not ref.scratch and [s.bytes for s in dsp.scratch] == [48]
     assert dsp.arena == ref.arena + 48
 

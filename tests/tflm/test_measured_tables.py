@@ -105,7 +105,7 @@ def test_cascade_step_costs_regenerate_as_shipped(tmp_path: Path) -> None:
                           timeout=3600)  # fmt: skip
     assert done.returncode == 0, done.stderr
     new = json.loads(out.read_text())
-    shipped = json.loads((PACKAGE / "cost" / "data" / name).read_text())
+    shipped = json.loads((PACKAGE / "tflm" / "data" / name).read_text())
     assert {k: new[k] for k in ("about", "generated_by", "tflm_bundle")} == {
         k: shipped[k] for k in ("about", "generated_by", "tflm_bundle")
     }

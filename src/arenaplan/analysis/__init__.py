@@ -1,2 +1,2 @@
-"""Analyses of the IR whose results live beside it: tensor lifetimes and the buffers the
-arena must hold."""
+"""Analyses of the IR whose results live beside it: the buffers the arena must hold, in
+the order and alignment of the runtime the plan is for."""

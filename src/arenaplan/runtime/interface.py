@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from arenaplan.errors import UsageError
+from arenaplan.runtime.cascade import CascadeKernel
 from arenaplan.runtime.proof import Proof
 from arenaplan.runtime.records import (
     Candidates,
@@ -204,7 +205,7 @@ class Runtime(ABC):
         """Source that hands the runtime a plan spread over memories."""
         raise UsageError(f"--planner-cpp: {self.title} has no planner source")
 
-    def cascade(self, kernels: KernelSet) -> Any | None:
+    def cascade(self, kernels: KernelSet) -> CascadeKernel | None:
         """The facts of arenaplan's cascade kernel for ``kernels`` (None: the runtime
         has no such kernel: cascades are not offered)."""
         return None

@@ -1,5 +1,7 @@
-"""What TFLM and its kernels do to memory, restated from their sources. Nothing here
-plans; the planner asks.
+"""TFLM as a runtime: what TFLM and its kernels do to memory, restated from their
+sources, and TFLM's side of a plan (its validator, writer and provers). Nothing here
+plans; the planner asks, through ``runtime.py`` (the ``Runtime`` the registry finds)
+and nothing else.
 
 Facts are organised as TFLM organises its code, so that auditing one operator means
 reading one module against one kernel source:
@@ -26,7 +28,15 @@ reading one module against one kernel source:
 The engines read the registries the packages assemble: ``tail`` (the tail
 simulation, build profiles, smallest arena), ``scratch`` (scratch requests in TFLM's
 order), ``refusals`` (what TFLM refuses), ``aliases`` (the in-place and view rules
-per kernels variant; ``analysis.aliases`` finds where a model meets them). Beside
-them: ``kernel_sets`` (the kernels variants), ``sizes`` (tensor bytes),
-``structs`` (struct sizes, measured: ``data/tail_structs.json``).
+per kernels variant; ``alias_candidates`` finds where a model meets them),
+``lifetimes`` (TFLM's scopes). Beside them: ``kernel_sets`` (the kernels variants),
+``sizes`` (tensor bytes), ``structs`` (struct sizes, measured:
+``data/tail_structs.json``), ``cascade_steps`` (what a cascade's steps cost in a
+CMSIS-NN build, measured: ``data/cascade_steps.json``).
+
+TFLM's side of a plan: ``validate`` (the plan validator, code of its own),
+``offline_plan`` (the plan written into the model), ``firmware`` (the arena header),
+``planner_cpp`` (the split-arena planner), ``verify/`` (the PyPI runtime and the
+builds from source run the models: proofs, ``arenaplan verify``, measured traffic and
+instructions).
 """

@@ -27,7 +27,7 @@ import re
 import zlib
 
 from arenaplan import __version__
-from arenaplan.export.resolver import resolver_lines
+from arenaplan.tflm.resolver import resolver_lines
 from arenaplan.ir.model import Model
 from arenaplan.placement.plan import Plan
 from arenaplan.tflm.kernel_sets import KERNEL_WORDS, REFERENCE, kernel_name

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 
 from arenaplan.analysis.buffers import arena_items
 from arenaplan.errors import UsageError
-from arenaplan.export.resolver import resolver_lines
+from arenaplan.tflm.resolver import resolver_lines
 from arenaplan.ir.model import Model, Operator, Subgraph
 from arenaplan.placement.tiers import TierPlacement
 from arenaplan.runtime.records import SplitPersistent

@@ -13,13 +13,13 @@ from pathlib import Path
 from testkit import model_path
 
 from arenaplan.cli import main
-from arenaplan.export.resolver import (
+from arenaplan.ir.model import Model, Operator, Subgraph
+from arenaplan.tflm.resolver import (
     BUILTIN_METHODS,
     CUSTOM_METHODS,
     resolver_lines,
     resolver_needs,
 )
-from arenaplan.ir.model import Model, Operator, Subgraph
 
 RESOLVER_H = "tensorflow/lite/micro/micro_mutable_op_resolver.h"
 ETHOSU_CC = "tflite-micro/tensorflow/lite/micro/kernels/ethos_u/ethosu.cc"
