@@ -27,10 +27,10 @@ import re
 import zlib
 
 from arenaplan import __version__
-from arenaplan.tflm.resolver import resolver_lines
 from arenaplan.ir.model import Model
 from arenaplan.placement.plan import Plan
 from arenaplan.tflm.kernel_sets import KERNEL_WORDS, REFERENCE, kernel_name
+from arenaplan.tflm.resolver import resolver_lines
 from arenaplan.tflm.tail import (
     PROFILES,
     min_arena,

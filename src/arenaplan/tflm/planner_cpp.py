@@ -43,13 +43,13 @@ from dataclasses import dataclass
 
 from arenaplan.analysis.buffers import arena_items
 from arenaplan.errors import UsageError
-from arenaplan.tflm.resolver import resolver_lines
 from arenaplan.ir.model import Model, Operator, Subgraph
 from arenaplan.placement.tiers import TierPlacement
 from arenaplan.runtime.records import SplitPersistent
 from arenaplan.runtime.spec import KernelSet, Profile
 from arenaplan.targets.model import Target
 from arenaplan.tflm.kernel_sets import REFERENCE, kernel_name
+from arenaplan.tflm.resolver import resolver_lines
 from arenaplan.tflm.scratch import scratch_requests
 from arenaplan.tflm.sizes import tensor_bytes
 from arenaplan.tflm.tail import (
