@@ -33,7 +33,6 @@ from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Model, Operator, Subgraph, Tensor
 from arenaplan.runtime.records import Candidates, Lifetimes
 from arenaplan.tflm.aliases import (
-    ALIGNMENT,
     CONCAT_VIEW,
     INPLACE,
     INPLACE_KERNELS,
@@ -49,6 +48,7 @@ from arenaplan.tflm.aliases import (
 from arenaplan.tflm.kernel_sets import REFERENCE, check_kernels
 from arenaplan.tflm.kernels.slice import slice_ranges
 from arenaplan.tflm.lifetimes import compute_lifetimes
+from arenaplan.tflm.sizes import TFLM_ALIGNMENT
 
 __all__ = [
     "CONCAT_VIEW",
@@ -260,8 +260,8 @@ def _slice_view(model: Model, sg: Subgraph, op: Operator) -> tuple[Alias | None,
     if first is None:
         return None, "the slice is not one contiguous byte range of the input"
     delta = first * x.dtype.itemsize
-    if delta % ALIGNMENT:
-        return None, f"its byte offset {delta} in the input is not a multiple of {ALIGNMENT}"
+    if delta % TFLM_ALIGNMENT:
+        return None, f"its byte offset {delta} in the input is not a multiple of {TFLM_ALIGNMENT}"
     return Alias(SLICE_VIEW, sg.index, op.index, y.index, x.index, delta), ""
 
 
@@ -298,8 +298,8 @@ def _concat_views(sg: Subgraph, op: Operator) -> list[tuple[Alias | None, str]]:
             why = f"tensor {t.index} is {t.dtype.name}, the output {y.dtype.name}"
         if not why and counts[t.index] > 1:
             why = f"tensor {t.index} is concatenated {counts[t.index]} times"
-        if not why and delta % ALIGNMENT:
-            why = f"its byte offset {delta} in the output is not a multiple of {ALIGNMENT}"
+        if not why and delta % TFLM_ALIGNMENT:
+            why = f"its byte offset {delta} in the output is not a multiple of {TFLM_ALIGNMENT}"
         if why:
             results.append((None, f"input {k}: {why}"))
         else:

@@ -32,7 +32,6 @@ from arenaplan.tflm.facts import InPlaceRule
 from arenaplan.tflm.kernel_sets import KERNELS, cmsis_features
 
 __all__ = [
-    "ALIGNMENT",
     "CONCAT_VIEW",
     "INPLACE",
     "INPLACE_KERNELS",
@@ -46,7 +45,6 @@ __all__ = [
     "unread",
 ]
 
-ALIGNMENT = 16  # bytes: a view's offset in its base must be a multiple of this
 
 RULES = (INPLACE, SLICE_VIEW, CONCAT_VIEW)
 

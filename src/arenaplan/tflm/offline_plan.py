@@ -26,12 +26,12 @@ import numpy as np
 import tflite
 
 from arenaplan.errors import UnsupportedModelError
+from arenaplan.export.tflite_writer import DATA_ALIGN  # buffer data in a .tflite
 from arenaplan.reader.tflite_reader import FILE_IDENTIFIER, OFFLINE_PLAN_NAME
 
 _MODEL_FIELDS = 8  # version, operator_codes, subgraphs, description, buffers,
 # metadata_buffer, metadata, signature_defs
 _F_VERSION, _F_BUFFERS, _F_METADATA = 0, 4, 6
-_ALIGN = 16
 
 
 INT32_MAX = 2**31 - 1
@@ -171,12 +171,12 @@ def with_offline_plan(data: bytes, offsets: Sequence[int]) -> bytes:
     refs.append((name_field, name_pos, False))
     # the offset words, 16-aligned after their length prefix
     out.align(4)
-    while (len(out.data) + 4) % _ALIGN:
+    while (len(out.data) + 4) % DATA_ALIGN:
         out.put("I", 0)
     words_pos = out.put("I", len(words))
     out.data.extend(words)
     refs.append((buf_data_field, words_pos, False))
-    prefix = out.align(_ALIGN)
+    prefix = out.align(DATA_ALIGN)
     for at, target, in_old in refs:
         out.set_u32(at, (prefix + target if in_old else target) - at)
     return bytes(out.data) + data

@@ -56,10 +56,9 @@ from arenaplan.tflm import kernels as families
 from arenaplan.tflm.facts import Allocations, OpRule, OpView, Unmodelled
 from arenaplan.tflm.kernel_sets import REFERENCE, cmsis_features
 from arenaplan.tflm.scratch import ScratchRequest, scratch_requests
-from arenaplan.tflm.sizes import tensor_bytes
+from arenaplan.tflm.sizes import TFLM_ALIGNMENT, tensor_bytes
 from arenaplan.tflm.structs import options_for, state_for
 
-ALIGN = 16  # kernels' persistent buffers and variables are 16-aligned
 COMPRESSION_METADATA = "COMPRESSION_METADATA"  # metadata name of compressed models
 
 # What each operator's reference kernel adds to the tail, by schema name (builtins) and
@@ -172,7 +171,7 @@ def io_views(tail: _Tail, model: Model, p: BuildProfile) -> None:
     """Step 7: pointer arrays, then one TfLiteTensor (+ quantisation) per input/output."""
     sg = model.subgraphs[0]
     for group in (sg.inputs, sg.outputs):
-        tail.alloc(p.pointer * len(group), ALIGN)
+        tail.alloc(p.pointer * len(group), TFLM_ALIGNMENT)
         for i in group:
             tail.alloc(p.tflite_tensor, p.pointer)
             q = sg.tensors[i].quantization
@@ -231,8 +230,8 @@ def _simulate(model: Model, p: BuildProfile, sizes: TensorBytes, kernels: str) -
         tail.alloc(size, p.pointer)
     n_vars = _resource_variables(model)
     if n_vars and p.resource_variables:  # MicroResourceVariables::Create
-        tail.alloc(p.state["MicroResourceVariables"], ALIGN)
-        tail.alloc(p.state["MicroResourceVariable"] * n_vars, ALIGN)
+        tail.alloc(p.state["MicroResourceVariables"], TFLM_ALIGNMENT)
+        tail.alloc(p.state["MicroResourceVariable"] * n_vars, TFLM_ALIGNMENT)
     elif n_vars:
         notes.add("resources", "VAR_HANDLE: resource variables are created by the application")
     tail.alloc(p.builtin_data_allocator, p.pointer)
@@ -261,15 +260,15 @@ def _simulate(model: Model, p: BuildProfile, sizes: TensorBytes, kernels: str) -
     for rule, view, where in ops:  # step 4: kernel Init
         before = tail.used
         if rule.init is not None and p.state[rule.init]:
-            tail.alloc(p.state[rule.init], ALIGN)
+            tail.alloc(p.state[rule.init], TFLM_ALIGNMENT)
         for extra in _allocations(rule.init_extra, view, notes, where):
-            tail.alloc(extra, ALIGN)
+            tail.alloc(extra, TFLM_ALIGNMENT)
         op_data[(view.sg.index, view.op.index)] = tail.used - before
     prepares = []
     for rule, view, where in ops:  # step 5: kernel Prepare
         before = tail.used
         for extra in _allocations(rule.prepare, view, notes, where):
-            tail.alloc(extra, ALIGN)
+            tail.alloc(extra, TFLM_ALIGNMENT)
         prepares.append(_PrepareMark(view, where, before, tail.used))
         op_data[(view.sg.index, view.op.index)] += tail.used - before
     n_scratch = len(scratch_requests(model, sizes, p.pointer, kernels))
@@ -278,7 +277,7 @@ def _simulate(model: Model, p: BuildProfile, sizes: TensorBytes, kernels: str) -
     for sg in model.subgraphs:
         for t in sg.tensors:
             if t.is_variable:
-                tail.alloc(sizes[sg.index][t.index], ALIGN)
+                tail.alloc(sizes[sg.index][t.index], TFLM_ALIGNMENT)
     before_io = tail.used
     io_views(tail, model, p)  # step 7
     notes_found = tuple(notes.items.values())
@@ -365,7 +364,7 @@ def planning_bytes(
     x = (n_scratch + MAX_SCRATCH_PER_OP) * SCRATCH_REQUEST[pointer]
     x = _up(x, pointer) + pointer * n_subgraphs
     x = _up(x, pointer) + ALLOCATION_INFO[pointer] * (n_tensors + n_scratch)
-    return _up(x, ALIGN) + PLANNER_BYTES_PER_BUFFER * n_planned
+    return _up(x, TFLM_ALIGNMENT) + PLANNER_BYTES_PER_BUFFER * n_planned
 
 
 def planning_room(
@@ -376,7 +375,7 @@ def planning_room(
     buffers in the planner)."""
     p = PROFILES[profile] if isinstance(profile, str) else profile
     x = planning_bytes(n_scratch, model.tensor_count, n_planned, len(model.subgraphs), p.pointer)
-    return _up(x, ALIGN)
+    return _up(x, TFLM_ALIGNMENT)
 
 
 def _temporaries(view: OpView, p: BuildProfile, passes: int) -> int:
@@ -417,7 +416,7 @@ def _prepare_peak(
         n_before = sum(1 for r in requests if (r.subgraph, r.op) < key)
         head = _up((n_before + MAX_SCRATCH_PER_OP) * SCRATCH_REQUEST[p.pointer], p.pointer)
         tail = mark.before if passes == 1 else mark.after
-        need = _up(tail + head + _temporaries(mark.view, p, passes), ALIGN)
+        need = _up(tail + head + _temporaries(mark.view, p, passes), TFLM_ALIGNMENT)
         if need > best:
             best, where = need, mark.where
     return best, where
@@ -449,7 +448,7 @@ def min_arena_estimate(
         len(requests), model.tensor_count, n_planned, len(model.subgraphs), p.pointer
     )
     prepare, _ = _prepare_peak(sim, requests, p, passes=1)
-    arena = max(head + sim.total, _up(sim.before_io + x, ALIGN), prepare)
+    arena = max(head + sim.total, _up(sim.before_io + x, TFLM_ALIGNMENT), prepare)
     notes = list(sim.notes)
     worst, where = _prepare_peak(sim, requests, p, passes=2)
     if worst > arena:
