@@ -9,7 +9,7 @@ profiles are TFLM's (``kernel_sets``, ``tail.PROFILES``), as ``runtime.spec`` va
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from functools import partial
+from functools import cache, partial
 from pathlib import Path
 
 from arenaplan.errors import RuntimeUnavailableError, UsageError
@@ -225,19 +225,25 @@ class Tflm(Runtime):
         return traffic_measure.measure_traffic(path, build)
 
     def cascade(self, kernels: KernelSet) -> CascadeKernel:
+        return _cascade(kernels)
 
-        features = cmsis_features(kernels.name)
-        k = kernels.name
-        return CascadeKernel(
-            optimised=features is not None,
-            pixel_group=PIXEL_GROUP[features] if features is not None else 1,
-            paired=features is not None and features != "mve",
-            windowed=windowed,
-            work_bytes=partial(chain_work_bytes, features) if features is not None else _no_work,
-            instructions=lambda records: cascade_steps.cascade_instructions(records, k),
-            extra_instructions=lambda records: cascade_steps.extra_instructions(records, k),
-            extra_work=lambda records: cascade_steps.extra_work(records, k),
-        )
+
+@cache
+def _cascade(kernels: KernelSet) -> CascadeKernel:
+    """The cascade kernel's facts for ``kernels``, made once per kernel set (the passes
+    ask for them per stage)."""
+    features = cmsis_features(kernels.name)
+    k = kernels.name
+    return CascadeKernel(
+        optimised=features is not None,
+        pixel_group=PIXEL_GROUP[features] if features is not None else 1,
+        paired=features is not None and features != "mve",
+        windowed=windowed,
+        work_bytes=partial(chain_work_bytes, features) if features is not None else _no_work,
+        instructions=lambda records: cascade_steps.cascade_instructions(records, k),
+        extra_instructions=lambda records: cascade_steps.extra_instructions(records, k),
+        extra_work=lambda records: cascade_steps.extra_work(records, k),
+    )
 
 
 RUNTIME = Tflm()
