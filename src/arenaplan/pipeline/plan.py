@@ -2,30 +2,25 @@
 
 Order of work: check the capacities against the model, rewrite (the passes asked
 for), plan the head (``placement``), fit it to the target's memories, plan the
-weights (``weights``) when a policy is given, prove what changed in TFLM
-(``verify.prove``) and fall back to the model as given when it is not proven, check
-``fit``, then render the outputs asked for in memory (``pipeline.outputs``). Nothing
-is written here: the caller writes ``PlanResult.files`` once all succeeded.
+weights (``weights``) when a policy is given, prove what changed in the plan's
+runtime (``pipeline.prove``) and try the next best when it is not proven (the next
+rewrite, the model as given, without the weight copies), check ``fit``, then render
+the outputs asked for in memory (``pipeline.outputs``). Nothing is written here: the
+caller writes ``PlanResult.files`` once all succeeded.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from arenaplan.errors import (
-    ArenaplanError,
-    ModelFormatError,
-    PlanValidationError,
-    TflmRefusesError,
-    UsageError,
-)
+from arenaplan.errors import ArenaplanError, PlanValidationError
 from arenaplan.export.figures import Figures, check_chosen, figures_of
 from arenaplan.export.rewrite_effect import rewrite_effect
-from arenaplan.export.tflite_writer import write_model
 from arenaplan.ir.model import Model
 from arenaplan.passes.base import compose, identity
 from arenaplan.pipeline.outputs import render
+from arenaplan.pipeline.prove import passed_over, with_proof
 from arenaplan.pipeline.request import Notify, Planned, PlanRequest, PlanResult
 from arenaplan.pipeline.rewrite import (
     FIT_CASCADE,
@@ -36,12 +31,10 @@ from arenaplan.pipeline.rewrite import (
     fit_figure,
     run_rewrites,
 )
-from arenaplan.placement import Plan, PlanOptions, plan_model
+from arenaplan.placement import PlanOptions, plan_model
 from arenaplan.placement.memories import check_arena_memory, check_capacities, fit_to_target
-from arenaplan.reader import read_model_bytes
 from arenaplan.runtime.registry import default_kernels, default_profile, runtime_of
 from arenaplan.runtime.spec import Deployment, KernelSet, Profile
-from arenaplan.weights.outputs import tflm_head
 from arenaplan.weights.plan import plan_weights
 from arenaplan.weights.policies import parse_weights
 
@@ -50,9 +43,6 @@ if TYPE_CHECKING:
     from arenaplan.passes.base import Origin
     from arenaplan.runtime.proof import Proof
     from arenaplan.weights.plan import Score, WeightsPlan
-
-# Proving (verify.prove, the writer) and weights are imported where a request needs
-# them: a plain plan of a small model imports neither.
 
 
 def _ignore(_line: str) -> None:
@@ -182,23 +172,6 @@ def pass_names(request: PlanRequest) -> tuple[str, ...]:
     return FIT_CASCADE
 
 
-def planned_model_bytes(data: bytes, model: Model, plan: Plan) -> bytes:
-    """The model with the plan written in as its runtime takes it (TFLM: the offline
-    plan metadata), checked by reading it back (a model arenaplan wrote that does not
-    read back is arenaplan's bug, exit 70)."""
-    runtime = runtime_of(plan.kernels)
-    out = runtime.write_plan(data, plan.offline_offsets)
-    try:
-        again = read_model_bytes(out)
-    except ModelFormatError as exc:
-        raise PlanValidationError([f"the written model does not read back: {exc}"]) from None
-    if again.subgraphs != model.subgraphs or runtime.read_plan(again) != plan.offline_offsets:
-        raise PlanValidationError(
-            ["the written model does not read back as the input plus the plan"]
-        )
-    return out
-
-
 def _rewrites(
     request: PlanRequest, kernels: KernelSet, profile: Profile, lists: list[tuple[str, ...]]
 ) -> list[Rewrite]:
@@ -264,80 +237,79 @@ def _fit(request: PlanRequest, model: Model, options: PlanOptions, profile: Prof
     return replace(result, plan=plan, tiers=tiers, arena=arena)
 
 
+@dataclass(frozen=True, slots=True)
+class _Try:
+    """One model to plan, in the order tried: a rewrite (``rewrite``; None: the model
+    as given) planned with the weights policy or without (``weights``). ``ranked``:
+    the rewrite's plan without weights, as ``_ranked`` made it."""
+
+    rewrite: Rewrite | None
+    ranked: Planned | None
+    weights: bool
+
+
+def _tries(request: PlanRequest, profile: Profile, options: PlanOptions) -> list[_Try]:
+    """Each rewrite the passes asked for give, best first, then the model as given,
+    all with the weights policy when there is one; then, with a policy, the model as
+    given without it (its copies may be what cannot be proven). The last needs no
+    proof, so some try always stands."""
+    weights = request.weights is not None and request.target is not None
+    ranked = _ranked(request, profile, options) if pass_names(request) else []
+    tries = [_Try(rw, done, weights) for rw, done in ranked]
+    tries.append(_Try(None, None, weights))
+    if weights:
+        tries.append(_Try(None, None, False))
+    return tries
+
+
+def _planned(request: PlanRequest, profile: Profile, options: PlanOptions, t: _Try) -> Planned:
+    """The plan of try ``t`` (not proven)."""
+    rw, original = t.rewrite, request.source.model
+    if t.weights and rw is None:
+        return _weights_of(request, original, options, profile)
+    if t.weights and rw is not None:
+        done = _weights_of(request, rw.model, _with_aliases(options, rw), profile, rw.origin)
+        return replace(done, rewrite=rw)
+    if t.ranked is not None:
+        return t.ranked
+    return _fit(request, original, options, profile)
+
+
 def _plan(request: PlanRequest, profile: Profile, notify: Notify) -> Planned:
-    """Rewrite and plan; a rewrite TFLM does not prove falls back to the model as is."""
-    base = PlanOptions(
+    """Rewrite and plan, then prove: the first try (``_tries``) whose proof stands, or
+    that has nothing to prove, is kept; each one passed over is said through
+    ``notify``. Without ``prove`` the first try is kept as planned."""
+    options = PlanOptions(
         allocator=request.allocator, time_limit=request.time_limit, kernels=_kernels(request)
     )
-    data, original = request.source.data, request.source.model
-    if request.weights is not None and request.target is not None:
-        weighed = _plan_weights(request, base, profile, notify)
-        if weighed is not None:
-            return weighed
-    proof = None
-    ranked = _ranked(request, profile, base) if pass_names(request) else []
-    for k, (rw, done) in enumerate(ranked):
+    tries = _tries(request, profile, options)
+    failed: Proof | None = None  # the last proof that did not stand
+    for k, t in enumerate(tries):
+        done = _planned(request, profile, options, t)
         if not request.prove:
             return done
-        plan = done.plan
-        if not rw.changed and not plan.aliases:  # the plan of the model as given
-            return replace(done, model=original, planned=planned_model_bytes(data, original, plan))
-
-        source = write_model(rw.model) if rw.changed else data
-        planned = planned_model_bytes(source, rw.model, plan)
-        runtime = runtime_of(plan.kernels)
-        own = runtime.uses_own_kernels(rw.model)
-        proof = runtime.prove(data, planned, plan.arena, plan.kernels, own)
+        done = with_proof(request, done)
+        proof = done.proof
+        if proof is None:  # nothing changed: the plan of a model as given
+            return done if done.weights is not None else replace(done, proof=failed)
         if proof.proven or (proof.unavailable and request.write_unproven):
-            before = plan_model(original, base)
-            if not proof.proven:
-                notify(f"arenaplan: rewrite written UNPROVEN: {proof.reason}")
-            return replace(done, planned=planned, proof=proof, before=before)
-        names = ",".join(r.name for r in rw.records)
-        then = "the next best rewrite" if k + 1 < len(ranked) else "the model as it is"
-        notify(
-            f"arenaplan: the rewrite ({names}) is not proven in TFLM ({proof.reason}); "
-            f"planned {then}"
-        )
-    done = replace(_fit(request, original, base, profile), proof=proof)
-    if not request.prove:
+            return _kept(request, options, done, notify)
+        failed = proof
+        notify(passed_over(done, proof, tries[k + 1].weights, tries[k + 1].rewrite is not None))
+    raise PlanValidationError(["no try stands, though the last has nothing to prove"])
+
+
+def _kept(request: PlanRequest, options: PlanOptions, done: Planned, notify: Notify) -> Planned:
+    """A try whose proof stands or that is written unproven (said through
+    ``notify``); a rewrite without weights keeps the plan of the model as given, for
+    what the rewrite changed."""
+    proof = done.proof
+    if proof is not None and not proof.proven:
+        what = "weight copies" if done.weights is not None else "rewrite"
+        notify(f"arenaplan: {what} written UNPROVEN: {proof.reason}")
+    if done.weights is not None:
         return done
-    return replace(done, planned=planned_model_bytes(data, original, done.plan))
-
-
-def _plan_weights(
-    request: PlanRequest, options: PlanOptions, profile: Profile, notify: Notify
-) -> Planned | None:
-    """Weights policies and activations in one plan of the fastest memory, after the
-    passes if any; the model's copies and rewrites proven in TFLM. A rewrite that is
-    not proven falls back (said through ``notify``) to the weights of the model as
-    given; copies that nothing here can prove (no runtime or build for the kernels),
-    to the model as given without them (None), unless ``write_unproven``."""
-    if pass_names(request):
-        rw = _ranked(request, profile, options)[0][0]
-        done = _weights_of(request, rw.model, _with_aliases(options, rw), profile, rw.origin)
-        proven = done.proof is None or done.proof.proven
-        unavailable = done.proof is not None and done.proof.unavailable
-        refused = done.proof is not None and done.proof.refused  # whatever the rewrite
-        rewritten = rw.changed or bool(done.plan.aliases)
-        kept = proven or refused or (unavailable and request.write_unproven)
-        if kept or not (unavailable or rewritten):
-            _check_proof(done.proof, request.write_unproven, notify)  # as without passes
-            return replace(done, rewrite=rw)
-        notify(
-            f"arenaplan: the rewrite is not proven in TFLM ({done.proof.reason}); "  # type: ignore[union-attr]
-            "planned the weights of the model as it is"
-        )
-    done = _weights_of(request, request.source.model, options, profile)
-    if done.proof is not None and done.proof.unavailable and not request.write_unproven:
-        notify(
-            f"arenaplan: the weight copies cannot be proven here ({done.proof.reason}); "
-            "planned the model as given, without --weights (--write-unproven writes them "
-            "unproven)"
-        )
-        return None
-    _check_proof(done.proof, request.write_unproven, notify)
-    return done
+    return replace(done, before=plan_model(request.source.model, options))
 
 
 def _weights_of(
@@ -347,38 +319,18 @@ def _weights_of(
     profile: Profile,
     origin: Origin | None = None,
 ) -> Planned:
-    """The weights plan of ``model`` and, when proving, its bytes and proof;
-    ``origin``: ``model``'s from the model as given (None: it is that model)."""
-
+    """The weights plan of ``model`` (not proven); ``origin``: ``model``'s from the
+    model as given (None: it is that model)."""
     target, weights = request.target, request.weights
     if target is None or weights is None:  # _plan asks for weights only with both
         raise PlanValidationError(["a weights plan without a target or a policy"])
     policy = parse_weights(weights)
-
     wp = plan_weights(model, target, policy, request.caps, options, _score(request, profile))
     came = wp.origin if origin is None else compose(origin, wp.origin)
-    planned, proof = b"", None
-    if request.prove:
-        data, original = request.source.data, request.source.model
-        changed = wp.model is not original
-        source = write_model(wp.model) if changed else data
-        planned = planned_model_bytes(source, wp.model, wp.plan)
-        if changed or wp.plan.aliases:  # nothing to prove when nothing changed
-            runtime = runtime_of(wp.plan.kernels)
-            own = runtime.uses_own_kernels(wp.model)
-            proof = runtime.prove(data, planned, tflm_head(wp.plan), wp.plan.kernels, own)
     arena = check_arena_memory(request.arena_memory, wp.plan, target, request.caps, wp.tiers)
+    origin_moved = _moved(came, request.source.model)
     return Planned(
-        request.source,
-        wp.model,
-        wp.plan,
-        profile,
-        wp.tiers,
-        arena,
-        planned,
-        proof=proof,
-        weights=wp,
-        origin=_moved(came, request.source.model),
+        request.source, wp.model, wp.plan, profile, wp.tiers, arena, weights=wp, origin=origin_moved
     )
 
 
@@ -387,21 +339,3 @@ def _moved(origin: Origin, original: Model) -> Origin | None:
     the operators of the model as given, in their order (``PlanResult.origin``)."""
 
     return None if origin == identity(original) else origin
-
-
-def _check_proof(proof: Proof | None, write_unproven: bool, notify: Notify) -> None:
-    """A proof that fails is an error, and so is one that nothing here can run (no
-    runtime or build for the kernels) unless ``write_unproven``: then the copies are
-    written unproven, said through ``notify``. A model TFLM refuses is its own error
-    (exit 3), with the reason the proof gives (``verify.compare``: ours, not TFLM's)."""
-    if proof is None or proof.proven:
-        return
-    if proof.refused:
-        raise TflmRefusesError(f"the weight copies cannot be proven: {proof.reason}")
-    if proof.unavailable and write_unproven:
-        notify(f"arenaplan: weight copies written UNPROVEN: {proof.reason}")
-        return
-    hint = " (--write-unproven writes them unproven)" if proof.unavailable else ""
-    raise UsageError(
-        f"the model with its weight copies is not proven in TFLM: {proof.reason}{hint}"
-    )

@@ -38,7 +38,8 @@ FIT_CASCADE = ("cascade", *FIT_PASSES)  # where a cascade can be proven
 
 @dataclass(frozen=True, slots=True)
 class Rewrite:
-    """The model after the passes, what each did, and the aliasing to plan with.
+    """The model after the passes (the model as given, the same object, when no
+    pass changed it), what each did, and the aliasing to plan with.
     ``origin``: for each operator of ``model`` (model order), the operator of the
     model as given that it came from (None: a pass inserted it)."""
 
@@ -77,6 +78,8 @@ def run_rewrites(
             done[names[: i + 1]] = (current, records)
         aliases, clobber = alias_options(names, bool(options.get("clobber_inputs", False)))
         origin = records[-1].origin if records else identity(current)
+        if not any(r.changed for r in records):  # the model as given, itself
+            current = model
         out.append(Rewrite(current, records, aliases, clobber, origin))
     return out
 
