@@ -6,11 +6,13 @@ activation bytes after them (live tensor bytes at the peak, not rounded, before
 scratch, shared bytes counted once), extra MACs, operators added, the head TFLM measures with
 the rewritten model's offline plan, whether its outputs are bit-identical to the
 original's on random inputs, TFLM's tail before and after (measured) and the time
-the passes and the plan took. With ``--kernels reference,cmsis_nn`` the rewritten
-model is planned for each kernel set and proven where those kernels run
-(``verify.prove``: the PyPI runtime for the reference kernels, TFLM built from source
-for CMSIS-NN: ``python scripts/build_tflm.py``): per kernel set, the planned head and
-"proven", or why not.
+the pipeline took (passes, plan, proof). Every row is ``run_plan``'s, as ``arenaplan
+plan --passes ...`` gives it: a rewrite TFLM does not prove gives way to the model as
+given, and the proof column says why. With ``--kernels reference,cmsis_nn`` the
+passes run and plan for each kernel set and are proven where those kernels run (the
+PyPI runtime for the reference kernels, TFLM built from source for CMSIS-NN:
+``python scripts/build_tflm.py``): per kernel set, the planned head and "proven", or
+why not.
 
     python benchmarks/below_bound.py [--passes reorder,inplace,bands] [--objective head|arena]
         [--max-extra-macs 10] [--clobber-inputs] [--models DIR] [--no-tflm]
@@ -30,14 +32,11 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from arenaplan.export.tflite_writer import write_model
 from arenaplan.passes.band_search import model_macs
-from arenaplan.pipeline import PlanRequest, Source, run_plan
-from arenaplan.placement import PlanOptions, plan_model
+from arenaplan.pipeline import PlanRequest, PlanResult, Source, run_plan
 from arenaplan.reader import read_model_bytes
-from arenaplan.runtime.registry import kernel_names, parse_kernels
-from arenaplan.tflm.offline_plan import with_offline_plan
-from arenaplan.tflm.verify.prove import prove
+from arenaplan.runtime.registry import kernel_names, parse_kernels, runtime_of
+from arenaplan.runtime.spec import KernelSet
 
 DEFAULT_MODELS = Path(__file__).resolve().parents[2] / "shared" / "models"
 COLUMNS = (
@@ -47,6 +46,7 @@ COLUMNS = (
     "activation bytes",
     "extra MACs",
     "ops added",
+    "proof",
     "TFLM head",
     "bit-exact",
     "TFLM tail before -> after",
@@ -54,33 +54,37 @@ COLUMNS = (
 )
 
 
+def _request(
+    source: Source, args: argparse.Namespace, kernels: KernelSet | None = None
+) -> PlanRequest:
+    """The passes of ``args`` on ``source``, proven as ``arenaplan plan`` proves them
+    (unless ``--no-tflm``), for ``kernels`` (None: the default kernel set)."""
+    return PlanRequest(
+        source,
+        passes=tuple(args.passes.split(",")),
+        max_extra_macs=args.max_extra_macs / 100,
+        objective=args.objective,
+        clobber_inputs=args.clobber_inputs,
+        kernels=kernels,
+        prove=not args.no_tflm,
+    )
+
+
 def _row(path: Path, args: argparse.Namespace) -> list[str]:
     data = path.read_bytes()
     model = read_model_bytes(data)
-    start = time.perf_counter()
     source = Source(data, model, path.name)
     before = run_plan(PlanRequest(source, prove=False)).plan
-    done = run_plan(
-        PlanRequest(
-            source,
-            passes=tuple(args.passes.split(",")),
-            max_extra_macs=args.max_extra_macs / 100,
-            objective=args.objective,
-            clobber_inputs=args.clobber_inputs,
-            prove=False,  # proven below, on every kernel set asked for
-        )
-    )
-    new, plan, rw = done.model, done.plan, done.rewrite
-    assert rw is not None  # passes ran
-    aliases, clobber = rw.aliases, rw.clobber_inputs
+    start = time.perf_counter()
+    done = run_plan(_request(source, args))
     seconds = time.perf_counter() - start
-    planned = with_offline_plan(write_model(new), plan.offline_offsets)
+    new, plan = done.model, done.plan
     total = model_macs(model)
     extra = 100 * (model_macs(new) - total) / total if total else 0.0
     added = new.operator_count - model.operator_count
-    head, exact, tails = _proof(data, planned, args.no_tflm)
+    head, exact, tails = _measured(done, args.no_tflm)
     kernels = () if args.no_tflm else args.kernels
-    proofs = [_kernels_proof(data, new, aliases, clobber, k) for k in kernels]
+    proofs = [_kernels_proof(source, args, parse_kernels(k)) for k in kernels]
     return [
         path.stem.split("__")[-1],
         f"{before.lower_bound:,}",
@@ -88,6 +92,7 @@ def _row(path: Path, args: argparse.Namespace) -> list[str]:
         f"{plan.tensor_lower_bound:,}",
         f"{extra:.1f}%",
         f"{added:+d}",
+        _proof_words(done),
         head,
         exact,
         tails,
@@ -96,23 +101,32 @@ def _row(path: Path, args: argparse.Namespace) -> list[str]:
     ]
 
 
-def _kernels_proof(data: bytes, new, aliases, clobber: bool, kernels: str) -> str:
-    """The rewritten model planned for ``kernels`` and proven where they run: its head
+def _proof_words(done: PlanResult) -> str:
+    """What ``run_plan`` proved: the rewrite, nothing (no pass changed the model), or
+    why the rewrite gave way to the model as given."""
+    proof = done.proof
+    if proof is None:
+        return "nothing to prove" if done.planned else "not asked"
+    if proof.proven:
+        return "proven"
+    return f"NOT: {proof.reason}"
+
+
+def _kernels_proof(source: Source, args: argparse.Namespace, kernels: KernelSet) -> str:
+    """The passes run and planned for ``kernels`` and proven where they run: the head
     and "proven", or why not."""
-    options = PlanOptions(aliases=aliases, clobber_inputs=clobber, kernels=parse_kernels(kernels))
-    plan = plan_model(new, options)
-    planned = with_offline_plan(write_model(new), plan.offline_offsets)
-    proof = prove(data, planned, plan.arena, kernels)
-    return f"{plan.arena:,} proven" if proof.proven else f"{plan.arena:,} NOT: {proof.reason}"
+    done = run_plan(_request(source, args, kernels))
+    return f"{done.plan.arena:,} {_proof_words(done)}"
 
 
-def _proof(original: bytes, planned: bytes, skip: bool) -> tuple[str, str, str]:
+def _measured(done: PlanResult, skip: bool) -> tuple[str, str, str]:
+    """The planned model and the model as given run side by side in the runtime as
+    installed (``arenaplan verify``): measured head, bit-exact outputs, measured tails."""
     if skip:
         return "-", "-", "-"
-    from arenaplan.tflm.verify import compare_models
-
-    report = compare_models(original, planned, trials=3)
-    if report.refused or report.failed:
+    runtime = runtime_of(done.plan.kernels)
+    report = runtime.verify(done.source.data, done.planned, 3, 0, None)
+    if report.refused or report.failed or report.planned is None or report.original is None:
         return "refused", "-", "-"
     m, o = report.planned, report.original
     return f"{m.head:,}", "yes" if report.identical else "NO", f"{o.tail:,} -> {m.tail:,}"

@@ -25,19 +25,17 @@ from rich.table import Table
 
 from arenaplan.builder.mobilenet import mobilenet_v1, mobilenet_v2
 from arenaplan.errors import ArenaplanError
-from arenaplan.placement import PlanOptions
-from arenaplan.reader import read_model, read_model_bytes
-from arenaplan.targets import load_builtin
-from arenaplan.weights.plan import plan_weights
-from arenaplan.weights.policies import Policy
+from arenaplan.pipeline import PlanRequest, PlanResult, Source, run_plan
+from arenaplan.reader import read_model_bytes
+from arenaplan.targets import Target, load_builtin
 
 DEFAULT_MODELS = Path(__file__).resolve().parents[2] / "shared" / "models"
-POLICIES = (
-    ("in-place", Policy("in-place")),
-    ("whole", Policy("whole")),
-    ("groups", Policy("groups")),
-    ("double", Policy("groups", double=True)),
-    ("auto", None),
+POLICIES = (  # column, --weights
+    ("in-place", "in-place"),
+    ("whole", "whole"),
+    ("groups", "groups"),
+    ("double", "groups,double"),
+    ("auto", "auto"),
 )
 XFORMER = {"cnn_s_quantized": 46_968, "ad01_int8": 86_608}  # flash weights, xformer arenas
 MOBILENETS = (
@@ -49,23 +47,33 @@ MOBILENETS = (
 )
 
 
-def _cell(model, target, policy, capacity=None):
+def _cell(
+    source: Source, target: Target, weights: str, capacity: dict[str, int] | None = None
+) -> tuple[PlanResult | None, str]:
+    """``arenaplan plan --target T --weights W`` without the proof: the plan and its
+    cell (head / estimated ms), or None and the error's first words."""
+    request = PlanRequest(
+        source, target, caps=capacity or {}, weights=weights, time_limit=0.5, prove=False
+    )
     try:
-        wp = plan_weights(model, target, policy, capacity, PlanOptions(time_limit=0.5))
+        done = run_plan(request)
     except ArenaplanError as exc:
         return None, str(exc).split(":")[0][:18]
-    return wp, f"{wp.plan.arena:,} / {wp.seconds * 1e3:.2f}"
+    latency = done.figures.latency or 0.0
+    return done, f"{done.plan.arena:,} / {latency * 1e3:.2f}"
 
 
 def _models(folder: Path, mobilenets: bool):
     for path in sorted(folder.glob("*.tflite")) if folder.is_dir() else []:
+        data = path.read_bytes()
         try:
-            yield path.stem, read_model(path)
+            yield Source(data, read_model_bytes(data), path.name)
         except ArenaplanError:
             continue
     if mobilenets:
         for name, build in MOBILENETS:
-            yield name, read_model_bytes(build())
+            data = build()
+            yield Source(data, read_model_bytes(data), name)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -81,16 +89,17 @@ def main(argv: list[str] | None = None) -> int:
     for col in ("model", "target", *(name for name, _ in POLICIES), "auto at the least"):
         table.add_column(col, justify="left" if col in ("model", "target") else "right")
     saved, versus = [], []
-    for name, model in _models(args.models, not args.no_mobilenets):
+    for source in _models(args.models, not args.no_mobilenets):
+        name = Path(source.name).stem
         for tname in args.targets.split(","):
             target = load_builtin(tname)
             cells, plans = [], {}
-            for label, policy in POLICIES:
-                wp, text = _cell(model, target, policy)
-                plans[label] = wp
+            for label, weights in POLICIES:
+                done, text = _cell(source, target, weights)
+                plans[label] = done.weights if done is not None else None
                 cells.append(text)
             best = min((p.plan.arena for p in plans.values() if p), default=0)
-            cells.append(_cell(model, target, None, {target.fastest().name: best})[1])
+            cells.append(_cell(source, target, "auto", {target.fastest().name: best})[1])
             table.add_row(name, tname, *cells)
             whole, groups = plans["whole"], plans["groups"]
             if name.startswith("mobilenet") and whole and groups and tname == "xcore_ai":

@@ -30,9 +30,12 @@ from arenaplan.runtime.records import (
     TailEstimate,
     TensorBytes,
 )
+from arenaplan.runtime.report import VerifyReport
 from arenaplan.runtime.spec import KernelSet, Profile
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from arenaplan.ir.model import Model, Operator, Subgraph
     from arenaplan.placement.plan import Plan
     from arenaplan.placement.tiers import TierPlacement
@@ -176,6 +179,34 @@ class Runtime(ABC):
         """Run the planned model in the real runtime against the original."""
         what, why = self.proof_available(kernels, own)
         return Proof(why or "no prover", runtime=what, unavailable=True)
+
+    # ---- running models in the runtime (``verify``, ``profile``) --------------------
+    def builds(self) -> tuple[str, ...]:
+        """The builds of the runtime from source that ``verify --build`` can name."""
+        return ()
+
+    def default_build(self, model: Model) -> str | None:
+        """The build ``verify`` runs ``model`` in when none is named (None: the
+        runtime as installed)."""
+        return None
+
+    def check_runs_here(self, model: Model, name: str) -> None:
+        """UsageError if ``model`` (file ``name``) cannot run on this machine."""
+        return None
+
+    def verify(
+        self, original: bytes, planned: bytes, trials: int, seed: int, build: str | None
+    ) -> VerifyReport:
+        """Both models run on the same random inputs: outputs and measured bytes."""
+        raise UsageError(f"{self.title} cannot run models here")
+
+    def traffic_unavailable(self, build: str) -> str | None:
+        """Why the memory traffic of ``build`` cannot be measured here (None: it can)."""
+        return f"{self.title} has no traffic measurement"
+
+    def measure_traffic(self, path: Path, build: str) -> dict:
+        """Bytes each operator reads and writes, measured in ``build``."""
+        raise UsageError(f"{self.title} has no traffic measurement")
 
     # ---- the runtime's own outputs ---------------------------------------------
     def header(
