@@ -21,7 +21,7 @@ from arenaplan.allocation.minimize import minimize
 from arenaplan.allocation.packing import DONE, OVER_CAPACITY, Columns, first_packing
 from arenaplan.allocation.portfolio import Portfolio
 from arenaplan.allocation.problem import height_of
-from arenaplan.allocation.sweep import split_parts
+from arenaplan.allocation.sections import split_parts
 from arenaplan.allocation.tiling import is_perfect
 from arenaplan.cli import main
 

@@ -28,7 +28,7 @@ from arenaplan.allocation.packing import (
     skyline,
 )
 from arenaplan.allocation.portfolio import Portfolio
-from arenaplan.allocation.sweep import make_part, table_entries
+from arenaplan.allocation.sections import make_part, table_entries
 from arenaplan.allocation.validate import _all_overlaps, _disjoint
 from arenaplan.cli import main
 from arenaplan.errors import AllocationError

@@ -91,5 +91,5 @@ def test_built_models_plan_and_run_in_tflm(build) -> None:
     need_prover()
     from arenaplan.tflm.verify.prove import prove
 
-    proof = prove(data, with_offline_plan(data, plan.offline_offsets), plan.arena)
+    proof = prove(data, with_offline_plan(data, plan.tensor_offsets), plan.arena)
     assert proof.proven, proof.reason

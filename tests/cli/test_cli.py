@@ -26,7 +26,7 @@ def test_plan_writes_the_model_and_the_json(tmp_path: Path, capsys) -> None:
     code, text, err = _run(["plan", str(src), "-o", str(out), "--json", str(js)], capsys)
     assert code == 0, err
     assert "55,296" in text and "73,728" in text and "optimal" in text
-    assert read_model(out).offline_plan is not None
+    assert read_model(out).stored_plan is not None
     assert json.loads(js.read_text())["arena"]["size"] == 55296
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plan.json", "vww.planned.tflite"]
 

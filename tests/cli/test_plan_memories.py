@@ -31,7 +31,7 @@ def test_spreads_over_memories_and_runs_bit_exact(tmp_path: Path, capsys) -> Non
     )
     text = " ".join(capsys.readouterr().out.split())
     assert "ocram" in text and "memories end to end" in text
-    assert read_model(out).offline_plan is not None
+    assert read_model(out).stored_plan is not None
     pytest.importorskip(
         "tflite_micro", reason="the TFLM runtime is not installed (pip install 'arenaplan[tflm]')"
     )

@@ -96,7 +96,7 @@ def _single_op(model: Model, op_index: int) -> bytes:
             model,
             subgraphs=(sub,),
             signature_defs=(),
-            offline_plan=None,
+            stored_plan=None,
             metadata=tuple((n, b) for n, b in model.metadata if n != "OfflineMemoryAllocation"),
         )
     )

@@ -31,17 +31,17 @@ def test_plan_round_trips_and_the_rest_is_unchanged(path) -> None:
     data = path.read_bytes()
     model = read_model_bytes(data)
     plan = plan_model(model)
-    out = with_offline_plan(data, plan.offline_offsets)
+    out = with_offline_plan(data, plan.tensor_offsets)
     assert out[-len(data) :] == data  # the original bytes, verbatim
     again = read_model_bytes(out)
     assert again.subgraphs == model.subgraphs
     assert again.version == model.version and again.description == model.description
-    assert again.offline_plan == plan.offline_offsets
+    assert again.stored_plan == plan.tensor_offsets
     names = [name for name, _ in again.metadata]
     assert names == [n for n, _ in model.metadata if n != OFFLINE_PLAN_NAME] + [OFFLINE_PLAN_NAME]
     old, new = _buffer_bytes(data), _buffer_bytes(out)
     assert new[: len(old)] == old
-    assert new[-1] == offline_plan_words(plan.offline_offsets)
+    assert new[-1] == offline_plan_words(plan.tensor_offsets)
     # the original moved by a multiple of 16: every alignment inside it still holds
     assert (len(out) - len(data)) % 16 == 0
 
@@ -55,12 +55,12 @@ def test_replanning_replaces_the_old_plan_and_is_deterministic() -> None:
     data = model_path("mlcommons-tiny__vww_96_int8").read_bytes()
     model = read_model_bytes(data)
     plan = plan_model(model)
-    once = with_offline_plan(data, plan.offline_offsets)
-    assert once == with_offline_plan(data, plan.offline_offsets)
+    once = with_offline_plan(data, plan.tensor_offsets)
+    assert once == with_offline_plan(data, plan.tensor_offsets)
     other = [-1] * model.tensor_count
     twice = read_model_bytes(with_offline_plan(once, other))
     assert [n for n, _ in twice.metadata].count(OFFLINE_PLAN_NAME) == 1
-    assert twice.offline_plan == tuple(other)
+    assert twice.stored_plan == tuple(other)
 
 
 def test_json_plan_fields_and_determinism() -> None:
@@ -83,6 +83,6 @@ def test_fields_the_model_lacks_stay_absent_in_the_planned_model() -> None:
     before = tflite.Model.GetRootAsModel(data, 0)
     assert before.MetadataBufferIsNone()
     plan = plan_model(read_model_bytes(data))
-    after = tflite.Model.GetRootAsModel(with_offline_plan(data, plan.offline_offsets), 0)
+    after = tflite.Model.GetRootAsModel(with_offline_plan(data, plan.tensor_offsets), 0)
     assert after.MetadataBufferIsNone()
     assert after.SignatureDefsLength() == before.SignatureDefsLength()

@@ -197,7 +197,7 @@ def test_what_cannot_be_read_back_equal_is_refused_in_one_line() -> None:
     assert "is constant, but its buffer 0 holds 0 bytes" in _refusal(
         replace(model, subgraphs=(no_bytes, model.subgraphs[1]))
     )
-    assert "offline_plan is not the one" in _refusal(replace(model, offline_plan=(0,) * 8))
+    assert "stored_plan is not the one" in _refusal(replace(model, stored_plan=(0,) * 8))
     assert "buffer 0 holds 3 bytes" in _refusal(
         replace(model, buffers=(b"abc", *model.buffers[1:]))
     )
@@ -275,13 +275,13 @@ def test_a_planned_model_written_again_carries_one_offline_plan() -> None:
     the written model replaces it rather than adding a second one."""
     data = model_path("tflite-micro__keyword_scrambled").read_bytes()
     plan = plan_model(read_model_bytes(data))
-    planned = read_model_bytes(with_offline_plan(data, plan.offline_offsets))
+    planned = read_model_bytes(with_offline_plan(data, plan.tensor_offsets))
     written = _round_trip(write_model(planned))
-    assert read_model_bytes(written).offline_plan == tuple(plan.offline_offsets)
-    moved = [o + 16 if o >= 0 else o for o in plan.offline_offsets]
+    assert read_model_bytes(written).stored_plan == tuple(plan.tensor_offsets)
+    moved = [o + 16 if o >= 0 else o for o in plan.tensor_offsets]
     again = read_model_bytes(with_offline_plan(written, moved))
     assert [name for name, _ in again.metadata].count(OFFLINE_PLAN_NAME) == 1
-    assert again.offline_plan == tuple(moved)
+    assert again.stored_plan == tuple(moved)
 
 
 # --- in the real TFLM runtime ------------------------------------------------------
@@ -324,7 +324,7 @@ def test_written_model_planned_runs_and_verifies(path: Path, runner: TflmRunner)
     data = _runnable(path)
     written = write_model(read_model_bytes(data))
     plan = plan_model(read_model_bytes(written))
-    planned = with_offline_plan(written, plan.offline_offsets)
+    planned = with_offline_plan(written, plan.tensor_offsets)
     report = compare_models(data, planned, trials=2, runner=runner)
     assert report.identical, report.mismatch
     assert report.planned.head == plan.arena
@@ -338,8 +338,8 @@ def test_planned_again_with_another_plan_runs_that_plan(runner: TflmRunner) -> N
 
     data = model_path("mlcommons-tiny__vww_96_int8").read_bytes()
     plan = plan_model(read_model_bytes(data))
-    written = write_model(read_model_bytes(with_offline_plan(data, plan.offline_offsets)))
-    moved = [o + 16 if o >= 0 else o for o in plan.offline_offsets]
+    written = write_model(read_model_bytes(with_offline_plan(data, plan.tensor_offsets)))
+    moved = [o + 16 if o >= 0 else o for o in plan.tensor_offsets]
     report = compare_models(data, with_offline_plan(written, moved), trials=2, runner=runner)
     assert report.identical, report.mismatch
     assert report.planned.head == plan.arena + 16

@@ -437,5 +437,5 @@ def test_metadata_beyond_the_buffers_and_an_offline_plan_of_another_length() -> 
     assert _one_problem(replace(model, metadata=(("m", n),))) == (
         f"metadata 'm' uses buffer {n}, but there are {n} buffers"
     )
-    short = replace(model, offline_plan=(0,) * (model.tensor_count - 1))
+    short = replace(model, stored_plan=(0,) * (model.tensor_count - 1))
     assert "the offline plan has" in _one_problem(short)

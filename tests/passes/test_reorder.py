@@ -361,9 +361,9 @@ def test_the_pass_is_deterministic_and_needs_no_search_time() -> None:
 
 def test_an_offline_plan_is_dropped_with_the_old_order() -> None:
     model = read_model_bytes(unrolled_rnn())
-    planned = replace(model, offline_plan=(0,) * model.tensor_count)
+    planned = replace(model, stored_plan=(0,) * model.tensor_count)
     result = Reorder().run(planned)
-    assert result.changed and result.model.offline_plan is None
+    assert result.changed and result.model.stored_plan is None
 
 
 # ---- hostile input: no order problem with a cycle ---------------------------------

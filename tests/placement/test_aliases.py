@@ -28,7 +28,7 @@ from arenaplan.placement.alias_classes import alias_layout
 from arenaplan.reader import read_model, read_model_bytes
 from arenaplan.tflm import cmsis_nn
 from arenaplan.tflm.alias_candidates import alias_candidates, contiguous_start
-from arenaplan.tflm.aliases import (
+from arenaplan.tflm.alias_rules import (
     CONCAT_VIEW,
     INPLACE,
     INPLACE_KERNELS,
@@ -41,10 +41,10 @@ from arenaplan.tflm.kernel_sets import KERNELS, cmsis_features
 from arenaplan.tflm.kernels.slice import slice_ranges
 from arenaplan.tflm.validate import offline_plan_problems, plan_problems
 
-INPLACE_ONLY = PlanOptions(aliases=frozenset({"inplace"}))
-CLOBBER = PlanOptions(aliases=frozenset({"inplace"}), clobber_inputs=True)
-VIEWS = PlanOptions(aliases=frozenset({"views"}))
-ALL = PlanOptions(aliases=frozenset({"inplace", "views"}))
+INPLACE_ONLY = PlanOptions(alias_kinds=frozenset({"inplace"}))
+CLOBBER = PlanOptions(alias_kinds=frozenset({"inplace"}), clobber_inputs=True)
+VIEWS = PlanOptions(alias_kinds=frozenset({"views"}))
+ALL = PlanOptions(alias_kinds=frozenset({"inplace", "views"}))
 
 _LOGISTIC_OUT = {I8: {"scale": 1 / 256, "zero": -128}, I16: {"scale": 1 / 32768}, F32: {}}
 _TANH_OUT = {I8: {"scale": 1 / 128}, I16: {"scale": 1 / 32768}, F32: {}}
@@ -299,13 +299,13 @@ def test_simple_add_reaches_32768_in_place_over_a_graph_input() -> None:
     sg = model.subgraphs[0]
     (alias,) = plan.aliases
     assert alias.tensor in sg.outputs and alias.base in sg.inputs and plan.clobber_inputs
-    offsets = plan.offline_offsets
+    offsets = plan.tensor_offsets
     assert offsets[alias.tensor] == offsets[alias.base]
 
 
 def test_without_aliases_the_plan_is_unchanged() -> None:
     model = read_model(model_path("mlcommons-tiny__vww_96_int8"))
-    a, b = plan_model(model), plan_model(model, PlanOptions(aliases=frozenset()))
+    a, b = plan_model(model), plan_model(model, PlanOptions(alias_kinds=frozenset()))
     assert a.aliases == () and not a.clobber_inputs
     assert dataclasses.replace(a, seconds=0) == dataclasses.replace(b, seconds=0)
 
@@ -341,7 +341,7 @@ def test_bands_with_views_and_in_place_live_in_one_block() -> None:
     assert plan_model(model).arena == 1024  # at the concatenation: two pieces + output
     plan = plan_model(model, ALL)
     assert plan.arena == plan.lower_bound == 640  # x or z beside the 512-byte block
-    assert len({plan.offline_offsets[t] for a in plan.aliases for t in (a.tensor, a.base)}) == 2
+    assert len({plan.tensor_offsets[t] for a in plan.aliases for t in (a.tensor, a.base)}) == 2
 
 
 def test_slice_concat_is_one_block() -> None:
@@ -524,16 +524,16 @@ def test_validator_rejects_a_wrong_delta() -> None:
     plan = plan_model(model, VIEWS)
     view = next(a for a in plan.aliases if a.kind == SLICE_VIEW and a.delta == 64)
     wrong = dataclasses.replace(view, delta=48)
-    offsets = list(plan.offline_offsets)
+    offsets = list(plan.tensor_offsets)
     offsets[view.tensor] -= 16  # moved along, so the offsets agree with the false delta
     bad = dataclasses.replace(
         plan,
         aliases=tuple(wrong if a == view else a for a in plan.aliases),
-        offline_offsets=tuple(offsets),
+        tensor_offsets=tuple(offsets),
     )
     text = _problems(model, bad)
     assert "records a delta of 48 bytes, the rule gives 64" in text
-    moved = dataclasses.replace(plan, offline_offsets=tuple(offsets))  # delta kept, offset not
+    moved = dataclasses.replace(plan, tensor_offsets=tuple(offsets))  # delta kept, offset not
     assert "16 bytes apart" not in _problems(model, moved)
     assert "48 bytes apart, the rule gives 64" in _problems(model, moved)
 
@@ -541,10 +541,10 @@ def test_validator_rejects_a_wrong_delta() -> None:
 def _in_place_plan(model, op_index: int, base: int, out: int) -> Plan:
     """The unaliased plan with ``out`` moved onto ``base``, recorded as in place."""
     plan = plan_model(model)
-    offsets = list(plan.offline_offsets)
+    offsets = list(plan.tensor_offsets)
     offsets[out] = offsets[base]
     alias = Alias(INPLACE, 0, op_index, out, base, 0)
-    return dataclasses.replace(plan, offline_offsets=tuple(offsets), aliases=(alias,))
+    return dataclasses.replace(plan, tensor_offsets=tuple(offsets), aliases=(alias,))
 
 
 def test_validator_rejects_an_input_that_does_not_die() -> None:
@@ -642,7 +642,7 @@ def test_an_unread_cmsis_kernel_is_refused_naming_the_variant(monkeypatch) -> No
         "(kernels/cmsis_nn/) was not read at feature level 'mve'"
     )
     mve = PlanOptions(
-        aliases=frozenset({"inplace"}), clobber_inputs=True, kernels=kernel_set("cmsis_nn+mve")
+        alias_kinds=frozenset({"inplace"}), clobber_inputs=True, kernels=kernel_set("cmsis_nn+mve")
     )
     assert plan_model(model, mve).aliases == ()
     dsp = alias_candidates(model, ["inplace"], clobber_inputs=True, kernels="cmsis_nn+dsp")
@@ -701,8 +701,8 @@ def test_inplace_pass_changes_nothing_and_counts() -> None:
 def test_alias_options_for_the_command_layer() -> None:
     assert alias_options([]) == (frozenset(), False)
     aliases, clobber = alias_options(["reorder", "inplace"], clobber=True)
-    options = PlanOptions(aliases=aliases, clobber_inputs=clobber)
-    assert options.aliases == frozenset({"inplace"}) and options.clobber_inputs
+    options = PlanOptions(alias_kinds=aliases, clobber_inputs=clobber)
+    assert options.alias_kinds == frozenset({"inplace"}) and options.clobber_inputs
     assert alias_options(["bands", "inplace"])[0] == frozenset({"inplace", "views"})
 
 
@@ -711,12 +711,12 @@ def test_an_offline_plan_alone_is_judged_by_the_same_rules() -> None:
     pair must be one a rule justifies at the offsets given."""
     model = read_model_bytes(expand_bands())
     plan = plan_model(model, ALL)
-    assert plan.aliases and offline_plan_problems(model, plan.offline_offsets) == []
+    assert plan.aliases and offline_plan_problems(model, plan.tensor_offsets) == []
     model = read_model(model_path("tflite-micro__simple_add_model"))
     plan = plan_model(model, CLOBBER)
-    assert offline_plan_problems(model, plan.offline_offsets) == []
-    text = " | ".join(offline_plan_problems(model, plan.offline_offsets, clobber_inputs=False))
+    assert offline_plan_problems(model, plan.tensor_offsets) == []
+    text = " | ".join(offline_plan_problems(model, plan.tensor_offsets, clobber_inputs=False))
     assert "overlap at step 1" in text
-    flat = [0 if o >= 0 else -1 for o in plan.offline_offsets]  # all three at 0
+    flat = [0 if o >= 0 else -1 for o in plan.tensor_offsets]  # all three at 0
     (only,) = offline_plan_problems(model, flat)  # the output over either input is fine,
     assert "tensor 0" in only and "tensor 1" in only  # but not the two inputs together

@@ -50,8 +50,8 @@ def test_every_model_is_planned_at_its_lower_bound(path) -> None:
     assert plan.arena == plan.lower_bound
     assert plan.optimal
     assert plan.arena <= plan.tflm_greedy
-    assert len(plan.offline_offsets) == model.tensor_count
-    assert all(o == -1 or o % 16 == 0 for o in plan.offline_offsets)
+    assert len(plan.tensor_offsets) == model.tensor_count
+    assert all(o == -1 or o % 16 == 0 for o in plan.tensor_offsets)
     if path.stem in TFLM_HEAD:
         assert plan.tflm_greedy == TFLM_HEAD[path.stem]  # our TFLM re-implementation
     if path.stem in README_LB:
@@ -86,7 +86,7 @@ def test_variables_and_constants_stay_with_tflm() -> None:
     model = read_model(model_path("tflite-micro__keyword_scrambled"))
     plan = plan_model(model)
     tensors = model.subgraphs[0].tensors
-    for t, off in zip(tensors, plan.offline_offsets, strict=True):
+    for t, off in zip(tensors, plan.tensor_offsets, strict=True):
         if t.is_variable or t.is_constant:
             assert off == -1
 
@@ -94,14 +94,14 @@ def test_variables_and_constants_stay_with_tflm() -> None:
 def test_validator_catches_a_broken_plan() -> None:
     model = read_model(model_path("mlcommons-tiny__vww_96_int8"))
     plan = plan_model(model)
-    offsets = list(plan.offline_offsets)
+    offsets = list(plan.tensor_offsets)
     planned = [i for i, o in enumerate(offsets) if o >= 0]
     offsets[planned[1]] = offsets[planned[0]]  # input and first conv output: same bytes
     offsets[planned[2]] = 8  # misaligned
     offsets[planned[3]] = -1  # missing
     constant = next(i for i, t in enumerate(model.subgraphs[0].tensors) if t.is_constant)
     offsets[constant] = 0
-    broken = dataclasses.replace(plan, offline_offsets=tuple(offsets))
+    broken = dataclasses.replace(plan, tensor_offsets=tuple(offsets))
     with pytest.raises(PlanValidationError) as info:
         check_plan(model, broken)
     text = " | ".join(info.value.problems)

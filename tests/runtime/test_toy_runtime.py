@@ -97,7 +97,7 @@ class Toy(Runtime):
         two whose producer-to-last-consumer steps meet share a byte."""
         found = []
         sg = model.subgraphs[0]
-        given = dict(zip(model.tensor_keys(), plan.offline_offsets, strict=True))
+        given = dict(zip(model.tensor_keys(), plan.tensor_offsets, strict=True))
         live: dict[int, tuple[int, int]] = {}
         for i, op in enumerate(sg.operators):
             for t in (*op.inputs, *op.outputs):
@@ -162,7 +162,7 @@ def test_the_toy_runtime_plans_validates_and_writes_a_shared_model(toy: Toy) -> 
     figures = done.figures
     assert figures.tail == PERSISTENT and figures.arrays[0].bytes == plan.arena + PERSISTENT
     written = read_model_bytes(done.files["model"])
-    assert toy.read_plan(written) == plan.offline_offsets
+    assert toy.read_plan(written) == plan.tensor_offsets
     assert written.subgraphs == model.subgraphs
     assert b'"kernels": "plain"' in done.files["json"]
 
@@ -176,7 +176,7 @@ def test_a_toy_plan_is_not_a_tflm_plan(toy: Toy) -> None:
     assert tflm.plan.alignment == 16 and mine.plan.alignment == ALIGN
     assert mine.figures.tail == PERSISTENT != tflm.figures.tail
     assert mine.plan.arena >= tflm.plan.arena - len(tflm.plan.tensors) * 16
-    assert read_model_bytes(tflm.files["model"]).offline_plan == tflm.plan.offline_offsets
+    assert read_model_bytes(tflm.files["model"]).stored_plan == tflm.plan.tensor_offsets
 
 
 def test_the_toy_validator_catches_an_overlap(toy: Toy) -> None:
@@ -184,8 +184,8 @@ def test_the_toy_validator_catches_an_overlap(toy: Toy) -> None:
     tensor at offset 0 is refused, naming a pair."""
     source = read_source(model_path(MODEL))
     done = run_plan(PlanRequest(source, kernels=KERNELS, profile=PROFILE))
-    zero = tuple(0 if o >= 0 else o for o in done.plan.offline_offsets)
-    bad = replace(done.plan, offline_offsets=zero)
+    zero = tuple(0 if o >= 0 else o for o in done.plan.tensor_offsets)
+    bad = replace(done.plan, tensor_offsets=zero)
     assert any("overlap" in p for p in toy.plan_problems(done.model, bad))
 
 

@@ -1559,7 +1559,7 @@ def test_cascade_plan_is_proven_in_the_cmsis_nn_build(variant: str, name: str) -
     ops = {op.index for op in model.subgraphs[0].operators if op.opcode == CUSTOM}
     assert [r for r in requests if r.op in ops], "no request of the cascade predicted"
     plan = plan_model(model, PlanOptions(kernels=kernel_set(kernels), pointer_size=pointer))
-    planned = with_offline_plan(cascaded, plan.offline_offsets)
+    planned = with_offline_plan(cascaded, plan.tensor_offsets)
     proof = prove(data, planned, plan.arena, kernels, own=True)
     assert proof.proven, proof.reason
     assert variant in proof.runtime

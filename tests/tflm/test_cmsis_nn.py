@@ -361,7 +361,7 @@ def _run(variant: str, data: bytes, kernels: str):
 
     options = PlanOptions(kernels=kernel_set(kernels), pointer_size=NATIVE[variant][1].pointer)
     plan = plan_model(read_model_bytes(data), options)
-    planned = with_offline_plan(data, plan.offline_offsets)
+    planned = with_offline_plan(data, plan.tensor_offsets)
     with NativeRunner(variant) as runner:
         return plan, runner.run(planned, GENEROUS_ARENA, [], 1)
 
@@ -419,7 +419,7 @@ def test_shared_model_smallest_arena_in_the_cmsis_nn_build(path: Path, variant: 
     plan = plan_model(ir, PlanOptions(kernels=kernel_set(kernels), pointer_size=profile.pointer))
     n_planned = len(plan.tensors) + len(plan.scratch)
     estimate = min_arena_estimate(ir, plan.arena, n_planned, profile, kernels).bytes
-    planned = with_offline_plan(data, plan.offline_offsets)
+    planned = with_offline_plan(data, plan.tensor_offsets)
     n_out = len(ir.subgraphs[0].outputs)
     with NativeRunner(variant) as runner:
         found = smallest_arena(runner, planned, zero_inputs(ir), n_out, estimate, estimate - 256)
@@ -447,7 +447,7 @@ def test_an_mve_plan_is_proven_in_the_m55_build() -> None:
         kernels=kernel_set("cmsis_nn+mve"), pointer_size=NATIVE_PROFILES["arm32"].pointer
     )
     plan = plan_model(read_model_bytes(data), options)
-    planned = with_offline_plan(data, plan.offline_offsets)
+    planned = with_offline_plan(data, plan.tensor_offsets)
     proof = prove(data, planned, plan.arena, "cmsis_nn+mve")
     assert proof.proven, proof.reason
     assert proof.runtime == "TFLM m55-cmsis_nn (built from source)"

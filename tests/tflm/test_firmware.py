@@ -65,7 +65,7 @@ def _planned(stem: str) -> tuple[bytes, bytes, Plan]:
     """The model's bytes, the planned model's bytes, and the plan."""
     data, model = load_model(model_path(stem))
     plan = plan_model(model, PlanOptions())
-    return data, with_offline_plan(data, plan.offline_offsets), plan
+    return data, with_offline_plan(data, plan.tensor_offsets), plan
 
 
 def _define(value: int, text: str, name: str) -> bool:

@@ -15,7 +15,7 @@ from types import ModuleType
 import pytest
 from testkit import SHARED
 
-from arenaplan.tflm import aliases, cmsis_nn, kernels, refusals, scratch, tail
+from arenaplan.tflm import alias_rules, cmsis_nn, kernels, refusals, scratch, tail
 from arenaplan.tflm.kernel_sets import KERNELS
 
 BUNDLES = sorted((SHARED / "third_party").glob("tflite-micro-*-src.tar.xz"))
@@ -57,9 +57,9 @@ def test_every_operator_is_stated_in_exactly_one_family_module() -> None:
         | set(tail.CUSTOM)
         | set(scratch.RULES)
         | set(refusals.RULES)
-        | set(aliases.INPLACE_KERNELS)
-        | {name for k in KERNELS for name in aliases.INPLACE_RULES[k]}
-        | set(aliases.VIEW_KERNELS.values())
+        | set(alias_rules.INPLACE_KERNELS)
+        | {name for k in KERNELS for name in alias_rules.INPLACE_RULES[k]}
+        | set(alias_rules.VIEW_KERNELS.values())
         | set(cmsis_nn.KERNELS)
         | set(cmsis_nn.INPLACE_READ)
     )

@@ -188,7 +188,7 @@ def _split() -> tuple[str, str]:
     placement = place_tiers(model, target, CAPS)
     head = placement.heights["tcm"]
     assert head < plan.arena  # the plan spans two memories
-    planned = with_offline_plan(data, plan.offline_offsets)
+    planned = with_offline_plan(data, plan.tensor_offsets)
     header = firmware_header(
         model, plan, MODEL, "arm32", ".dtcm", None, head, planned_model=planned
     )

@@ -18,8 +18,8 @@ from arenaplan.ir import DType, Model, Operator, Options, Subgraph, Tensor
 from arenaplan.placement import PlanOptions, check_plan, plan_model
 from arenaplan.reader import read_model, read_model_bytes
 from arenaplan.runtime.spec import KernelSet
-from arenaplan.tflm import aliases, lifetimes, sizes
-from arenaplan.tflm.aliases import INPLACE_RULES, InPlaceRule
+from arenaplan.tflm import alias_rules, lifetimes, sizes
+from arenaplan.tflm.alias_rules import INPLACE_RULES, InPlaceRule
 from arenaplan.tflm.kernel_sets import KERNELS
 from arenaplan.tflm.lifetimes import compute_lifetimes
 from arenaplan.tflm.sizes import tensor_bytes
@@ -36,7 +36,7 @@ from arenaplan.tflm.validate import (
 
 def test_the_validator_and_the_planner_state_the_same_in_place_rules() -> None:
     """``OVERWRITABLE`` (the validator's, from docs/inplace.md) and
-    ``aliases.INPLACE_RULES`` (the planner's, from the kernel readings) say, for every
+    ``alias_rules.INPLACE_RULES`` (the planner's, from the kernel readings) say, for every
     kernels variant, the same opcodes, input positions and shape condition."""
     assert set(OVERWRITABLE) == set(KERNELS) == set(INPLACE_RULES)
     for kernels in KERNELS:
@@ -182,10 +182,10 @@ def _conv_chain() -> Model:
 def test_a_planner_with_a_wrong_in_place_rule_is_refused(monkeypatch) -> None:
     """CONV_2D added to the planner's table for cmsis_nn+dsp: the planner writes its
     output over its input, the validator's own table says no."""
-    options = PlanOptions(aliases=frozenset({"inplace"}), kernels=kernel_set("cmsis_nn+dsp"))
+    options = PlanOptions(alias_kinds=frozenset({"inplace"}), kernels=kernel_set("cmsis_nn+dsp"))
     model = _conv_chain()
     bogus = InPlaceRule((0,), True, "not read")
-    monkeypatch.setitem(aliases.INPLACE_RULES["cmsis_nn+dsp"], "CONV_2D", bogus)
+    monkeypatch.setitem(alias_rules.INPLACE_RULES["cmsis_nn+dsp"], "CONV_2D", bogus)
     with pytest.raises(PlanValidationError, match="CONV_2D: not on the list of kernels safe"):
         plan_model(model, options)
     monkeypatch.undo()
@@ -194,7 +194,7 @@ def test_a_planner_with_a_wrong_in_place_rule_is_refused(monkeypatch) -> None:
 
 def test_a_plan_for_unknown_kernels_is_refused() -> None:
     model = read_model_bytes(_float_add())
-    plan = plan_model(model, PlanOptions(aliases=frozenset({"inplace"}), clobber_inputs=True))
+    plan = plan_model(model, PlanOptions(alias_kinds=frozenset({"inplace"}), clobber_inputs=True))
     assert plan.aliases
     found = " | ".join(
         plan_problems(
@@ -208,13 +208,13 @@ def test_a_plan_for_unknown_kernels_is_refused() -> None:
 def test_an_offline_plan_is_judged_for_its_kernels() -> None:
     model = read_model_bytes(_float_add())
     options = PlanOptions(
-        aliases=frozenset({"inplace"}), clobber_inputs=True, kernels=kernel_set("cmsis_nn")
+        alias_kinds=frozenset({"inplace"}), clobber_inputs=True, kernels=kernel_set("cmsis_nn")
     )
     plan = plan_model(model, options)
     assert plan.aliases and plan.kernels.name == "cmsis_nn"
     for kernels in KERNELS:
-        assert offline_plan_problems(model, plan.offline_offsets, True, kernels) == []
-    assert offline_plan_problems(model, plan.offline_offsets, True, "xtensa")
+        assert offline_plan_problems(model, plan.tensor_offsets, True, kernels) == []
+    assert offline_plan_problems(model, plan.tensor_offsets, True, "xtensa")
 
 
 def _float_add() -> bytes:

@@ -1,7 +1,7 @@
 /*
  * The exact search of arenaplan's solver: a depth-first search over canonical
  * packings at a fixed capacity. Everything about the problem (sections,
- * overlaps, the placement preorder) is prepared in Python (sweep.py, exact.py);
+ * overlaps, the placement preorder) is prepared in Python (sections.py, exact.py);
  * this file only searches, plus the first-fit packing of the heuristics
  * (first_fit, at the end). All sizes, offsets and capacities are bytes (int64).
  *

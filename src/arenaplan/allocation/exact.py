@@ -17,7 +17,7 @@ from arenaplan.allocation import _search
 from arenaplan.allocation.bounds import fixed_overlap, peak_load
 from arenaplan.allocation.deadline import Deadline
 from arenaplan.allocation.problem import Problem
-from arenaplan.allocation.sweep import Part, make_part, preorder, split_parts, table_entries
+from arenaplan.allocation.sections import Part, make_part, preorder, split_parts, table_entries
 from arenaplan.allocation.validate import check_solution
 
 FOUND, INFEASIBLE, NODE_LIMIT, DEADLINE, INTERRUPTED = range(5)

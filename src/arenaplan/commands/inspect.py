@@ -90,7 +90,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     console.print(
         f"[bold]{args.model.name}[/bold]: {len(model.subgraphs)} subgraph(s), "
         f"{model.operator_count} operators, {model.tensor_count} tensors"
-        + (", has an offline plan" if model.offline_plan else "")
+        + (", has an offline plan" if model.stored_plan else "")
     )
     console.print(
         f"lower bound of the head: {live_bytes_bound(Problem(items.buffers)):,} B "

@@ -32,7 +32,7 @@ from arenaplan.export.memories_summary import print_memories, target_arena_line
 from arenaplan.export.picture import picture_format, pyplot
 from arenaplan.export.summary import print_rewrite, print_summary
 from arenaplan.pipeline import PlanRequest, PlanResult, Wanted, read_source, run_plan
-from arenaplan.pipeline.plan import objective_of
+from arenaplan.pipeline.run import objective_of
 from arenaplan.targets import Target
 from arenaplan.units import SIZE_HELP, seconds_arg
 

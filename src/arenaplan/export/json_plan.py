@@ -85,7 +85,7 @@ def plan_to_dict(
         "clobber_inputs": plan.clobber_inputs,
         "persistent": persistent_figures(model, plan),
         "tflm_refuses": list(refusals),
-        "offline_offsets": list(plan.offline_offsets),
+        "offline_offsets": list(plan.tensor_offsets),
         "operators": model.operator_count,
         "tensor_count": model.tensor_count,
     }

@@ -138,13 +138,13 @@ def _check(model: Model, buffers: Sequence[bytes]) -> None:
 
 
 def _check_offline_plan(model: Model, buffers: Sequence[bytes]) -> None:
-    if model.offline_plan is None:
+    if model.stored_plan is None:
         return
     buffer = dict(model.metadata).get(OFFLINE_PLAN_NAME)
     words = np.frombuffer(buffers[buffer], dtype="<i4") if buffer is not None else None
-    if words is None or tuple(int(w) for w in words[3:]) != model.offline_plan:
+    if words is None or tuple(int(w) for w in words[3:]) != model.stored_plan:
         raise UnsupportedModelError(
-            "cannot write the model: its offline_plan is not the one in its "
+            "cannot write the model: its stored_plan is not the one in its "
             f"{OFFLINE_PLAN_NAME} metadata buffer (write the plan into the buffer)"
         )
 

@@ -132,7 +132,9 @@ class Model:
     stored outside the flatbuffer); ``buffer_sizes`` their lengths as the file
     declares them. ``unkept`` says which parts of the file that change what the
     model computes the IR does not hold (a sparse tensor, ...): a writer refuses
-    such a model rather than drop them.
+    such a model rather than drop them. ``stored_plan``: the tensor offsets the file
+    carries for its runtime (a ``.tflite``: TFLM's offline plan), one per tensor over
+    all subgraphs, -1 where the runtime plans; None: the file carries none.
     """
 
     subgraphs: tuple[Subgraph, ...]
@@ -140,23 +142,23 @@ class Model:
     description: str = ""
     metadata: tuple[tuple[str, int], ...] = ()
     buffer_sizes: tuple[int, ...] = ()
-    offline_plan: tuple[int, ...] | None = None
+    stored_plan: tuple[int, ...] | None = None
     buffers: tuple[bytes, ...] = ()
     signature_defs: tuple[SignatureDef, ...] = ()
     unkept: tuple[str, ...] = ()
 
     @property
     def tensor_count(self) -> int:
-        """Tensors over all subgraphs: the length TFLM wants in an offline plan."""
+        """Tensors over all subgraphs: the length of a stored plan."""
         return sum(len(sg.tensors) for sg in self.subgraphs)
 
     def tensor_keys(self) -> tuple[tuple[int, int], ...]:
         """(subgraph, tensor index) of every tensor, in the order TFLM counts them over
-        all subgraphs: the order of an offline plan's offsets."""
+        all subgraphs: the order of a stored plan's offsets."""
         return tuple((sg.index, t.index) for sg in self.subgraphs for t in sg.tensors)
 
-    def offline_layout(self, offsets: dict[tuple[int, int], int]) -> tuple[int, ...]:
-        """An offline plan's offsets from (subgraph, tensor) -> offset; -1 elsewhere."""
+    def plan_layout(self, offsets: dict[tuple[int, int], int]) -> tuple[int, ...]:
+        """A stored plan's offsets from (subgraph, tensor) -> offset; -1 elsewhere."""
         return tuple(offsets.get(key, -1) for key in self.tensor_keys())
 
     @property

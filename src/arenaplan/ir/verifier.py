@@ -164,7 +164,7 @@ def _table_problems(model: Model) -> list[str]:
     for name, b in model.metadata:
         if n_buffers and not 0 <= b < n_buffers:
             found.append(f"metadata {name!r} uses buffer {b}, but there are {n_buffers} buffers")
-    plan = model.offline_plan
+    plan = model.stored_plan
     if plan is not None and len(plan) != model.tensor_count:
         found.append(
             f"the offline plan has {len(plan)} offsets, the model {model.tensor_count} tensors"

@@ -3,7 +3,7 @@
 The estimates (``view_peak``, and ``head_peak`` with kernel scratch) are for
 ranking candidates only: live activation bytes per scope (sizes rounded to 16;
 ``head_peak`` adds each operator's scratch requests in its scopes) with the views
-the planner may use for bands (``tflm.aliases``: a STRIDED_SLICE of whole rows inside its input,
+the planner may use for bands (``tflm.alias_rules``: a STRIDED_SLICE of whole rows inside its input,
 the inputs of a CONCATENATION along H inside its output). The planner's own figure,
 checked by the validator and proven in TFLM, is what the command reports.
 """
@@ -198,7 +198,7 @@ def _root(base: dict[int, int], t: int) -> int:
 
 def _view_bases(views: tuple[Alias, ...], concat_views: bool) -> dict[int, int]:
     """view tensor -> the tensor whose bytes it shares, by the planner's own view rules
-    (``tflm.aliases``: slices of whole rows inside their input, concatenation
+    (``tflm.alias_rules``: slices of whole rows inside their input, concatenation
     inputs inside the output, each starting at a multiple of 16 bytes)."""
     rules = (SLICE_VIEW, CONCAT_VIEW) if concat_views else (SLICE_VIEW,)
     return {a.tensor: a.base for a in views if a.kind in rules}

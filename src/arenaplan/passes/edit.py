@@ -149,7 +149,7 @@ class SubgraphEdit:
             buffers=self.model.buffers + tuple(self.buffers),
             buffer_sizes=self.model.buffer_sizes + tuple(len(b) for b in self.buffers),
             metadata=tuple((n, b) for n, b in self.model.metadata if n != OFFLINE_PLAN),
-            offline_plan=None,
+            stored_plan=None,
         )
 
     def _signature(self, sd: SignatureDef, new_index: dict[int, int]) -> SignatureDef:

@@ -4,7 +4,7 @@ The pass does not change the graph: aliasing is a decision of the planner, not a
 rewrite. It exists so that ``--passes inplace`` is listed and selected, and says
 how many operators could write over an input; the command layer turns the chosen
 passes into planner options with ``alias_options``. Which kernels are safe, and
-why, for each kernels variant, is in docs/inplace.md (``tflm.aliases.INPLACE_RULES``).
+why, for each kernels variant, is in docs/inplace.md (``tflm.alias_rules.INPLACE_RULES``).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from arenaplan.runtime.records import INPLACE
 from arenaplan.runtime.registry import default_kernels, runtime_of
 from arenaplan.runtime.spec import KernelSet
 
-# pass name -> the alias kinds (``PlanOptions.aliases``) it asks the planner for:
+# pass name -> the alias kinds (``PlanOptions.alias_kinds``) it asks the planner for:
 # bands cuts tensors into row bands with STRIDED_SLICE and joins them with
 # CONCATENATION, which pay off only as views
 ALIASES_OF_PASS: dict[str, frozenset[str]] = {
@@ -53,9 +53,9 @@ class InPlace:
 
 
 def alias_options(pass_names: Iterable[str], clobber: bool = False) -> tuple[frozenset[str], bool]:
-    """(``PlanOptions.aliases``, ``PlanOptions.clobber_inputs``) for the chosen passes:
-    ``aliases, clobber = alias_options(names, clobber)``; then
-    ``PlanOptions(..., aliases=aliases, clobber_inputs=clobber)``."""
+    """(``PlanOptions.alias_kinds``, ``PlanOptions.clobber_inputs``) for the chosen passes:
+    ``kinds, clobber = alias_options(names, clobber)``; then
+    ``PlanOptions(..., alias_kinds=kinds, clobber_inputs=clobber)``."""
     kinds: set[str] = set()
     for name in pass_names:
         kinds |= ALIASES_OF_PASS.get(name, frozenset())

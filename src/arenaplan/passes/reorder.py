@@ -78,7 +78,7 @@ class Reorder:
             model,
             subgraphs=tuple(subgraphs),
             metadata=tuple((k, b) for k, b in model.metadata if k != OFFLINE_PLAN_NAME),
-            offline_plan=None,
+            stored_plan=None,
         )
         after, raw_after = _peaks(arena_items(reordered))
         if after >= before:

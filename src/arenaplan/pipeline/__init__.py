@@ -4,9 +4,9 @@ Every command that plans (plan, explore, sweep, demo) and the benchmarks call it
 it reads nothing from the command line and writes no file.
 """
 
-from arenaplan.pipeline.plan import run_plan
 from arenaplan.pipeline.prove import planned_model_bytes
 from arenaplan.pipeline.request import PlanRequest, PlanResult, Source, Wanted, read_source
+from arenaplan.pipeline.run import run_plan
 
 __all__ = [
     "PlanRequest",

@@ -30,12 +30,12 @@ def planned_model_bytes(data: bytes, model: Model, plan: Plan) -> bytes:
     plan metadata), checked by reading it back (a model arenaplan wrote that does not
     read back is arenaplan's bug, exit 70)."""
     runtime = runtime_of(plan.kernels)
-    out = runtime.write_plan(data, plan.offline_offsets)
+    out = runtime.write_plan(data, plan.tensor_offsets)
     try:
         again = read_model_bytes(out)
     except ModelFormatError as exc:
         raise PlanValidationError([f"the written model does not read back: {exc}"]) from None
-    if again.subgraphs != model.subgraphs or runtime.read_plan(again) != plan.offline_offsets:
+    if again.subgraphs != model.subgraphs or runtime.read_plan(again) != plan.tensor_offsets:
         raise PlanValidationError(
             ["the written model does not read back as the input plus the plan"]
         )

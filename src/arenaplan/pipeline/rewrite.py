@@ -3,7 +3,7 @@
 ``passes`` run in order; ``fit`` alone runs cascade (where TFLM built from source can
 prove it), reorder, inplace and bands, the cascades only when the model does not fit
 as it is, the bands at the least extra MACs that reach the size. Proving a rewrite in TFLM is the
-pipeline's next step (``pipeline.plan``).
+pipeline's next step (``pipeline.run``).
 
 The best plan wins: a list with cascade is compared with the same list without
 bands and without cascade (``candidates``), each planned, and the smallest figure
@@ -45,7 +45,7 @@ class Rewrite:
 
     model: Model
     records: tuple[PassRecord, ...]
-    aliases: frozenset[str]
+    alias_kinds: frozenset[str]
     clobber_inputs: bool
     origin: Origin
 
@@ -76,11 +76,11 @@ def run_rewrites(
             before = records[-1].origin if records else identity(model)
             records = (*records, dataclasses.replace(record, origin=compose(before, record.origin)))
             done[names[: i + 1]] = (current, records)
-        aliases, clobber = alias_options(names, bool(options.get("clobber_inputs", False)))
+        kinds, clobber = alias_options(names, bool(options.get("clobber_inputs", False)))
         origin = records[-1].origin if records else identity(current)
         if not any(r.changed for r in records):  # the model as given, itself
             current = model
-        out.append(Rewrite(current, records, aliases, clobber, origin))
+        out.append(Rewrite(current, records, kinds, clobber, origin))
     return out
 
 

@@ -17,7 +17,7 @@ class PlanOptions:
     ``kernels``: the kernels the runtime's build runs, which decide the scratch
     requests planned and the alignment (default: the default runtime's default).
 
-    ``aliases``: which tensors may share bytes, by kind (``Runtime.alias_candidates``):
+    ``alias_kinds``: which tensors may share bytes, by kind (``Runtime.alias_candidates``):
     "inplace" (an operator's output over an input that dies there, for the kernels
     of docs/inplace.md) and "views" (STRIDED_SLICE outputs inside their input,
     CONCATENATION inputs inside their output). ``clobber_inputs``: an in-place
@@ -29,7 +29,7 @@ class PlanOptions:
     scratch_aware: bool = True
     pointer_size: int = 8
     time_limit: float = 2.0  # seconds for the exact search, when greedy stops above the bound
-    aliases: frozenset[str] = frozenset()
+    alias_kinds: frozenset[str] = frozenset()
     clobber_inputs: bool = False
     kernels: KernelSet = field(default_factory=default_kernels)
     # weight staging buffers that firmware fills and TFLM does not know of
@@ -98,7 +98,8 @@ class Plan:
     no plan of this model in this operator order can use less (with aliases: no
     plan that keeps each alias class in one block).
     ``tflm_greedy``: head TFLM's own online planner reaches on the unmodified model.
-    ``offline_offsets``: one per tensor over all subgraphs, -1 where TFLM plans it.
+    ``tensor_offsets``: one per tensor over all subgraphs, -1 where the runtime plans
+    it: what ``Runtime.write_plan`` writes into the model (TFLM: its offline plan).
     ``aliases``: every pair of tensors that share bytes, with the rule that allows
     it (the validator re-derives each); with aliases, ``lower_bound`` is that of
     the merged buffers (one per alias class). ``clobber_inputs``: whether the plan
@@ -115,7 +116,7 @@ class Plan:
     alignment: int
     allocator: str
     strategy: str
-    offline_offsets: tuple[int, ...]
+    tensor_offsets: tuple[int, ...]
     seconds: float
     aliases: tuple[Alias, ...] = ()
     clobber_inputs: bool = False

@@ -10,7 +10,7 @@ runtime will. Candidates, best kept (ties to the earlier):
                 (where TFLM's first-fit will put them), tensors packed around;
   tflm          TFLM's own online plan, so we are never worse than TFLM.
 
-With aliases (``PlanOptions.aliases``), the tensors of an alias class are one
+With aliases (``PlanOptions.alias_kinds``), the tensors of an alias class are one
 buffer for the allocator (``alias_classes``); joint and scratch-low are tried
 with every alias the rules allow, then without views (if asked for with
 in-place), then with none, so asking for aliases never costs a byte. A layout
@@ -68,7 +68,7 @@ def plan_model(model: Model, options: PlanOptions | None = None) -> Plan:
     allocator = get_allocator(options.allocator, options.time_limit)
     best: _Candidate | None = None
     tried: list[tuple] = []
-    for kinds in _alias_tries(options.aliases):
+    for kinds in _alias_tries(options.alias_kinds):
         runtime = runtime_of(options.kernels)
         found = runtime.alias_candidates(model, kinds, options.clobber_inputs, options.kernels)
         found = found.aliases
@@ -169,7 +169,7 @@ def layout_plan(
 ) -> Plan:
     """A validated plan from given tensor offsets (e.g. memories laid end to end);
     TFLM's own placement of the scratch buffers around them is simulated. The
-    offsets are taken as they are: no aliases (``options.aliases`` is not used)."""
+    offsets are taken as they are: no aliases (``options.alias_kinds`` is not used)."""
     options = options or PlanOptions()
     start = time.perf_counter()
     items = arena_items(model, options.pointer_size, options.kernels)
@@ -246,7 +246,7 @@ def _make_plan(
         )
         for k, (r, b) in enumerate(zip(items.scratch, items.scratch_buffers, strict=True))
     )
-    offline = model.offline_layout({(p.subgraph, p.index): p.offset for p in tensors})
+    offline = model.plan_layout({(p.subgraph, p.index): p.offset for p in tensors})
     merged = Problem((*layout.buffers, *items.scratch_buffers))  # no alias: items.buffers
     return Plan(
         tensors=tensors,
@@ -258,7 +258,7 @@ def _make_plan(
         alignment=runtime_of(options.kernels).alignment,
         allocator=options.allocator,
         strategy=strategy,
-        offline_offsets=offline,
+        tensor_offsets=offline,
         seconds=seconds,
         aliases=layout.aliases,
         clobber_inputs=options.clobber_inputs,

@@ -467,4 +467,4 @@ def _with_offline_plan(model: Model, data: bytes, m: tflite.Model) -> Model:
             f"corrupt model: the OfflineMemoryAllocation plan has {len(words) - 3} offsets "
             f"(header says {count}), the model has {model.tensor_count} tensors"
         )
-    return replace(model, offline_plan=tuple(int(w) for w in words[3:]))
+    return replace(model, stored_plan=tuple(int(w) for w in words[3:]))

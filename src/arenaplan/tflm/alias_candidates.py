@@ -1,12 +1,12 @@
 """Where TFLM's kernels let two tensors share bytes in a model: the alias candidates
 (``Runtime.alias_candidates`` of ``tflm.runtime``).
 
-The rules are TFLM facts and live in ``tflm.aliases`` (with the kernel each was read
+The rules are TFLM facts and live in ``tflm.alias_rules`` (with the kernel each was read
 for, in its family module of ``tflm.kernels``); this module applies them to a model:
 
   inplace      an operator writes its output over an input that dies at that
                operator (lifetimes from ``tflm.lifetimes``), for the kernels
-               the plan's variant runs (``tflm.aliases.INPLACE_RULES``);
+               the plan's variant runs (``tflm.alias_rules.INPLACE_RULES``);
   slice-view   a STRIDED_SLICE output that is one contiguous byte range of its
                input lies on that range;
   concat-view  a CONCATENATION input lies on its byte range of the output.
@@ -32,7 +32,7 @@ from arenaplan.ir.constants import constant_ints
 from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Model, Operator, Subgraph, Tensor
 from arenaplan.runtime.records import Candidates, Lifetimes
-from arenaplan.tflm.aliases import (
+from arenaplan.tflm.alias_rules import (
     CONCAT_VIEW,
     INPLACE,
     INPLACE_KERNELS,
@@ -62,7 +62,7 @@ __all__ = [
     "rules_of",
 ]
 
-# what a planner may be asked for (``PlanOptions.aliases``) -> the rules it enables
+# what a planner may be asked for (``PlanOptions.alias_kinds``) -> the rules it enables
 KINDS: dict[str, tuple[str, ...]] = {
     "inplace": (INPLACE,),
     "views": (SLICE_VIEW, CONCAT_VIEW),

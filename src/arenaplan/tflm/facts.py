@@ -10,7 +10,7 @@ One ``Kernel`` per operator holds its four kinds of fact side by side:
 - ``refuses``: the checks its Prepare and Eval make that refuse a model
   (``tflm.refusals``);
 - ``inplace``/``view``: the in-place rule read for it, or the view rule it allows
-  (``tflm.aliases``).
+  (``tflm.alias_rules``).
 
 ``CmsisKernel`` holds the same for a kernel of ``kernels/cmsis_nn/``, each fact
 given only where it differs from the reference kernel's. The views the rules read

@@ -182,7 +182,7 @@ class Tflm(Runtime):
         return with_offline_plan(data, offsets)
 
     def read_plan(self, model: Model) -> tuple[int, ...] | None:
-        return model.offline_plan
+        return model.stored_plan
 
     def uses_own_kernels(self, model: Model) -> bool:
         return refusals.uses_own_kernels(model)

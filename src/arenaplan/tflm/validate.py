@@ -53,7 +53,7 @@ OpKey = tuple[int, int]  # (subgraph, operator index)
 NEVER = (-1, -1)  # the scopes of a tensor or operator TFLM never reaches
 
 # The in-place rule's facts, written here from docs/inplace.md (not read from
-# ``tflm.aliases``; a test checks that the two statements agree): kernels variant
+# ``tflm.alias_rules``; a test checks that the two statements agree): kernels variant
 # -> opcode -> (the inputs its output may be written over, whether that input must
 # have the output's shape). Element-wise kernels need the shape (the input is not the
 # broadcast operand); reshapes copy bytes, so equal element counts suffice.
@@ -199,16 +199,16 @@ def _facts(model: Model, clobber_inputs: bool, kernels: str) -> tuple[_Facts, li
 
 def plan_problems(model: Model, plan: Plan) -> list[str]:
     """Every violation, each naming the tensor or scratch buffer and the step."""
-    if len(plan.offline_offsets) != model.tensor_count:
+    if len(plan.tensor_offsets) != model.tensor_count:
         return [
-            f"offline plan has {len(plan.offline_offsets)} offsets, "
+            f"offline plan has {len(plan.tensor_offsets)} offsets, "
             f"the model has {model.tensor_count} tensors"
         ]
     facts, found = _facts(model, plan.clobber_inputs, plan.kernels.name)
     buffers: list[Buffer] = []
     offsets: list[int | None] = []
     index_of: dict[TensorKey, int] = {}  # planned tensor -> its buffer
-    given = dict(zip(model.tensor_keys(), plan.offline_offsets, strict=True))
+    given = dict(zip(model.tensor_keys(), plan.tensor_offsets, strict=True))
     for sg in model.subgraphs:
         for t in sg.tensors:
             off = given[(sg.index, t.index)]

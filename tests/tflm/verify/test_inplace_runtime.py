@@ -22,7 +22,7 @@ pytest.importorskip(
 
 from arenaplan.placement import Plan, PlanOptions, plan_model
 from arenaplan.reader import read_model_bytes
-from arenaplan.tflm.aliases import INPLACE, INPLACE_KERNELS
+from arenaplan.tflm.alias_rules import INPLACE, INPLACE_KERNELS
 from arenaplan.tflm.offline_plan import with_offline_plan
 from arenaplan.tflm.validate import offline_plan_problems
 from arenaplan.tflm.verify import TflmRunner, compare_models, measure
@@ -31,7 +31,7 @@ from arenaplan.tflm.verify.inputs import random_inputs
 from arenaplan.tflm.verify.native import VARIANTS, NativeRunner, native_available
 from arenaplan.tflm.verify.runner import GENEROUS_ARENA, RunResult
 
-CLOBBER_ALL = PlanOptions(aliases=frozenset({"inplace", "views"}), clobber_inputs=True)
+CLOBBER_ALL = PlanOptions(alias_kinds=frozenset({"inplace", "views"}), clobber_inputs=True)
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +43,7 @@ def runner():
 def _run(data: bytes, options: PlanOptions, runner: TflmRunner) -> tuple[Plan, VerifyReport]:
     model = read_model_bytes(data)
     plan = plan_model(model, options)
-    planned = with_offline_plan(data, plan.offline_offsets)
+    planned = with_offline_plan(data, plan.tensor_offsets)
     report = compare_models(data, planned, trials=2, seed=0, runner=runner)
     return plan, report
 
@@ -59,7 +59,7 @@ def _check(data: bytes, plan: Plan, report: VerifyReport) -> None:
     flagged = "the offline plan is invalid"
     assert [d for d in report.disagreements() if not d.startswith(flagged)] == []
     model = read_model_bytes(data)
-    assert offline_plan_problems(model, plan.offline_offsets, plan.clobber_inputs) == []
+    assert offline_plan_problems(model, plan.tensor_offsets, plan.clobber_inputs) == []
 
 
 @pytest.mark.parametrize("name", sorted(ALIAS_MODELS))
@@ -72,7 +72,7 @@ def test_each_kernel_in_place_is_bit_exact_in_tflm(name: str, runner) -> None:
     used = {ops[a.op].opcode for a in plan.aliases if a.kind == INPLACE}
     assert set(opcodes.split()) <= used
     for a in plan.aliases:  # the output really is at its input's address
-        assert plan.offline_offsets[a.tensor] == plan.offline_offsets[a.base]
+        assert plan.tensor_offsets[a.tensor] == plan.tensor_offsets[a.base]
     _check(data, plan, report)
 
 
@@ -95,8 +95,8 @@ def test_simple_add_measured_head_is_32768_with_clobbered_inputs(runner) -> None
     assert report.original.head == 49152
     assert plan.arena == report.planned.head == 32768
     _check(data, plan, report)
-    kept = plan_model(read_model_bytes(data), PlanOptions(aliases=frozenset({"inplace"})))
-    assert measure(with_offline_plan(data, kept.offline_offsets)).head == 49152
+    kept = plan_model(read_model_bytes(data), PlanOptions(alias_kinds=frozenset({"inplace"})))
+    assert measure(with_offline_plan(data, kept.tensor_offsets)).head == 49152
 
 
 @pytest.mark.parametrize("path", model_params())
@@ -123,7 +123,7 @@ def test_an_unlisted_kernel_in_place_is_caught_by_the_outputs(runner) -> None:
     n.op("DEQUANTIZE", [q], [y])
     data = n.done([x], [y])
     model = read_model_bytes(data)
-    offsets = list(plan_model(model).offline_offsets)
+    offsets = list(plan_model(model).tensor_offsets)
     offsets[y] = offsets[q]
     assert offline_plan_problems(model, offsets)  # no rule for it
     report = compare_models(data, with_offline_plan(data, offsets), 2, 0, runner=runner)
@@ -166,14 +166,14 @@ def test_cmsis_nn_kernels_in_place_are_bit_exact(name: str, variant: str) -> Non
     data = build()
     model = read_model_bytes(data)
     options = PlanOptions(
-        aliases=frozenset({"inplace"}),
+        alias_kinds=frozenset({"inplace"}),
         clobber_inputs=True,
         kernels=kernel_set(VARIANTS[variant].kernels),
     )
     plan = plan_model(model, options)
     ops = model.subgraphs[0].operators
     assert opcode in {ops[a.op].opcode for a in plan.aliases if a.kind == INPLACE}
-    before, after = _native_pair(variant, data, list(plan.offline_offsets))
+    before, after = _native_pair(variant, data, list(plan.tensor_offsets))
     assert _same(before, after)
     assert after.measurement.head == plan.arena
 
@@ -191,7 +191,7 @@ def test_cmsis_nn_widening_softmax_in_place_is_caught_by_the_outputs(variant: st
     n.op("SOFTMAX", [r], [y], beta=1.0)
     data = n.done([x], [y])
     model = read_model_bytes(data)
-    offsets = list(plan_model(model).offline_offsets)
+    offsets = list(plan_model(model).tensor_offsets)
     offsets[y] = offsets[r]
     kernels = VARIANTS[variant].kernels
     assert offline_plan_problems(model, offsets, kernels=kernels)  # no rule for it

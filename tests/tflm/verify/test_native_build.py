@@ -81,7 +81,7 @@ def pypi_runner():
 def _planned(path: Path) -> tuple[bytes, list[int]]:
     data = path.read_bytes()
     plan = plan_model(read_model_bytes(data))
-    return with_offline_plan(data, plan.offline_offsets), list(plan.offline_offsets)
+    return with_offline_plan(data, plan.tensor_offsets), list(plan.tensor_offsets)
 
 
 @pytest.mark.parametrize("path", model_params())

@@ -42,8 +42,8 @@ def _rewritten(data: bytes, objective: str, clobber: bool = False):
     options = {"objective": objective, "clobber_inputs": clobber}
     new, _ = run_passes(model, [make_pass(n, options) for n in NAMES])
     aliases, clobber = alias_options(NAMES, clobber)
-    plan = plan_model(new, PlanOptions(aliases=aliases, clobber_inputs=clobber))
-    return model, new, plan, with_offline_plan(write_model(new), plan.offline_offsets)
+    plan = plan_model(new, PlanOptions(alias_kinds=aliases, clobber_inputs=clobber))
+    return model, new, plan, with_offline_plan(write_model(new), plan.tensor_offsets)
 
 
 @pytest.mark.parametrize("objective", ["head", "arena"])

@@ -23,7 +23,7 @@ from arenaplan.tflm.verify.inputs import random_inputs
 def test_planned_model_runs_bit_exact_with_the_planned_head(path: Path) -> None:
     data = path.read_bytes()
     plan = plan_model(read_model_bytes(data))
-    report = compare_models(data, with_offline_plan(data, plan.offline_offsets), trials=2)
+    report = compare_models(data, with_offline_plan(data, plan.tensor_offsets), trials=2)
     if path.stem in TFLM_REFUSES:
         assert report.refused and "TFLM refuses the original model" in report.refused
         assert "\n" not in report.refused
@@ -41,14 +41,14 @@ def test_vww_measured_head_shrinks_from_73728_to_55296() -> None:
     data = model_path("mlcommons-tiny__vww_96_int8").read_bytes()
     plan = plan_model(read_model_bytes(data))
     assert measure(data).head == 73728 and measure(data).tail == 29952
-    assert measure(with_offline_plan(data, plan.offline_offsets)).head == 55296
+    assert measure(with_offline_plan(data, plan.tensor_offsets)).head == 55296
 
 
 def test_a_wrong_plan_is_caught_by_the_outputs() -> None:
     """TFLM trusts any offline plan: all tensors at offset 0 runs, but computes garbage."""
     data = model_path("mlcommons-tiny__pretrainedResnet_quant").read_bytes()
     plan = plan_model(read_model_bytes(data))
-    wrong = [0 if o >= 0 else -1 for o in plan.offline_offsets]
+    wrong = [0 if o >= 0 else -1 for o in plan.tensor_offsets]
     report = compare_models(data, with_offline_plan(data, wrong), trials=2)
     assert not report.identical
     assert report.mismatch and "differs" in report.mismatch
@@ -90,12 +90,12 @@ def test_verify_says_why_in_one_line_and_checks_its_figures(tmp_path: Path, caps
     data = resnet.read_bytes()
     plan = plan_model(read_model_bytes(data))
     bad = tmp_path / "bad.tflite"
-    bad.write_bytes(with_offline_plan(data, [0 if o >= 0 else -1 for o in plan.offline_offsets]))
+    bad.write_bytes(with_offline_plan(data, [0 if o >= 0 else -1 for o in plan.tensor_offsets]))
     assert main(["verify", str(resnet), str(bad)]) == 1
     captured = capsys.readouterr()
     assert captured.err.count("\n") == 1 and "verify failed: outputs differ" in captured.err
     good = tmp_path / "good.tflite"
-    good.write_bytes(with_offline_plan(data, plan.offline_offsets))
+    good.write_bytes(with_offline_plan(data, plan.tensor_offsets))
     assert main(["verify", str(resnet), str(good)]) == 0
     assert "every predicted figure measured exactly" in capsys.readouterr().out
 

@@ -17,7 +17,7 @@ it asks for then is in ``cascade`` (``custom_scratch_rule``).
 
 API: ``scratch_rule``, ``custom_scratch_rule`` and ``tail_rule`` (read by
 ``tflm.scratch`` and ``tflm.tail``), ``is_cmsis_kernel``, ``refusals`` and
-``model_refusals``, ``INPLACE_READ`` (read by ``tflm.aliases``), and the
+``model_refusals``, ``INPLACE_READ`` (read by ``tflm.alias_rules``), and the
 buffer-size functions.
 
 **Tail**: the kernels' own OpData structs (``structs``, names ``cmsis_nn:*``), and
@@ -26,7 +26,7 @@ what their Prepare allocates. TFLM's Makefile builds with
 ``KERNELS_OPTIMIZED_FOR_SIZE`` is not modelled.
 
 **In place** (``INPLACE_READ``): what was read of the CMSIS-NN kernels TFLM runs for
-operators on the reference in-place list (``aliases.INPLACE_KERNELS``), per feature
+operators on the reference in-place list (``alias_rules.INPLACE_KERNELS``), per feature
 level (docs/inplace.md, "CMSIS-NN"). Each writes output byte b only after it has
 read the input bytes b covers, and later reads stay above what it wrote, so each is
 safe with output memory == input memory under the reference rule's conditions (its
@@ -36,7 +36,7 @@ too: the wrappers call CMSIS-NN only when no operand broadcasts
 and int32. No function read takes ``restrict`` pointers (CMSIS-NN's
 ``OPTIONAL_RESTRICT_KEYWORD`` is used by its convolutions only), so the C reading
 holds whatever the compiler does. An operator CMSIS-NN replaces whose kernel was not
-read gets no in-place rule in a CMSIS-NN plan (``aliases.INPLACE_RULES``).
+read gets no in-place rule in a CMSIS-NN plan (``alias_rules.INPLACE_RULES``).
 
 Everything is from the sources at TFLM commit 90b983c2b and the CMSIS-NN its
 Makefile downloads (``tools/make/downloads/cmsis_nn``, commit 4ab83cc3). Sizes in bytes.

@@ -6,7 +6,7 @@ the tail rule, the scratch requests, the refusals and the in-place rule, side by
 side. ``common`` holds what several kernels allocate alike. This package assembles
 the modules' statements into ``BUILTIN`` (by schema name) and ``CUSTOM`` (by custom
 code), which the engines (``tflm.tail``, ``tflm.scratch``, ``tflm.refusals``,
-``tflm.aliases``) read; an operator stated twice is an error.
+``tflm.alias_rules``) read; an operator stated twice is an error.
 """
 
 from __future__ import annotations

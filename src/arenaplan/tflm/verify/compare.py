@@ -107,8 +107,8 @@ def predict(planned: Model) -> Prediction:
     # only what the plan places (TFLM plans the rest itself); shared bytes only where
     # a rule of docs/inplace.md justifies the pair at the offsets given
     wrong = (
-        offline_plan_problems(planned, planned.offline_plan)
-        if planned.offline_plan is not None
+        offline_plan_problems(planned, planned.stored_plan)
+        if planned.stored_plan is not None
         else []
     )
     n_planned = len(items.tensors) + len(items.scratch)
@@ -119,9 +119,9 @@ def predict(planned: Model) -> Prediction:
 
 def _offline_offsets(model: Model, keys: tuple[tuple[int, int], ...]) -> list[int | None]:
     """The model's offline offset of each planned tensor; None where TFLM plans it."""
-    if model.offline_plan is None:
+    if model.stored_plan is None:
         return [None] * len(keys)
-    given = dict(zip(model.tensor_keys(), model.offline_plan, strict=True))
+    given = dict(zip(model.tensor_keys(), model.stored_plan, strict=True))
     return [given[key] if given[key] >= 0 else None for key in keys]
 
 
@@ -133,7 +133,7 @@ def _apart(model: Model) -> tuple[int, ...]:
     for key, b in zip(items.tensors, items.tensor_buffers, strict=True):
         where[key] = top
         top += b.size
-    return model.offline_layout(where)
+    return model.plan_layout(where)
 
 
 def _reads_unwritten_memory(

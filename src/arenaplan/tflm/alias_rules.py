@@ -17,7 +17,7 @@ each, the kernel source and loop that were read):
 Each rule is stated beside the kernel it was read for, in its family module of
 ``tflm.kernels`` (``Kernel.inplace``, ``Kernel.view``), and for CMSIS-NN in
 ``tflm.cmsis_nn``; this module gathers them per kernels variant. Where a model's
-tensors meet them is found by ``analysis.aliases``. A view needs TFLM's reference
+tensors meet them is found by ``tflm.alias_candidates``. A view needs TFLM's reference
 STRIDED_SLICE or CONCATENATION, which every variant runs.
 """
 
@@ -52,7 +52,7 @@ RULES = (INPLACE, SLICE_VIEW, CONCAT_VIEW)
 # TFLM's reference kernels (docs/inplace.md says, for each, which loop was read and why
 # it is safe); ``INPLACE_RULES`` below has the table of each kernels variant.
 # Every entry also needs equal element counts, an output element no wider than an
-# input element, and no INT4 (``analysis.aliases``).
+# input element, and no INT4 (``tflm.alias_candidates``).
 INPLACE_KERNELS: dict[str, InPlaceRule] = {
     name: kernel.inplace for name, kernel in families.BUILTIN.items() if kernel.inplace
 }

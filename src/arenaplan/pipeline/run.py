@@ -58,7 +58,7 @@ def run_plan(request: PlanRequest, notify: Notify = _ignore) -> PlanResult:
         check_capacities(model, target, request.caps)
     profile = _profile(request)
     said: list[str] = []  # warnings, said once the plan stands: a refusal is one line
-    done = _plan(request, profile, said.append)
+    done = _first_standing(request, profile, said.append)
     if request.fit is not None:
         head_only = objective_of(request) == "head"
         records = done.rewrite.records if done.rewrite else ()
@@ -219,7 +219,7 @@ def _ranked(
 
 
 def _with_aliases(options: PlanOptions, rw: Rewrite) -> PlanOptions:
-    return replace(options, aliases=rw.aliases, clobber_inputs=rw.clobber_inputs)
+    return replace(options, alias_kinds=rw.alias_kinds, clobber_inputs=rw.clobber_inputs)
 
 
 def _fit(request: PlanRequest, model: Model, options: PlanOptions, profile: Profile) -> Planned:
@@ -275,7 +275,7 @@ def _planned(request: PlanRequest, profile: Profile, options: PlanOptions, t: _T
     return _fit(request, original, options, profile)
 
 
-def _plan(request: PlanRequest, profile: Profile, notify: Notify) -> Planned:
+def _first_standing(request: PlanRequest, profile: Profile, notify: Notify) -> Planned:
     """Rewrite and plan, then prove: the first try (``_tries``) whose proof stands, or
     that has nothing to prove, is kept; each one passed over is said through
     ``notify``. Without ``prove`` the first try is kept as planned."""
@@ -322,7 +322,7 @@ def _weights_of(
     """The weights plan of ``model`` (not proven); ``origin``: ``model``'s from the
     model as given (None: it is that model)."""
     target, weights = request.target, request.weights
-    if target is None or weights is None:  # _plan asks for weights only with both
+    if target is None or weights is None:  # a weights try needs both
         raise PlanValidationError(["a weights plan without a target or a policy"])
     policy = parse_weights(weights)
     wp = plan_weights(model, target, policy, request.caps, options, _score(request, profile))
