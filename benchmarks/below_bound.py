@@ -109,7 +109,8 @@ def _proof_words(done: PlanResult) -> str:
         return "nothing to prove" if done.planned else "not asked"
     if proof.proven:
         return "proven"
-    return f"NOT: {proof.reason}"
+    reason = proof.reason or ""
+    return f"NOT: {reason if len(reason) <= 60 else reason[:57] + '...'}"
 
 
 def _kernels_proof(source: Source, args: argparse.Namespace, kernels: KernelSet) -> str:

@@ -3,12 +3,14 @@
     python benchmarks/weights.py [--models DIR] [--targets xcore_ai,imxrt1170,esp32s3]
                                  [--no-mobilenets]
 
-Per model and target: the head in the target's fastest memory (activations plus
-weight buffers, planned and validated; bytes) and the estimated latency (ms, the
+Per model and target, each cell ``arenaplan plan --target T --weights W`` without the
+proof (``run_plan``, for the target's kernels): the head (activations plus weight
+buffers, planned and validated; bytes; the memories end to end when the plan spreads
+the activations, marked *) and the estimated latency (ms, the plan's figures: the
 target's time model with copy times, an estimate) of each policy forced on every
-operator, and of ``auto`` with no capacity limit and with the SRAM of the
-policy that needs the least (it must then give up time where the fastest
-policies take more). Models: every model of ../shared/models, and MobileNetV1/V2
+operator, and of ``auto`` with no capacity limit and with the fastest memory's
+capacity set to the least head of the policies (it must then give up time where the
+fastest policies take more). Models: every model of ../shared/models, and MobileNetV1/V2
 models written by ``arenaplan.builder.mobilenet``. Last, the SRAM groups save
 against whole copies on the MobileNets, and our arenas against xformer's
 flash-weights arenas reported in xmos/ai_tools (cnn_s 46,968 B, ad01 86,608 B).
@@ -60,7 +62,8 @@ def _cell(
     except ArenaplanError as exc:
         return None, str(exc).split(":")[0][:18]
     latency = done.figures.latency or 0.0
-    return done, f"{done.plan.arena:,} / {latency * 1e3:.2f}"
+    spread = " *" if done.tiers is not None else ""
+    return done, f"{done.plan.arena:,} / {latency * 1e3:.2f}{spread}"
 
 
 def _models(folder: Path, mobilenets: bool):
@@ -90,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         table.add_column(col, justify="left" if col in ("model", "target") else "right")
     saved, versus = [], []
     for source in _models(args.models, not args.no_mobilenets):
-        name = Path(source.name).stem
+        name = source.name.removesuffix(".tflite")
         for tname in args.targets.split(","):
             target = load_builtin(tname)
             cells, plans = [], {}
@@ -108,6 +111,11 @@ def main(argv: list[str] | None = None) -> int:
             if short in XFORMER and tname == "xcore_ai" and plans["auto"]:
                 versus.append((short, XFORMER[short], plans["auto"].plan.arena))
     console.print(table)
+    console.print(
+        "* the head does not fit the fastest memory: the plan spreads the activations over "
+        "the target's memories (as `arenaplan plan --target` does); the head is the "
+        "memories laid end to end, the time that of the spread plan"
+    )
     for name, whole, groups in saved:
         big_w = max(c.ram for c in whole.choices)
         big_g = max(c.ram for c in groups.choices)
