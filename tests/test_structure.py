@@ -39,7 +39,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("weights",),
     ("export",),
     ("builder",),
-    ("tflm",),  # runtime packages: nothing above imports them (found by name)
+    ("tflm", "executorch"),  # runtime packages: nothing above imports them (by name)
     ("pipeline",),
     ("explore",),
     ("commands",),

@@ -44,6 +44,7 @@ def _planned(model: Model, s: int, t: int) -> bool:
 class Toy(Runtime):
     name = "toy"
     title = "Toy"
+    file_format = "tflite"
     alignment = ALIGN
 
     def kernel_sets(self) -> tuple[KernelSet, ...]:

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from arenaplan.allocation.packing import align_up
 from arenaplan.allocation.problem import Buffer
 from arenaplan.errors import UnsupportedModelError
-from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Model
 from arenaplan.runtime.records import Lifetimes, ScratchRequest
 from arenaplan.runtime.registry import default_kernels, runtime_of
@@ -58,16 +57,6 @@ class ArenaItems:
         return self.buffers[len(self.tensors) :]
 
 
-def is_planned(model: Model, sizes: tuple[tuple[int, ...], ...], s: int, t: int) -> bool:
-    """TFLM plans a tensor whose data is not set before planning: no constant data, not
-    a variable, not a resource handle (VAR_HANDLE points it at its id in Prepare), and
-    some bytes."""
-    tensor = model.subgraphs[s].tensors[t]
-    if tensor.is_constant or tensor.is_variable or tensor.dtype is DType.RESOURCE:
-        return False
-    return sizes[s][t] > 0
-
-
 def arena_items(
     model: Model, pointer_size: int = 8, kernels: KernelSet | None = None
 ) -> ArenaItems:
@@ -85,7 +74,7 @@ def arena_items(
         (sg.index, t.index)
         for sg in model.subgraphs
         for t in sg.tensors
-        if is_planned(model, sizes, sg.index, t.index)
+        if runtime.planned(model, sizes, sg.index, t.index)
     )
     for s, t in tensors:
         _check_size(model, s, t, sizes[s][t])

@@ -134,7 +134,9 @@ class Model:
     model computes the IR does not hold (a sparse tensor, ...): a writer refuses
     such a model rather than drop them. ``stored_plan``: the tensor offsets the file
     carries for its runtime (a ``.tflite``: TFLM's offline plan), one per tensor over
-    all subgraphs, -1 where the runtime plans; None: the file carries none.
+    all subgraphs, -1 where the runtime plans; None: the file carries none (a
+    ``.pte``: each planned tensor's ``allocation_info``, in its memory
+    ``stored_memory``).
     """
 
     subgraphs: tuple[Subgraph, ...]
@@ -144,6 +146,9 @@ class Model:
     buffer_sizes: tuple[int, ...] = ()
     stored_plan: tuple[int, ...] | None = None
     buffers: tuple[bytes, ...] = ()
+    # with a stored plan over several memories: each tensor's memory id (0: none)
+    stored_memory: tuple[int, ...] | None = None
+    file_format: str = "tflite"  # "tflite" or "pte": the format the model was read from
     signature_defs: tuple[SignatureDef, ...] = ()
     unkept: tuple[str, ...] = ()
 

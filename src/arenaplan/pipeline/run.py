@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from arenaplan.errors import ArenaplanError, PlanValidationError
+from arenaplan.errors import ArenaplanError, PlanValidationError, UsageError
 from arenaplan.export.figures import Figures, check_chosen, figures_of
 from arenaplan.export.rewrite_effect import rewrite_effect
 from arenaplan.ir.model import Model
@@ -33,7 +33,13 @@ from arenaplan.pipeline.rewrite import (
 )
 from arenaplan.placement import PlanOptions, plan_model
 from arenaplan.placement.memories import check_arena_memory, check_capacities, fit_to_target
-from arenaplan.runtime.registry import default_kernels, default_profile, runtime_of
+from arenaplan.runtime.registry import (
+    default_kernels,
+    default_profile,
+    get,
+    runtime_name_for,
+    runtime_of,
+)
 from arenaplan.runtime.spec import Deployment, KernelSet, Profile
 from arenaplan.weights.plan import plan_weights
 from arenaplan.weights.policies import parse_weights
@@ -147,15 +153,38 @@ def deployment_of(request: PlanRequest) -> Deployment:
 
 
 def _profile(request: PlanRequest) -> Profile:
+    """The profile asked for, else the target's when it is for the model's runtime,
+    else that runtime's default."""
+    runtime = _model_runtime(request, request.profile)
     if request.profile is not None:
         return request.profile
-    return request.target.profile if request.target is not None else default_profile()
+    target = request.target
+    if target is not None and target.profile.runtime == runtime:
+        return target.profile
+    return default_profile(runtime)
 
 
 def _kernels(request: PlanRequest) -> KernelSet:
+    """The kernels asked for, else the target's when they are for the model's
+    runtime, else that runtime's default."""
+    runtime = _model_runtime(request, request.kernels)
     if request.kernels is not None:
         return request.kernels
-    return request.target.kernels if request.target is not None else default_kernels()
+    target = request.target
+    if target is not None and target.kernels.runtime == runtime:
+        return target.kernels
+    return default_kernels(runtime)
+
+
+def _model_runtime(request: PlanRequest, asked: KernelSet | Profile | None) -> str:
+    """The runtime the model's file is for; kernels or a profile of a runtime that
+    runs no model of this format are refused."""
+    model = request.source.model
+    runtime = runtime_name_for(model)
+    if asked is not None and runtime_of(asked).file_format != model.file_format:
+        title = get(runtime).title
+        raise UsageError(f"{asked} is {runtime_of(asked).title}'s; this model is {title}'s")
+    return runtime
 
 
 def pass_names(request: PlanRequest) -> tuple[str, ...]:

@@ -1,5 +1,5 @@
-"""Reading `.tflite` files into the IR."""
+"""Reading model files (``.tflite``, ExecuTorch's ``.pte``) into the IR."""
 
-from arenaplan.reader.tflite_reader import load_model, read_model, read_model_bytes
+from arenaplan.reader.dispatch import load_model, read_model, read_model_bytes
 
 __all__ = ["load_model", "read_model", "read_model_bytes"]

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from arenaplan.errors import UsageError
+from arenaplan.ir.dtypes import DType
 from arenaplan.runtime.cascade import CascadeKernel
 from arenaplan.runtime.proof import Proof
 from arenaplan.runtime.records import (
@@ -47,6 +48,7 @@ class Runtime(ABC):
 
     name: str  # registry name ("tflm"): KernelSet.runtime and Profile.runtime
     title: str  # how messages name it ("TFLM")
+    file_format: str  # the model files it runs, as ``Model.file_format`` names them
     alignment: int  # bytes: every planned buffer's offset is a multiple of this
 
     # ---- its values --------------------------------------------------------------
@@ -78,6 +80,15 @@ class Runtime(ABC):
     @abstractmethod
     def tensor_bytes(self, model: Model) -> TensorBytes:
         """Bytes of every tensor of every subgraph, as the runtime sizes them (unaligned)."""
+
+    def planned(self, model: Model, sizes: TensorBytes, s: int, t: int) -> bool:
+        """Whether the runtime plans tensor ``t`` of subgraph ``s`` in its arena
+        (``sizes``: ``tensor_bytes``); default: its data is not set before planning
+        (no constant data, not a variable, not a resource handle) and it has bytes."""
+        tensor = model.subgraphs[s].tensors[t]
+        if tensor.is_constant or tensor.is_variable or tensor.dtype is DType.RESOURCE:
+            return False
+        return sizes[s][t] > 0
 
     @abstractmethod
     def lifetimes(self, model: Model) -> Lifetimes:

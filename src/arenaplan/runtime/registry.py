@@ -12,12 +12,18 @@ from __future__ import annotations
 import importlib
 
 from arenaplan.errors import UsageError
+from arenaplan.ir.model import Model
 from arenaplan.runtime.interface import Runtime
 from arenaplan.runtime.spec import Deployment, KernelSet, Profile
 
 # runtime name -> module holding ``RUNTIME``, the first the default
-BUILT_IN: dict[str, str] = {"tflm": "arenaplan.tflm.runtime"}
+BUILT_IN: dict[str, str] = {
+    "tflm": "arenaplan.tflm.runtime",
+    "executorch": "arenaplan.executorch.runtime",
+}
 DEFAULT_RUNTIME = next(iter(BUILT_IN))
+# a model file's format (``Model.file_format``) -> the built-in runtime that runs it
+FORMAT_RUNTIME: dict[str, str] = {"tflite": "tflm", "pte": "executorch"}
 
 _REGISTERED: dict[str, Runtime] = {}
 
@@ -43,6 +49,11 @@ def get(name: str) -> Runtime:
         known = ", ".join(sorted({*BUILT_IN, *_REGISTERED}))
         raise UsageError(f"unknown runtime {name!r} (known: {known})")
     return register(importlib.import_module(module).RUNTIME)
+
+
+def runtime_name_for(model: Model) -> str:
+    """The runtime a model's file is for (its format's built-in runtime)."""
+    return FORMAT_RUNTIME.get(model.file_format, DEFAULT_RUNTIME)
 
 
 def runtime_of(value: KernelSet | Profile | Deployment | None) -> Runtime:

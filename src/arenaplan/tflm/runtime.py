@@ -71,6 +71,7 @@ class Tflm(Runtime):
 
     name = NAME
     title = "TFLM"
+    file_format = "tflite"
     alignment = TFLM_ALIGNMENT
 
     def kernel_sets(self) -> tuple[KernelSet, ...]:

@@ -1,0 +1,175 @@
+"""Export small PyTorch programs to ExecuTorch ``.pte`` files, as users export them.
+
+    python scripts/export_pte.py OUT_DIR      # in an environment with torch and executorch
+
+Needs ``torch==2.13.0`` (the CPU build) and ``executorch==1.5.1`` (``scripts/
+executorch_lane.sh`` makes such an environment, cached outside the clone). Each
+program is exported with ExecuTorch's defaults (``to_edge``, then ``to_executorch``
+with its greedy memory planning, 16-byte alignment) unless its name says otherwise:
+
+- ``cnn``: conv 3x3 (3->8), relu, max pool, flatten (a view), linear; 1x3x32x32;
+- ``dscnn``: a depthwise-separable stack, DS-CNN's shape at a small size;
+- ``mlp_split``: an MLP as plain ``to_edge`` leaves it (linear split into a weight
+  transpose and addmm); ``mlp_linear``: the same with ``linear`` kept whole;
+- ``attention``: one self-attention block with a residual and a feed-forward;
+- ``rnn``: an Elman cell unrolled over 8 steps;
+- ``views``: views, slices, an in-place add;
+- ``counter``: a mutable buffer (state across calls);
+- ``two_methods``: a program with two methods;
+- ``cnn_naive``: ``cnn`` with ExecuTorch's naive planner (no reuse);
+- ``cnn_overlap``: ``cnn`` with a planning algorithm that puts every tensor at
+  offset 0 (ExecuTorch exports it without a word; it computes garbage).
+
+The same versions give the same bytes (fixed seeds).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import torch
+from executorch.exir import EdgeCompileConfig, ExecutorchBackendConfig, to_edge
+from executorch.exir.memory_planning import MemoryPlanningAlgorithmSuite, naive
+from executorch.exir.passes import MemoryPlanningPass
+
+ALIGNMENT = 16
+
+
+class Cnn(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.fc = torch.nn.Linear(8 * 16 * 16, 10)
+
+    def forward(self, x):
+        x = torch.nn.functional.max_pool2d(torch.relu(self.conv(x)), 2)
+        return self.fc(torch.flatten(x, 1))
+
+
+class DsCnn(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        layers = [torch.nn.Conv2d(1, 16, (5, 3), stride=2, padding=1), torch.nn.ReLU()]
+        for _ in range(3):
+            layers += [torch.nn.Conv2d(16, 16, 3, padding=1, groups=16), torch.nn.ReLU()]
+            layers += [torch.nn.Conv2d(16, 16, 1), torch.nn.ReLU()]
+        self.body = torch.nn.Sequential(*layers)
+        self.fc = torch.nn.Linear(16, 12)
+
+    def forward(self, x):
+        return self.fc(self.body(x).mean(dim=(2, 3)))
+
+
+class Mlp(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.l1, self.l2, self.l3 = (
+            torch.nn.Linear(64, 128),
+            torch.nn.Linear(128, 32),
+            torch.nn.Linear(32, 64),
+        )
+
+    def forward(self, x):
+        return self.l3(torch.relu(self.l2(torch.relu(self.l1(x)))))
+
+
+class Attention(torch.nn.Module):
+    def __init__(self, d: int = 32) -> None:
+        super().__init__()
+        self.qkv, self.out = torch.nn.Linear(d, 3 * d), torch.nn.Linear(d, d)
+        self.ff1, self.ff2 = torch.nn.Linear(d, 2 * d), torch.nn.Linear(2 * d, d)
+        self.norm = torch.nn.LayerNorm(d)
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        weights = torch.softmax(q @ k.transpose(-2, -1) / 32**0.5, dim=-1)
+        x = self.norm(x + self.out(weights @ v))
+        return x + self.ff2(torch.relu(self.ff1(x)))
+
+
+class Rnn(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.wx, self.wh = torch.nn.Linear(16, 32), torch.nn.Linear(32, 32, bias=False)
+        self.head = torch.nn.Linear(32, 4)
+
+    def forward(self, x):  # x: 1 x 8 x 16
+        h = torch.zeros(1, 32)
+        for t in range(8):
+            h = torch.tanh(self.wx(x[:, t]) + self.wh(h))
+        return self.head(h)
+
+
+class Views(torch.nn.Module):
+    def forward(self, x):  # 4 x 16
+        y = (x * 2.0).view(2, 32)[:, 8:24].reshape(32)
+        y.add_(1.0)
+        return y.relu().view(4, 8) + x[:, :8]
+
+
+class Counter(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("acc", torch.zeros(8))
+
+    def forward(self, x):
+        self.acc.add_(x)
+        return self.acc * 2.0
+
+
+class Gram(torch.nn.Module):
+    def forward(self, x):
+        return torch.sigmoid(x @ x.t())
+
+
+class Mix(torch.nn.Module):
+    def forward(self, x, y):
+        return torch.tanh(x + y) * y
+
+
+def all_at_zero(alignment, specs, graph_module, graph_signature, extra_padding):
+    """A wrong plan ExecuTorch takes without a word: every tensor at offset 0."""
+    top = 0
+    for spec in specs:
+        spec.realign(alignment)
+        spec.mem_id, spec.mem_offset = 1, 0
+        top = max(top, spec.allocated_memory)
+    return [0, top]
+
+
+def export(path: Path, methods: dict, algo=None, keep_linear: bool = False) -> None:
+    programs = {m: torch.export.export(mod, ins, strict=True) for m, (mod, ins) in methods.items()}
+    keep = [torch.ops.aten.linear.default] if keep_linear else []
+    edge = to_edge(programs, compile_config=EdgeCompileConfig(preserve_ops=keep))
+    planning = MemoryPlanningPass(memory_planning_algo=algo, alignment=ALIGNMENT)
+    program = edge.to_executorch(ExecutorchBackendConfig(memory_planning_pass=planning))
+    path.write_bytes(program.buffer)
+    print(f"{path}: {len(program.buffer):,} bytes")
+
+
+def main(out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(1)
+    cnn, mlp = Cnn().eval(), Mlp().eval()
+    x_cnn = (torch.randn(1, 3, 32, 32, generator=g),)
+    x_mlp = (torch.randn(1, 64, generator=g),)
+    export(out / "cnn.pte", {"forward": (cnn, x_cnn)})
+    export(out / "dscnn.pte", {"forward": (DsCnn().eval(), (torch.randn(1, 1, 49, 10),))})
+    export(out / "mlp_split.pte", {"forward": (mlp, x_mlp)})
+    export(out / "mlp_linear.pte", {"forward": (mlp, x_mlp)}, keep_linear=True)
+    export(out / "attention.pte", {"forward": (Attention().eval(), (torch.randn(1, 16, 32),))})
+    export(out / "rnn.pte", {"forward": (Rnn().eval(), (torch.randn(1, 8, 16),))})
+    export(out / "views.pte", {"forward": (Views(), (torch.randn(4, 16, generator=g),))})
+    export(out / "counter.pte", {"forward": (Counter(), (torch.randn(8, generator=g),))})
+    two = {"gram": (Gram(), (torch.randn(6, 5),)), "mix": (Mix(), (torch.randn(3, 7),) * 2)}
+    export(out / "two_methods.pte", two)
+    export(out / "cnn_naive.pte", {"forward": (cnn, x_cnn)}, MemoryPlanningAlgorithmSuite([naive]))
+    export(out / "cnn_overlap.pte", {"forward": (cnn, x_cnn)}, all_at_zero)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: python scripts/export_pte.py OUT_DIR")
+    main(Path(sys.argv[1]))

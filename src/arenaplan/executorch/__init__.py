@@ -1,0 +1,13 @@
+"""ExecuTorch as a runtime of the planner: its ``.pte`` programs planned, checked and
+written back (``runtime.ExecuTorch``).
+
+- ``storage``: what the program's own plan says beyond offsets: which values are
+  views of another's bytes (ExecuTorch writes no instruction for a view) and which
+  hold state across calls (mutable buffers).
+- ``lifetimes``: one step per instruction, each method in steps of its own.
+- ``simulate``: the independent check of a plan: the program's instructions run
+  twice over symbolic bytes, under the program's own plan and under the new one;
+  every read must see the same bytes.
+- ``write``: the new ``allocation_info`` and pool sizes patched into the program,
+  everything else byte for byte.
+"""

@@ -1,0 +1,163 @@
+"""ExecuTorch as a ``Runtime``: the pools of a ``.pte`` program planned again.
+
+What is planned: every tensor the program puts in memory 1 (the default pool) with
+its own bytes (not a view: a view follows its base, ``storage``), state included.
+Tensors of other memories (pins) keep their places; constants are not planned.
+Alignment 16 bytes (``MemoryPlanningPass``'s default). The method allocator (the
+runtime's own structures, ExecuTorch's persistent part) is not modelled yet: the
+tail is 0 and says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from arenaplan.errors import PlanValidationError
+from arenaplan.executorch import simulate
+from arenaplan.executorch.lifetimes import program_lifetimes
+from arenaplan.executorch.storage import Storage, storage_of
+from arenaplan.executorch.write import with_allocations
+from arenaplan.ir.model import Model
+from arenaplan.placement.plan import Plan
+from arenaplan.reader.pte_format import read_program
+from arenaplan.reader.pte_reader import program_model
+from arenaplan.runtime.interface import Runtime
+from arenaplan.runtime.records import Lifetimes, TailEstimate, TensorBytes
+from arenaplan.runtime.spec import KernelSet, Profile
+
+NAME = "executorch"
+ALIGNMENT = 16  # bytes: MemoryPlanningPass(alignment=16), ExecuTorch's default
+DEFAULT_POOL = 1  # memory id of the pool arenaplan plans
+PORTABLE = KernelSet(NAME, "portable", "portable")
+PROFILES = (Profile(NAME, "arm32", 4, 4), Profile(NAME, "host64", 8, 4))
+NOT_MODELLED = ("ExecuTorch's method allocator (not modelled: measure it in the runtime)",)
+
+Key = tuple[int, int]
+
+
+def planned_keys(model: Model, storage: Storage) -> set[Key]:
+    """The tensors this runtime plans: in the default pool, not views."""
+    return {
+        key
+        for key, (memory, _) in storage.where.items()
+        if memory == DEFAULT_POOL and key not in storage.views
+    }
+
+
+class ExecuTorch(Runtime):
+    """ExecuTorch 1.5: a ``.pte`` program's ``allocation_info`` and pool sizes."""
+
+    name = NAME
+    title = "ExecuTorch"
+    alignment = ALIGNMENT
+    file_format = "pte"
+
+    def kernel_sets(self) -> tuple[KernelSet, ...]:
+        return (PORTABLE,)
+
+    def profiles(self) -> tuple[Profile, ...]:
+        return PROFILES
+
+    def default_kernels(self) -> KernelSet:
+        return PORTABLE
+
+    def default_profile(self) -> Profile:
+        return PROFILES[0]
+
+    def tensor_bytes(self, model: Model) -> TensorBytes:
+        planned = planned_keys(model, storage_of(model))
+        return tuple(
+            tuple(t.nbytes if (sg.index, t.index) in planned else 0 for t in sg.tensors)
+            for sg in model.subgraphs
+        )
+
+    def planned(self, model: Model, sizes: TensorBytes, s: int, t: int) -> bool:
+        return sizes[s][t] > 0
+
+    def lifetimes(self, model: Model) -> Lifetimes:
+        return program_lifetimes(model, storage_of(model))
+
+    def tail(
+        self,
+        model: Model,
+        profile: Profile,
+        kernels: KernelSet,
+        sizes: TensorBytes | None = None,
+        with_io: bool = True,
+    ) -> TailEstimate:
+        return TailEstimate(0, NOT_MODELLED)
+
+    def min_arena(
+        self, model: Model, head: int, n_planned: int, profile: Profile, kernels: KernelSet
+    ) -> TailEstimate:
+        return TailEstimate(head, NOT_MODELLED)
+
+    def plan_problems(self, model: Model, plan: Plan) -> list[str]:
+        offsets = plan.tensor_offsets
+        misaligned = [
+            f"tensor {key} at offset {o} is not {ALIGNMENT}-byte aligned"
+            for key, o in zip(model.tensor_keys(), offsets, strict=True)
+            if o >= 0 and o % ALIGNMENT
+        ]
+        return misaligned or simulate.plan_problems(model, new_places(model, offsets))
+
+    def write_plan(self, data: bytes, offsets: Sequence[int]) -> bytes:
+        program = read_program(data)
+        model = program_model(program)
+        places = new_places(model, offsets)
+        problems = simulate.plan_problems(model, places)
+        if problems:
+            raise PlanValidationError(problems)
+        own = simulate.stored_places(model)
+        moved, pools = {}, {}
+        for s, plan in enumerate(program.plans):
+            tensors = plan.tensors()
+            for t, tensor in enumerate(tensors):
+                if (s, t) in own and places[(s, t)] != own[(s, t)]:
+                    moved[(s, tensor.value)] = places[(s, t)]
+            pools[s] = _pools(model, s, places, plan.pools)
+        return with_allocations(data, program, moved, pools)
+
+    def read_plan(self, model: Model) -> tuple[int, ...] | None:
+        if model.stored_plan is None:
+            return None
+        planned = planned_keys(model, storage_of(model))
+        return tuple(
+            o if key in planned else -1
+            for key, o in zip(model.tensor_keys(), model.stored_plan, strict=True)
+        )
+
+
+def new_places(model: Model, offsets: Sequence[int]) -> dict[Key, tuple[int, int]]:
+    """Where each pooled tensor goes: planned ones at ``offsets`` (per tensor over all
+    subgraphs, -1 where not planned), views ``delta`` into their base, tensors of
+    other pools where the program put them."""
+    storage = storage_of(model)
+    planned = planned_keys(model, storage)
+    given = dict(zip(model.tensor_keys(), offsets, strict=True))
+    places = {
+        key: (DEFAULT_POOL, given[key]) if key in planned else where
+        for key, where in storage.where.items()
+    }
+    for key, (base, delta) in storage.views.items():
+        memory, offset = places[base]
+        places[key] = (memory, offset + delta)
+    return places
+
+
+def _pools(
+    model: Model, s: int, places: dict[Key, tuple[int, int]], sizes: tuple[int, ...]
+) -> tuple[int, ...]:
+    """Plan ``s``'s pool sizes: the default pool's the bytes its tensors reach,
+    rounded up to the alignment; the others as they were."""
+    sg = model.subgraphs[s]
+    top = max(
+        (o + sg.tensors[t].nbytes for (p, t), (m, o) in places.items() if p == s and m == 1),
+        default=0,
+    )
+    out = list(sizes) if len(sizes) > DEFAULT_POOL else [0, 0]
+    out[DEFAULT_POOL] = -(-top // ALIGNMENT) * ALIGNMENT
+    return tuple(out)
+
+
+RUNTIME = ExecuTorch()

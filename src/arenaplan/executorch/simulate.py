@@ -1,0 +1,188 @@
+"""The independent check of a plan of a ``.pte`` program: run it over symbolic bytes.
+
+It shares no logic with the planner: no lifetimes, no views, no state. Each method's
+instructions run twice (two calls: what state a call leaves, the next reads), once
+with the tensors where the program's own plan puts them and once where the new plan
+does. Every byte holds the write that put it there (which call, which instruction,
+which tensor, which byte of it). Before an instruction runs, each tensor it reads
+must hold the same writes under both plans (where the program's own plan holds any:
+bytes it never wrote are not compared); then every tensor it names is taken as
+written (a read-only input too: a tensor live across it must not share those
+bytes). At the end of each call the outputs must hold the same writes. The tensors
+one instruction names must not share bytes under the new plan unless they share
+the same bytes under the program's own (a view and its base). The program's own
+plan is trusted: ExecuTorch made it.
+
+Offsets and sizes are bytes; a placement is (memory id, offset).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from arenaplan.ir.model import Model, Operator, Subgraph
+
+Key = tuple[int, int]  # (subgraph, tensor)
+Place = tuple[int, int]  # (memory id, offset)
+CALLS = 2
+MAX_SAID = 8  # problems said per method
+
+
+def stored_places(model: Model) -> dict[Key, Place]:
+    """Where the program's own plan puts each tensor that has bytes in a pool."""
+    offsets = model.stored_plan or ()
+    memories = model.stored_memory or (1,) * len(offsets)
+    keys = model.tensor_keys()
+    return {keys[i]: (memories[i], o) for i, o in enumerate(offsets) if o >= 0}
+
+
+def plan_problems(model: Model, new: dict[Key, Place]) -> list[str]:
+    """Every problem of placing the program's pooled tensors at ``new``, one line each."""
+    own = stored_places(model)
+    found = [f"tensor {k} has no place in the new plan" for k in own if k not in new]
+    found += [f"tensor {k} is placed but the program pools it nowhere" for k in new if k not in own]
+    if found:
+        return found
+    for sg in model.subgraphs:
+        found += _method_problems(sg, own, new)
+    return found
+
+
+class _Bytes:
+    """The pools of one plan: per memory, which write each byte holds (-1: none) and
+    which byte of that write."""
+
+    def __init__(self, sg: Subgraph, places: dict[Key, Place]) -> None:
+        self.sg, self.places = sg, places
+        top: dict[int, int] = {}
+        for (s, t), (memory, offset) in places.items():
+            if s == sg.index:
+                top[memory] = max(top.get(memory, 0), offset + sg.tensors[t].nbytes)
+        self.event = {m: np.full(n, -1, np.int64) for m, n in top.items()}
+        self.byte = {m: np.zeros(n, np.int64) for m, n in top.items()}
+
+    def span(self, t: int) -> tuple[int, int, int] | None:
+        found = self.places.get((self.sg.index, t))
+        if found is None or self.sg.tensors[t].nbytes == 0:
+            return None
+        return found[0], found[1], self.sg.tensors[t].nbytes
+
+    def write(self, t: int, event: int) -> None:
+        span = self.span(t)
+        if span is not None:
+            memory, offset, n = span
+            self.event[memory][offset : offset + n] = event
+            self.byte[memory][offset : offset + n] = np.arange(n)
+
+    def held(self, t: int) -> tuple[np.ndarray, np.ndarray]:
+        memory, offset, n = self.span(t)  # type: ignore[misc]
+        return self.event[memory][offset : offset + n], self.byte[memory][offset : offset + n]
+
+
+def _method_problems(
+    sg: Subgraph, own: dict[Key, Place], new: dict[Key, Place], shared: bool = True
+) -> list[str]:
+    """The problems of ``new`` against ``own``: tensors of one instruction must not
+    share bytes under ``new`` that do not under ``own``. ``shared`` (checking a new
+    plan): every tensor an instruction reads is taken as written too. Without it
+    (checking the program's own plan against one where nothing shares): only what
+    an instruction writes is written, so a view's bytes stay unwritten there, and a
+    view (or state) may share bytes with the tensors of its instruction."""
+    a, b = _Bytes(sg, own), _Bytes(sg, new)
+    events: dict[tuple, int] = {}
+    found: list[str] = []
+    for op in sg.operators:
+        found += _shared(sg, op, own, new, views=not shared)
+    for call in range(CALLS):
+        for t in sg.inputs:
+            _write_both(a, b, events, ("input", call, t), t)
+        for op in sg.operators:
+            where = f"method {sg.name!r} instruction {op.index} ({op.opcode})"
+            found += [_read(a, b, events, t, where, call) for t in op.inputs]
+            written = (*op.inputs, *op.outputs) if shared else op.outputs
+            for t in dict.fromkeys(written):
+                _write_both(a, b, events, (call, op.index, t), t)
+        found += [_read(a, b, events, t, f"method {sg.name!r} output", call) for t in sg.outputs]
+    said = [f for f in found if f]
+    return said[:MAX_SAID]
+
+
+def _write_both(a: _Bytes, b: _Bytes, events: dict, what: tuple, t: int) -> None:
+    event = events.setdefault(what, len(events))
+    a.write(t, event)
+    b.write(t, event)
+
+
+def _read(a: _Bytes, b: _Bytes, events: dict, t: int, where: str, call: int) -> str:
+    """ "" when tensor ``t`` holds the same writes under both plans, else why not."""
+    if a.span(t) is None or b.span(t) is None:
+        return ""
+    ea, ba = a.held(t)
+    eb, bb = b.held(t)
+    differ = (ea >= 0) & ((ea != eb) | (ba != bb))
+    if not differ.any():
+        return ""
+    k = int(np.argmax(differ))
+    names = {v: k for k, v in events.items()}
+    got = names.get(int(eb[k]), "nothing")
+    return (
+        f"{where}, call {call + 1}: tensor {t} ({b.sg.tensors[t].name}) byte {k} holds "
+        f"{_words(got, b.sg)}, not {_words(names[int(ea[k])], a.sg)}"
+    )
+
+
+def _words(what, sg: Subgraph) -> str:
+    if what == "nothing":
+        return "nothing written"
+    if what[0] == "input":
+        return f"input tensor {what[2]}"
+    call, op, t = what
+    return f"tensor {t} as instruction {op} wrote it in call {call + 1}"
+
+
+def _shared(
+    sg: Subgraph, op: Operator, own: dict[Key, Place], new: dict[Key, Place], views: bool
+) -> list[str]:
+    """Tensors of one instruction that share bytes under the new plan but not, or not
+    the same bytes, under the program's own; ``views``: a tensor read before it is
+    written (a view, or state) may share (checking the program's own plan)."""
+    s, found = sg.index, []
+    named = [t for t in dict.fromkeys((*op.inputs, *op.outputs)) if (s, t) in new]
+    if views:
+        named = [t for t in named if not sg.tensors[t].is_variable]
+    for i, x in enumerate(named):
+        for y in named[i + 1 :]:
+            if not _meet(sg, new[(s, x)], new[(s, y)], x, y):
+                continue
+            same = _meet(sg, own[(s, x)], own[(s, y)], x, y) and (
+                new[(s, x)][1] - new[(s, y)][1] == own[(s, x)][1] - own[(s, y)][1]
+            )
+            if not same:
+                found.append(
+                    f"method {sg.name!r} instruction {op.index} ({op.opcode}): tensors {x} "
+                    f"and {y} share bytes"
+                )
+    return found
+
+
+def _meet(sg: Subgraph, p: Place, q: Place, x: int, y: int) -> bool:
+    if p[0] != q[0]:
+        return False
+    return p[1] < q[1] + sg.tensors[y].nbytes and q[1] < p[1] + sg.tensors[x].nbytes
+
+
+def own_plan_problems(model: Model) -> list[str]:
+    """What is wrong with the program's own plan: it is run against a plan where no
+    two tensors share a byte (trusted: it cannot be wrong), reads compared where
+    that plan holds writes (a view reads bytes nobody wrote there: not compared)."""
+    own = stored_places(model)
+    apart: dict[Key, Place] = {}
+    top = 0
+    for key in sorted(own):
+        apart[key] = (1, top)
+        s, t = key
+        top += model.subgraphs[s].tensors[t].nbytes
+    found = []
+    for sg in model.subgraphs:
+        found += _method_problems(sg, apart, own, shared=False)
+    return found
