@@ -8,7 +8,8 @@
 # 3. TFLM from ../shared/third_party, each variant (scripts/build_tflm.py), cached
 #    outside the clone in ~/.cache/arenaplan/tflm/<bundle hash>/: a second run on the
 #    machine rebuilds nothing;
-# 4. the valgrind traffic tool and runner (scripts/build_traffic.py).
+# 4. the valgrind traffic tool and runner (scripts/build_traffic.py);
+# 5. the ExecuTorch lane (scripts/executorch_lane.sh): its runtime and exported programs.
 # Then `python -m pytest -q` runs the native tests too. Run from the clone's root,
 # in the virtual environment the tests use.
 set -euo pipefail
@@ -38,3 +39,4 @@ start=$SECONDS
 python scripts/build_tflm.py --variants "$VARIANTS"
 python scripts/build_traffic.py
 echo "native lane: builds ready in $((SECONDS - start)) s"
+bash scripts/executorch_lane.sh

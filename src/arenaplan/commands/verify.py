@@ -16,10 +16,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from arenaplan.errors import VerificationError
+from arenaplan.errors import UsageError, VerificationError
 from arenaplan.ir.verifier import check_model
 from arenaplan.reader import load_model
-from arenaplan.runtime.registry import DEFAULT_RUNTIME, get
+from arenaplan.runtime.registry import get, runtime_name_for
 from arenaplan.runtime.report import VerifyReport
 from arenaplan.units import count_arg
 
@@ -64,9 +64,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
-    runtime = get(DEFAULT_RUNTIME)
     original, original_ir = load_model(args.original)
     planned, planned_ir = load_model(args.planned)
+    if original_ir.file_format != planned_ir.file_format:
+        raise UsageError(f"{args.original} and {args.planned} are not models of one format")
+    runtime = get(runtime_name_for(planned_ir))
     check_model(original_ir, str(args.original))  # both verified before any run
     check_model(planned_ir, str(args.planned))
     for ir, path in ((original_ir, args.original), (planned_ir, args.planned)):
@@ -75,7 +77,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     report = runtime.verify(original, planned, args.trials, args.seed, build)
     if build is not None:
         return _print_native(console, build, report, args.original.name, args.planned.name)
-    return print_report(console, report, args.original.name, args.planned.name)
+    return print_report(console, report, args.original.name, args.planned.name, runtime.title)
 
 
 def _print_native(
@@ -111,14 +113,18 @@ def _fail(console: Console, message: str) -> int:
 
 
 def print_report(
-    console: Console, report: VerifyReport, original_name: str, planned_name: str
+    console: Console,
+    report: VerifyReport,
+    original_name: str,
+    planned_name: str,
+    title: str = "TFLM",
 ) -> int:
     if report.refused:
         console.print(f"[bold yellow]cannot verify:[/bold yellow] {report.refused}")
         return EXIT_REFUSED
     if report.failed:
         return _fail(console, report.failed)
-    table = Table(title="measured in the TFLM runtime (bytes)")
+    table = Table(title=f"measured in the {title} runtime (bytes)")
     for col in ("model", "head", "tail", "predicted head", "predicted tail"):
         table.add_column(col, justify="right" if col != "model" else "left")
     o, m, p = report.original, report.planned, report.predicted
@@ -132,10 +138,11 @@ def print_report(
     )
     table.add_row(planned_name, f"{m.head:,}", f"{m.tail:,}", f"{p.head:,}", f"{p.tail:,}")
     console.print(table)
-    console.print(
-        f"smallest working arena of the planned model: {report.smallest_arena:,} B "
-        f"(found by bisection; predicted {p.arena:,} B)"
-    )
+    if report.smallest_arena:
+        console.print(
+            f"smallest working arena of the planned model: {report.smallest_arena:,} B "
+            f"(found by bisection; predicted {p.arena:,} B)"
+        )
     if not report.identical:
         return _fail(console, f"outputs differ: {report.mismatch}")
     console.print(

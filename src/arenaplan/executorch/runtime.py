@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from arenaplan.errors import PlanValidationError
-from arenaplan.executorch import simulate
+from arenaplan.errors import PlanValidationError, UsageError
+from arenaplan.executorch import native, simulate
 from arenaplan.executorch.lifetimes import program_lifetimes
+from arenaplan.executorch.prove import RUNNER_WORDS, prove_program, verify_programs
 from arenaplan.executorch.storage import Storage, storage_of
 from arenaplan.executorch.write import with_allocations
 from arenaplan.ir.model import Model
@@ -22,7 +23,9 @@ from arenaplan.placement.plan import Plan
 from arenaplan.reader.pte_format import read_program
 from arenaplan.reader.pte_reader import program_model
 from arenaplan.runtime.interface import Runtime
+from arenaplan.runtime.proof import Proof
 from arenaplan.runtime.records import Lifetimes, TailEstimate, TensorBytes
+from arenaplan.runtime.report import VerifyReport
 from arenaplan.runtime.spec import KernelSet, Profile
 
 NAME = "executorch"
@@ -63,6 +66,22 @@ class ExecuTorch(Runtime):
 
     def default_profile(self) -> Profile:
         return PROFILES[0]
+
+    summary_words = (
+        "How to read this: an ExecuTorch program's planned memory is its pools (one per "
+        "memory id); arenaplan plans pool 1, the arena above: every tensor that is not "
+        "a constant, a view (it lies in its base's bytes) or pinned to another pool. "
+        "The method allocator holds ExecuTorch's own structures: not modelled. A scope "
+        "is one instruction of a method; methods are planned in scopes of their own."
+    )
+
+    def own_plan(self, model: Model, plan: Plan) -> tuple[str, int]:
+        reach = [0]
+        for (s, t), (memory, offset) in simulate.stored_places(model).items():
+            if memory == DEFAULT_POOL:
+                reach.append(offset + model.subgraphs[s].tensors[t].nbytes)
+        top = -(-max(reach) // ALIGNMENT) * ALIGNMENT  # the pool it declares
+        return "ExecuTorch's plan in the program (as exported)", top
 
     def tensor_bytes(self, model: Model) -> TensorBytes:
         planned = planned_keys(model, storage_of(model))
@@ -117,6 +136,21 @@ class ExecuTorch(Runtime):
                     moved[(s, tensor.value)] = places[(s, t)]
             pools[s] = _pools(model, s, places, plan.pools)
         return with_allocations(data, program, moved, pools)
+
+    def proof_available(self, kernels: KernelSet, own: bool) -> tuple[str, str | None]:
+        return RUNNER_WORDS, native.unavailable()
+
+    def prove(
+        self, original: bytes, planned: bytes, arena: int, kernels: KernelSet, own: bool
+    ) -> Proof:
+        return prove_program(original, planned)
+
+    def verify(
+        self, original: bytes, planned: bytes, trials: int, seed: int, build: str | None
+    ) -> VerifyReport:
+        if build is not None:
+            raise UsageError(f"--build: {self.title} runs in its installed runtime only")
+        return verify_programs(original, planned, trials, seed)
 
     def read_plan(self, model: Model) -> tuple[int, ...] | None:
         if model.stored_plan is None:

@@ -90,10 +90,11 @@ def print_summary(
     table.add_column("vs lower bound", justify="right")
     graph = " of the rewritten graph" if rewritten else ""
     table.add_row(f"lower bound{graph} (live bytes at the peak)", f"{plan.lower_bound:,}", "1.00x")
+    own, own_bytes = runtime_of(plan.kernels).own_plan(model, plan)
     table.add_row(
-        f"TFLM's own planner{' on the rewritten graph' if rewritten else ''} (no offline plan)",
-        f"{plan.tflm_greedy:,}",
-        _ratio(plan.tflm_greedy, plan.lower_bound),
+        own.replace(" (", " on the rewritten graph (", 1) if rewritten else own,
+        f"{own_bytes:,}",
+        _ratio(own_bytes, plan.lower_bound),
     )
     verdict = "optimal (= lower bound)" if plan.optimal else "not proven optimal"
     what = "memories laid end to end" if spread else verdict
@@ -103,14 +104,14 @@ def print_summary(
         _ratio(plan.arena, plan.lower_bound),
     )
     console.print(table)
-    _print_claims(console, plan, spread, refusals)
+    _print_claims(console, model, plan, spread, refusals)
     console.print(
         f"{model.operator_count} operators, {len(plan.tensors)} tensors in the arena, "
         f"{len(plan.scratch)} kernel scratch buffers; planned in "
         f"{plan.seconds * 1000:.1f} ms ({plan.allocator}, {plan.strategy})"
     )
     _print_peak(console, find_peak(model, plan))
-    console.print(WORDS, style="dim")
+    console.print(runtime_of(plan.kernels).summary_words or WORDS, style="dim")
     console.print(tail_line(model, plan.kernels))
 
 
@@ -137,7 +138,9 @@ def tail_line(model: Model, kernels: KernelSet | None = None) -> str:
     )
 
 
-def _print_claims(console: Console, plan: Plan, spread: bool, refusals: Sequence[str]) -> None:
+def _print_claims(
+    console: Console, model: Model, plan: Plan, spread: bool, refusals: Sequence[str]
+) -> None:
     if refusals:
         more = f" (and {len(refusals) - 1} more)" if len(refusals) > 1 else ""
         console.print(
@@ -152,11 +155,10 @@ def _print_claims(console: Console, plan: Plan, spread: bool, refusals: Sequence
             "arena, so there is no like-for-like saving to report"
         )
         return
-    saved = saving(plan, spread, bool(refusals))
+    label, own = runtime_of(plan.kernels).own_plan(model, plan)
+    saved = max(own - plan.arena, 0)
     if saved:
-        console.print(
-            f"saves {saved:,} B ({saved / plan.tflm_greedy:.1%}) against TFLM's own planner"
-        )
+        console.print(f"saves {saved:,} B ({saved / own:.1%}) against {label.split(' (')[0]}")
 
 
 def saving(plan: Plan, spread: bool, refused: bool) -> int:

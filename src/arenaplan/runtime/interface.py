@@ -112,6 +112,14 @@ class Runtime(ABC):
         "inplace", "views"), each on its own; default: none."""
         return Candidates((), ())
 
+    # ---- what the summary says -----------------------------------------------------
+    summary_words = ""  # how to read a plan's summary for this runtime ("": the default)
+
+    def own_plan(self, model: Model, plan: Plan) -> tuple[str, int]:
+        """The runtime's own plan of ``model`` in words, and its head (bytes), for the
+        summary to compare with; default: TFLM's greedy planner on the same buffers."""
+        return f"{self.title}'s own planner (no offline plan)", plan.tflm_greedy
+
     # ---- the persistent part -----------------------------------------------------
     @abstractmethod
     def tail(

@@ -66,8 +66,9 @@ class VerifyReport:
         pairs = [
             ("head", p.head, m.head, True),
             ("tail", p.tail, m.tail, p.exact),
-            ("smallest working arena", p.arena, self.smallest_arena, p.exact),
         ]
+        if self.smallest_arena:  # 0: the runtime's arena was not bisected
+            pairs.append(("smallest working arena", p.arena, self.smallest_arena, p.exact))
         o, om = self.original_predicted, self.original
         if o is not None and om is not None:
             pairs += [

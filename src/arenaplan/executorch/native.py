@@ -1,0 +1,162 @@
+"""A ``.pte`` program run in ExecuTorch's own C++ runtime.
+
+arenaplan's runner (``runner/et_runner.cc``) is built against the executorch wheel's
+headers and libraries (``pip install executorch==1.5.1 --no-deps``: no torch) with
+g++, once per wheel, into ``~/.cache/arenaplan/executorch/runner/<hash>/``. It hands
+the runtime pools of its own, poisoned and fenced, runs a method for some calls and
+reports the highest byte written in each pool and the method allocator's bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from arenaplan.ir.model import Subgraph
+
+SOURCE = Path(__file__).with_name("runner") / "et_runner.cc"
+WHEEL = "executorch==1.5.1"
+FLAGS = ("-O1", "-std=c++17", "-DC10_USING_CUSTOM_GENERATED_MACROS", "-DET_EVENT_TRACER_ENABLED")
+TIMEOUT = 300  # seconds for one build or one run
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """What one method did: ``outputs[c][i]`` the bytes of output i after call c;
+    ``pools[k]``: (size, highest byte written, -1: none) of memory id k + 1;
+    ``method_allocator``: its bytes; ``guards``: the fences around the pools held."""
+
+    outputs: tuple[tuple[bytes, ...], ...]
+    pools: tuple[tuple[int, int], ...]
+    method_allocator: int
+    guards: bool
+
+
+def wheel_dir() -> Path | None:
+    """The executorch package's folder (``ARENAPLAN_EXECUTORCH`` if set), found
+    without importing it (its Python side imports torch)."""
+    given = os.environ.get("ARENAPLAN_EXECUTORCH")
+    if given:
+        return Path(given)
+    spec = importlib.util.find_spec("executorch")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    found = [Path(p) for p in spec.submodule_search_locations]
+    return next((p for p in found if (p / "include").is_dir()), found[0])
+
+
+def unavailable() -> str | None:
+    """Why the runner cannot be built here (None: it can)."""
+    folder = wheel_dir()
+    if folder is None or not (folder / "include").is_dir() or not (folder / "lib").is_dir():
+        return f"ExecuTorch's runtime is not installed (pip install {WHEEL} --no-deps)"
+    if shutil.which("g++") is None:
+        return "no g++ to build the ExecuTorch runner (apt-get install g++)"
+    return None
+
+
+def runner() -> Path:
+    """The runner, built when not cached (atomic: parallel builders do not clash)."""
+    folder = wheel_dir()
+    assert_available()
+    key = hashlib.sha256(SOURCE.read_bytes() + str(folder).encode()).hexdigest()[:16]
+    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    target = cache / "arenaplan" / "executorch" / "runner" / key / "et_runner"
+    if target.exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    include, lib = folder / "include", folder / "lib"  # type: ignore[operator]
+    c10 = include / "executorch/runtime/core/portable_type/c10"
+    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+        built = Path(tmp) / "et_runner"
+        command = ["g++", *FLAGS, f"-I{include}", f"-I{c10}", str(SOURCE), "-o", str(built)]
+        command += [f"-L{lib}", f"-Wl,-rpath,{lib}", "-lexecutorch"]
+        command += ["-Wl,--push-state,--no-as-needed", "-lexecutorch_kernels_optimized"]
+        command += ["-Wl,--pop-state", "-w"]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT)
+        if done.returncode != 0:
+            raise RuntimeError(f"building the ExecuTorch runner failed: {done.stderr[-400:]}")
+        os.replace(built, target)
+    return target
+
+
+def assert_available() -> None:
+    why = unavailable()
+    if why is not None:
+        raise RuntimeError(why)
+
+
+def run_method(program: bytes, method: str, inputs: list[bytes | None], calls: int) -> Run:
+    """Run ``method`` of ``program`` for ``calls`` calls on ``inputs`` (None: not a
+    tensor). RuntimeError with ExecuTorch's words when it refuses or fails."""
+    exe = runner()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "program.pte"
+        path.write_bytes(program)
+        files = []
+        for i, data in enumerate(inputs):
+            if data is None:
+                files.append("-")
+                continue
+            f = Path(tmp) / f"in{i}.bin"
+            f.write_bytes(data)
+            files.append(str(f))
+        command = [str(exe), str(path), method, str(calls), tmp, *files]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT)
+        if done.returncode != 0:
+            raise RuntimeError(done.stderr.strip().splitlines()[-1] if done.stderr else "failed")
+        outputs = tuple(_outputs(Path(tmp), c) for c in range(calls))
+    return _parse(done.stdout, outputs)
+
+
+def _outputs(folder: Path, call: int) -> tuple[bytes, ...]:
+    found = sorted(folder.glob(f"{call}.*.bin"), key=lambda p: int(p.name.split(".")[1]))
+    return tuple(p.read_bytes() for p in found)
+
+
+def _parse(text: str, outputs: tuple[tuple[bytes, ...], ...]) -> Run:
+    pools, method, guards = [], 0, False
+    for line in text.splitlines():
+        fields = dict(part.split("=", 1) for part in line.split())
+        if "pool" in fields:
+            pools.append((int(fields["size"]), int(fields["highest"])))
+        elif "method_allocator" in fields:
+            method = int(fields["method_allocator"])
+        elif "guards" in fields:
+            guards = fields["guards"] == "ok"
+    return Run(outputs, tuple(pools), method, guards)
+
+
+def random_inputs(sg: Subgraph, seed: int) -> list[bytes | None]:
+    """Bytes for each input of method ``sg``: floats from a normal distribution,
+    integers small, booleans either (numpy's generator, seeded)."""
+    rng = np.random.default_rng(seed)
+    out: list[bytes | None] = []
+    for t in sg.inputs:
+        tensor = sg.tensors[t]
+        kind = np.dtype(tensor.dtype.name.lower()) if _numpy_type(tensor.dtype.name) else None
+        if kind is None:
+            out.append(bytes(tensor.nbytes))
+        elif kind.kind == "f":
+            out.append(rng.standard_normal(tensor.elements).astype(kind).tobytes())
+        elif kind.kind == "b":
+            out.append(rng.integers(0, 2, tensor.elements).astype(kind).tobytes())
+        else:
+            out.append(rng.integers(-8, 8, tensor.elements).astype(kind).tobytes())
+    return out
+
+
+def _numpy_type(name: str) -> bool:
+    try:
+        np.dtype(name.lower())
+    except TypeError:
+        return False
+    return True

@@ -1,0 +1,53 @@
+"""A ``.pte`` read into the IR without torch: methods, tensors, instructions, and what
+the program's own plan says (views, state, pools)."""
+
+from __future__ import annotations
+
+import pytest
+from kits.pte import PROGRAMS, pte_path
+
+from arenaplan.errors import ModelFormatError
+from arenaplan.executorch.storage import storage_of
+from arenaplan.ir.verifier import ir_problems
+from arenaplan.reader import read_model_bytes
+from arenaplan.reader.pte_format import read_program
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_every_program_reads_into_a_valid_ir(name: str) -> None:
+    data = pte_path(name).read_bytes()
+    model = read_model_bytes(data)
+    program = read_program(data)
+    assert model.file_format == "pte" and ir_problems(model) == []
+    assert [sg.name for sg in model.subgraphs] == [p.name for p in program.plans]
+    for sg, plan in zip(model.subgraphs, program.plans, strict=True):
+        assert len(sg.tensors) == len(plan.tensors())
+        assert len(sg.operators) == len(plan.instructions)
+    assert len(model.stored_plan) == model.tensor_count
+
+
+def test_a_program_with_two_methods_has_two_subgraphs_and_pools() -> None:
+    data = pte_path("two_methods").read_bytes()
+    model = read_model_bytes(data)
+    assert [sg.name for sg in model.subgraphs] == ["gram", "mix"]
+    assert all(len(p.pools) == 2 and p.pools[1] > 0 for p in read_program(data).plans)
+
+
+def test_views_lie_in_their_base_and_state_is_kept() -> None:
+    """``views``: views of the product, the slice and the in-place add's result;
+    ``counter``: its mutable buffer is state; ``cnn``: flatten is a view of the pool."""
+    views = storage_of(read_model_bytes(pte_path("views").read_bytes()))
+    assert len(views.views) >= 3 and not views.state
+    counter = storage_of(read_model_bytes(pte_path("counter").read_bytes()))
+    assert len(counter.state) == 1 and not counter.views
+    cnn = read_model_bytes(pte_path("cnn").read_bytes())
+    (member, (base, delta)), = storage_of(cnn).views.items()
+    assert delta == 0 and cnn.subgraphs[0].tensors[member[1]].shape[-1] == 2048
+
+
+@pytest.mark.parametrize("cut", [7, 40, 200])
+def test_a_cut_program_is_one_line(cut: int) -> None:
+    data = pte_path("cnn").read_bytes()
+    with pytest.raises(ModelFormatError) as info:
+        read_model_bytes(data[:cut])
+    assert "\n" not in str(info.value)
