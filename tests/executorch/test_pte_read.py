@@ -41,8 +41,9 @@ def test_views_lie_in_their_base_and_state_is_kept() -> None:
     counter = storage_of(read_model_bytes(pte_path("counter").read_bytes()))
     assert len(counter.state) == 1 and not counter.views
     cnn = read_model_bytes(pte_path("cnn").read_bytes())
-    (member, (base, delta)), = storage_of(cnn).views.items()
-    assert delta == 0 and cnn.subgraphs[0].tensors[member[1]].shape[-1] == 2048
+    ((member, ((_, base), delta)),) = storage_of(cnn).views.items()
+    tensors = cnn.subgraphs[0].tensors
+    assert delta == 0 and tensors[member[1]].shape[-1] == 2048 and tensors[base].shape[1] == 8
 
 
 @pytest.mark.parametrize("cut", [7, 40, 200])
