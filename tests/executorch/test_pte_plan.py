@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from kits.pte import PROGRAMS, WRONG, pte_path
 
+from arenaplan.cli import main
 from arenaplan.errors import PlanValidationError, UnsupportedModelError
 from arenaplan.executorch import simulate
 from arenaplan.executorch.runtime import RUNTIME, new_places
@@ -72,3 +73,22 @@ def test_a_program_whose_own_plan_is_wrong_is_refused_in_one_line() -> None:
     with pytest.raises(UnsupportedModelError) as info:
         run_plan(PlanRequest(source))
     assert "own memory plan is wrong" in str(info.value) and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--passes", "reorder"], "planned as exported"),
+        (["--target", "imxrt1170", "--weights", "auto"], "planned as exported"),
+        (["--kernels", "cmsis_nn"], "is TFLM's; this model is ExecuTorch's"),
+        (["--header", "h.h"], "ExecuTorch has no arena header"),
+        (["--fit", "1KiB"], "--fit 1,024 B"),
+    ],
+)
+def test_what_a_program_cannot_have_is_one_line(args, says, tmp_path, capsys) -> None:
+    path = pte_path("cnn")
+    arguments = [a if a != "h.h" else str(tmp_path / "h.h") for a in args]
+    assert main(["plan", str(path), *arguments]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and says in err[0]
+    assert not (tmp_path / "h.h").exists()

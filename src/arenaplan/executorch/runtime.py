@@ -54,6 +54,7 @@ class ExecuTorch(Runtime):
     title = "ExecuTorch"
     alignment = ALIGNMENT
     file_format = "pte"
+    rewrites = False  # its programs are planned as exported: no pass reads their operators
 
     def kernel_sets(self) -> tuple[KernelSet, ...]:
         return (PORTABLE,)

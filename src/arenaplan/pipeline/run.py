@@ -60,6 +60,12 @@ def run_plan(request: PlanRequest, notify: Notify = _ignore) -> PlanResult:
     proven) once the plan stands (none when it fails: the error is the one line).
     Raises ``ArenaplanError`` on bad input or no plan."""
     target, model = request.target, request.source.model
+    runtime = runtime_of(_kernels(request))
+    if not runtime.rewrites and (request.passes or request.weights):
+        raise UsageError(
+            f"--passes and --weights rewrite TFLite models; {runtime.title} programs are "
+            "planned as exported"
+        )
     if target is not None and request.check_memories:
         check_capacities(model, target, request.caps)
     profile = _profile(request)
@@ -194,6 +200,8 @@ def pass_names(request: PlanRequest) -> tuple[str, ...]:
         return request.passes
     kernels = _kernels(request)
     runtime = runtime_of(kernels)
+    if not runtime.rewrites:
+        return ()
     if runtime.cascade(kernels) is None:
         return FIT_PASSES
     if request.prove and runtime.proof_available(kernels, own=True)[1] is not None:

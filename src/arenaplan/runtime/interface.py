@@ -114,6 +114,7 @@ class Runtime(ABC):
 
     # ---- what the summary says -----------------------------------------------------
     summary_words = ""  # how to read a plan's summary for this runtime ("": the default)
+    rewrites = True  # the graph passes and the weights policies take its models
 
     def own_plan(self, model: Model, plan: Plan) -> tuple[str, int]:
         """The runtime's own plan of ``model`` in words, and its head (bytes), for the
