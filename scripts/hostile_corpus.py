@@ -594,11 +594,16 @@ def _model_case(c: _Corpus, command: str, klass: str, model: str, shared: bool) 
 
 
 def generate(
-    root: Path, seed: int = 22, size: str = "ci", models: Path | None = None
+    root: Path,
+    seed: int = 22,
+    size: str = "ci",
+    models: Path | None = None,
+    programs: Path | None = None,
 ) -> list[Case]:
     """Write the corpus into the empty folder ``root``; its cases (also in cases.json).
 
-    ``models``: a folder of real .tflite models to mutate as well (None: built ones only).
+    ``models``: a folder of real .tflite models to mutate as well (None: built ones only);
+    ``programs``: a folder of ExecuTorch ``.pte`` programs to mutate (None: no .pte class).
     The same arguments give the same files, byte for byte."""
     rng = random.Random(seed)
     limits = SIZES[size]
@@ -613,6 +618,8 @@ def generate(
     _command_line_cases(c, demo)
     _side_input_cases(c, demo)
     _process_cases(c, built)
+    if programs is not None and programs.is_dir():
+        _program_cases(c, random.Random(seed + 1), programs, limits)
     c.file("cases.json", json.dumps([asdict(k) for k in c.cases], indent=1, sort_keys=True) + "\n")
     return c.cases
 
@@ -653,6 +660,36 @@ def _mutation_cases(
         rel = c.file(f"models/mutated/{k:05d}.{name}.tflite", corrupted)
         for j in range(per):
             _model_case(c, commands[(k * per + j) % len(commands)], f"bytes-{kind}", rel, shared)
+
+
+PROGRAM_COMMANDS = {  # what a .pte goes through: plan and write it, read it
+    "plan .pte -o --json": ("plan", "M", "-q", "-o", "{out}/o.pte", "--json", "{out}/o.json"),
+    "inspect .pte": ("inspect", "M", "--all"),
+}
+PROGRAM_MUTATIONS = {"ci": 60, "full": 600}
+
+
+def _program_cases(c: _Corpus, rng: random.Random, programs: Path, limits: dict) -> None:
+    """ExecuTorch programs: mutated (the same corruptions as models), cut, a program
+    whose own plan is wrong, and bytes that only begin like a program."""
+    bases = {p.stem: p.read_bytes() for p in sorted(programs.glob("*.pte"))}
+    wrong = {k: bases.pop(k) for k in list(bases) if k.endswith("overlap")}
+    names = sorted(bases)
+    for k in range(PROGRAM_MUTATIONS["full" if limits["mutations"] > 160 else "ci"]):
+        name = names[k % len(names)]
+        kind, corrupted = mutate(bases[name], rng)
+        rel = c.file(f"models/pte/{k:05d}.{name}.pte", corrupted)
+        command = list(PROGRAM_COMMANDS)[k % len(PROGRAM_COMMANDS)]
+        argv = [rel if a == "M" else a for a in PROGRAM_COMMANDS[command]]
+        c.add(command, f"pte-{kind}", argv, inputs=(rel,), expect=ANY)
+    cases = {f"own-plan-wrong.{k}": v for k, v in wrong.items()}
+    cases["header-only"] = bases[names[0]][:40]
+    cases["identifier-only"] = b"\0\0\0\0ET12" + bytes(64)
+    for key, data in cases.items():
+        rel = c.file(f"models/pte/wrong.{key}.pte", data)
+        argv = [rel if a == "M" else a for a in PROGRAM_COMMANDS["plan .pte -o --json"]]
+        klass = f"pte-{key.split('.')[0]}"
+        c.add("plan .pte -o --json", klass, argv, inputs=(rel,), expect=REFUSED)
 
 
 def _command_line_cases(c: _Corpus, m: str) -> None:

@@ -17,6 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from kits.pte import ABSENT, pte_dir
 from testkit import MODEL_PATHS, MODELS_DIR, SHARED_ABSENT
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "hostile_corpus.py"
@@ -46,7 +47,7 @@ def _tflm_absent() -> str | None:
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list]:
     root = tmp_path_factory.mktemp("corpus")
     models = MODELS_DIR if MODEL_PATHS else None
-    return root, hc.generate(root, SEED, "ci", models)
+    return root, hc.generate(root, SEED, "ci", models, pte_dir())
 
 
 def _run(corpus: tuple[Path, list], chosen: Callable[[object], bool]) -> list:
@@ -58,8 +59,16 @@ def _run(corpus: tuple[Path, list], chosen: Callable[[object], bool]) -> list:
     return results
 
 
+def test_executorch_programs(corpus) -> None:
+    """Corrupted, cut and wrongly planned ``.pte`` programs: one line or a plan."""
+    if not any(k.klass.startswith("pte-") for k in corpus[1]):
+        pytest.skip(ABSENT)
+    results = _run(corpus, lambda k: k.klass.startswith("pte-"))
+    assert {0, 2} <= {r.code for r in results}
+
+
 def test_built_models_command_lines_and_side_inputs(corpus) -> None:
-    results = _run(corpus, lambda k: not k.shared and not k.tflm)
+    results = _run(corpus, lambda k: not (k.shared or k.tflm or k.klass.startswith("pte-")))
     mutated = [r.code for r in results if r.case.klass.startswith("bytes-")]
     assert 0 in mutated and 2 in mutated  # corruptions that plan and ones refused
 

@@ -10,9 +10,10 @@ tail is 0 and says so.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
 
-from arenaplan.errors import PlanValidationError, UsageError
+from arenaplan.errors import ModelFormatError, PlanValidationError, UsageError
 from arenaplan.executorch import native, simulate
 from arenaplan.executorch.lifetimes import program_lifetimes
 from arenaplan.executorch.prove import RUNNER_WORDS, prove_program, verify_programs
@@ -135,8 +136,17 @@ class ExecuTorch(Runtime):
             for t, tensor in enumerate(tensors):
                 if (s, t) in own and places[(s, t)] != own[(s, t)]:
                     moved[(s, tensor.value)] = places[(s, t)]
-            pools[s] = _pools(model, s, places, plan.pools)
-        return with_allocations(data, program, moved, pools)
+            sizes = _pools(model, s, places, plan.pools)
+            if sizes != plan.pools:
+                pools[s] = sizes
+        try:
+            out = with_allocations(data, program, moved, pools)
+            again = program_model(read_program(out))
+        except (struct.error, ValueError, ModelFormatError) as exc:
+            raise ModelFormatError(f"corrupt .pte: its plan cannot be written ({exc})") from None
+        if again.subgraphs != model.subgraphs:  # it reaches past its declared size
+            raise ModelFormatError("corrupt .pte: its program does not survive a new plan")
+        return out
 
     def proof_available(self, kernels: KernelSet, own: bool) -> tuple[str, str | None]:
         return RUNNER_WORDS, native.unavailable()

@@ -18,6 +18,8 @@ Offsets and sizes are bytes; a placement is (memory id, offset).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from arenaplan.ir.model import Model, Operator, Subgraph
@@ -49,34 +51,45 @@ def plan_problems(model: Model, new: dict[Key, Place]) -> list[str]:
 
 
 class _Bytes:
-    """The pools of one plan: per memory, which write each byte holds (-1: none) and
-    which byte of that write."""
+    """The pools of one plan in granules of ``grain`` bytes (every offset of both plans
+    is a multiple, so two tensors share a granule only if they share a byte): per
+    memory, which write each granule holds (-1: none) and which granule of it."""
 
-    def __init__(self, sg: Subgraph, places: dict[Key, Place]) -> None:
-        self.sg, self.places = sg, places
+    def __init__(self, sg: Subgraph, places: dict[Key, Place], grain: int) -> None:
+        self.sg, self.places, self.grain = sg, places, grain
         top: dict[int, int] = {}
         for (s, t), (memory, offset) in places.items():
             if s == sg.index:
-                top[memory] = max(top.get(memory, 0), offset + sg.tensors[t].nbytes)
-        self.event = {m: np.full(n, -1, np.int64) for m, n in top.items()}
-        self.byte = {m: np.zeros(n, np.int64) for m, n in top.items()}
+                end = -(-(offset + sg.tensors[t].nbytes) // grain)
+                top[memory] = max(top.get(memory, 0), end)
+        self.event = {m: np.full(n, -1, np.int32) for m, n in top.items()}
+        self.part = {m: np.zeros(n, np.int32) for m, n in top.items()}
 
     def span(self, t: int) -> tuple[int, int, int] | None:
+        """(memory, first granule, granules) of tensor ``t``; None: not pooled."""
         found = self.places.get((self.sg.index, t))
-        if found is None or self.sg.tensors[t].nbytes == 0:
+        n = self.sg.tensors[t].nbytes
+        if found is None or n == 0:
             return None
-        return found[0], found[1], self.sg.tensors[t].nbytes
+        first = found[1] // self.grain
+        return found[0], first, -(-(found[1] + n) // self.grain) - first
 
     def write(self, t: int, event: int) -> None:
         span = self.span(t)
         if span is not None:
-            memory, offset, n = span
-            self.event[memory][offset : offset + n] = event
-            self.byte[memory][offset : offset + n] = np.arange(n)
+            memory, first, n = span
+            self.event[memory][first : first + n] = event
+            self.part[memory][first : first + n] = np.arange(n)
 
     def held(self, t: int) -> tuple[np.ndarray, np.ndarray]:
-        memory, offset, n = self.span(t)  # type: ignore[misc]
-        return self.event[memory][offset : offset + n], self.byte[memory][offset : offset + n]
+        memory, first, n = self.span(t)  # type: ignore[misc]
+        return self.event[memory][first : first + n], self.part[memory][first : first + n]
+
+
+def _grain(sg: Subgraph, *plans: dict[Key, Place]) -> int:
+    """The largest granule (at most 16 bytes) dividing every offset of ``plans``."""
+    offsets = [o for plan in plans for (s, _), (_, o) in plan.items() if s == sg.index]
+    return math.gcd(16, *offsets)
 
 
 def _method_problems(
@@ -88,7 +101,8 @@ def _method_problems(
     (checking the program's own plan against one where nothing shares): only what
     an instruction writes is written, so a view's bytes stay unwritten there, and a
     view (or state) may share bytes with the tensors of its instruction."""
-    a, b = _Bytes(sg, own), _Bytes(sg, new)
+    grain = _grain(sg, own, new)
+    a, b = _Bytes(sg, own, grain), _Bytes(sg, new, grain)
     events: dict[tuple, int] = {}
     found: list[str] = []
     for op in sg.operators:
@@ -126,7 +140,7 @@ def _read(a: _Bytes, b: _Bytes, events: dict, t: int, where: str, call: int) -> 
     names = {v: k for k, v in events.items()}
     got = names.get(int(eb[k]), "nothing")
     return (
-        f"{where}, call {call + 1}: tensor {t} ({b.sg.tensors[t].name}) byte {k} holds "
+        f"{where}, call {call + 1}: tensor {t} ({b.sg.tensors[t].name}) byte {k * b.grain} holds "
         f"{_words(got, b.sg)}, not {_words(names[int(ea[k])], a.sg)}"
     )
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from arenaplan.errors import UnsupportedModelError
-from arenaplan.executorch.simulate import own_plan_problems
+from arenaplan.executorch.simulate import own_plan_problems, plan_problems
 from arenaplan.ir.model import Model, Subgraph
 
 Key = tuple[int, int]  # (subgraph, tensor)
@@ -47,10 +47,28 @@ def storage_of(model: Model) -> Storage:
             f"{problems[0]}{more}; export it again with ExecuTorch's planner"
         )
     storage = _storage(model)
+    problems = plan_problems(model, _apart(model, storage))
+    if problems:
+        raise UnsupportedModelError(
+            f"the program's views cannot be told from its own plan: {problems[0]}"
+        )
     if len(_CACHE) >= _CACHED:
         _CACHE.pop(next(iter(_CACHE)))
     _CACHE[id(model)] = (model, storage)
     return storage
+
+
+def _apart(model: Model, storage: Storage) -> dict[Key, tuple[int, int]]:
+    """Every tensor in bytes of its own but the views, which lie in their bases: a
+    plan the program must run under exactly as under its own, if the views are right."""
+    places, top = {}, 0
+    for key in sorted(storage.where):
+        if key not in storage.views:
+            places[key] = (1, top)
+            top += -(-model.subgraphs[key[0]].tensors[key[1]].nbytes // 16) * 16
+    for key, (base, delta) in storage.views.items():
+        places[key] = (places[base][0], places[base][1] + delta)
+    return places
 
 
 def _storage(model: Model) -> Storage:

@@ -28,6 +28,8 @@ from arenaplan.errors import ModelFormatError, UnsupportedModelError
 FILE_IDENTIFIER = b"ET12"
 HEADER_MAGIC = b"eh00"
 HEADER_BYTES = 32
+# what the flatbuffers package raises on bytes that are not a flatbuffer
+_PARSE_ERRORS = (struct.error, IndexError, ValueError, TypeError, OverflowError, UnicodeError)
 
 # EValue.val union (program.fbs KernelTypes), by type code
 NULL, INT, BOOL, DOUBLE, TENSOR, STRING = 1, 2, 3, 4, 5, 6
@@ -107,7 +109,7 @@ class PtePlan:
         """The tensor values ``value`` stands for: itself, a list's items, or none."""
         kind, payload = self.values[value]
         if kind == TENSOR:
-            return (value,)
+            return (value,) if isinstance(payload, PteTensor) else ()
         if kind in (TENSOR_LIST, OPTIONAL_TENSOR_LIST) and isinstance(payload, tuple):
             return tuple(i for i in payload if 0 <= i < len(self.values) and self.tensor(i))
         return ()
@@ -137,7 +139,7 @@ def read_program(data: bytes) -> Program:
         root = Table(data, struct.unpack_from("<I", data, 0)[0])
         _in(root.Pos, end, "program table")
         plans = tuple(_plan(t, end) for t in _tables(root, 1, end))
-    except (struct.error, IndexError, ValueError, UnicodeDecodeError) as exc:
+    except _PARSE_ERRORS as exc:
         raise ModelFormatError(f"corrupt .pte: {type(exc).__name__} while parsing") from None
     if not plans:
         raise ModelFormatError(".pte has no execution plan")
@@ -154,7 +156,8 @@ def _header(data: bytes) -> Header | None:
     if len(data) < 8 + HEADER_BYTES:
         raise ModelFormatError(".pte truncated inside its extended header")
     length, size, base, seg = struct.unpack_from("<IQQQ", data, 12)
-    if length < HEADER_BYTES - 8 or size > len(data) or (seg and base + seg > len(data)):
+    segments_wrong = seg and (base < size or base + seg > len(data))
+    if length < HEADER_BYTES - 8 or size > len(data) or size < 8 + HEADER_BYTES or segments_wrong:
         raise ModelFormatError(
             f"corrupt .pte header: program {size} B, segments {base}+{seg} B, file {len(data)} B"
         )
@@ -223,6 +226,8 @@ def _plan(t: Table, end: int) -> PtePlan:
         for o in _tables(t, 6, end)
     )
     o = _field(t, 8)
+    if o:
+        _in(t.Pos + o + 3, end, "non_const_buffer_sizes field")
     plan = PtePlan(
         name=_string(t, 0),
         values=values,
@@ -235,6 +240,7 @@ def _plan(t: Table, end: int) -> PtePlan:
         pools_slot=t.Pos + o if o else None,
     )
     _check_indices(plan)
+    _check_pools(plan)
     return plan
 
 
@@ -254,6 +260,8 @@ def _tensor(t: Table, index: int, end: int) -> PteTensor:
     info = _table(t, 6, end)
     extra = _table(t, 9, end)
     o = _field(t, 6)
+    if o:
+        _in(t.Pos + o + 3, end, "allocation_info field")
     memory = offset = None
     if info is not None:
         memory = _scalar(info, 0, N.Uint32Flags)
@@ -288,6 +296,46 @@ def _instructions(chain: Table, end: int) -> list[Instruction]:
         else:  # jump: the condition; free: the value
             out.append(Instruction(INSTRUCTION_KINDS[kind], -1, (_scalar(body, 0, N.Int32Flags),)))
     return out
+
+
+MAX_POOL = 1 << 28  # bytes: the largest pool arenaplan takes (its check keeps 8 B per 16 B)
+
+
+def _check_pools(plan: PtePlan) -> None:
+    """Every planned tensor lies inside a pool the plan declares (ExecuTorch refuses
+    the program at load otherwise), and no pool is beyond ``MAX_POOL``."""
+    big = next((k for k, size in enumerate(plan.pools) if not 0 <= size <= MAX_POOL), None)
+    if big is not None:
+        raise UnsupportedModelError(
+            f"method {plan.name!r}: pool {big} of {plan.pools[big]:,} B (at most {MAX_POOL:,})"
+        )
+    for t in plan.tensors():
+        if t.memory is None or t.offset is None:
+            continue
+        if not 1 <= t.memory < len(plan.pools):
+            raise ModelFormatError(
+                f"corrupt .pte: method {plan.name!r} value {t.value} is in memory {t.memory}, "
+                f"which the plan does not declare"
+            )
+        size = _bytes(t)
+        if t.offset + size > plan.pools[t.memory]:
+            raise ModelFormatError(
+                f"corrupt .pte: method {plan.name!r} value {t.value} ({size:,} B at "
+                f"{t.offset:,}) lies beyond its pool of {plan.pools[t.memory]:,} B"
+            )
+
+
+def _bytes(t: PteTensor) -> int:
+    """A tensor's bytes (an unknown element type counts 8 bytes an element)."""
+    n = ELEMENT_BYTES.get(t.scalar_type, 8)
+    for d in t.sizes:
+        n *= max(d, 0)
+    return n
+
+
+# ScalarType code -> bytes per element (program.fbs's scalar_type.fbs)
+ELEMENT_BYTES = {0: 1, 1: 1, 2: 2, 3: 4, 4: 8, 5: 2, 6: 4, 7: 8, 11: 1, 12: 1, 13: 1, 14: 4}
+ELEMENT_BYTES |= {15: 2, 22: 2, 27: 2, 28: 4, 29: 8}
 
 
 def _check_indices(plan: PtePlan) -> None:
