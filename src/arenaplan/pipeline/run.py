@@ -11,8 +11,9 @@ caller writes ``PlanResult.files`` once all succeeded.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from arenaplan.errors import ArenaplanError, PlanValidationError, UsageError
 from arenaplan.export.figures import Figures, check_chosen, figures_of
@@ -158,28 +159,33 @@ def deployment_of(request: PlanRequest) -> Deployment:
     return Deployment(_kernels(request), _profile(request))
 
 
+Chosen = TypeVar("Chosen", KernelSet, Profile)
+
+
 def _profile(request: PlanRequest) -> Profile:
-    """The profile asked for, else the target's when it is for the model's runtime,
-    else that runtime's default."""
-    runtime = _model_runtime(request, request.profile)
-    if request.profile is not None:
-        return request.profile
     target = request.target
-    if target is not None and target.profile.runtime == runtime:
-        return target.profile
-    return default_profile(runtime)
+    return _chosen(request, request.profile, target and target.profile, default_profile)
 
 
 def _kernels(request: PlanRequest) -> KernelSet:
-    """The kernels asked for, else the target's when they are for the model's
-    runtime, else that runtime's default."""
-    runtime = _model_runtime(request, request.kernels)
-    if request.kernels is not None:
-        return request.kernels
     target = request.target
-    if target is not None and target.kernels.runtime == runtime:
-        return target.kernels
-    return default_kernels(runtime)
+    return _chosen(request, request.kernels, target and target.kernels, default_kernels)
+
+
+def _chosen(
+    request: PlanRequest,
+    asked: Chosen | None,
+    targets: Chosen | None,
+    default: Callable[[str], Chosen],
+) -> Chosen:
+    """What was asked for (a kernel set or a profile), else the target's (``targets``)
+    when it is for the model's runtime, else that runtime's ``default``."""
+    runtime = _model_runtime(request, asked)
+    if asked is not None:
+        return asked
+    if targets is not None and targets.runtime == runtime:
+        return targets
+    return default(runtime)
 
 
 def _model_runtime(request: PlanRequest, asked: KernelSet | Profile | None) -> str:
