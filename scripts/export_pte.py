@@ -18,7 +18,10 @@ with its greedy memory planning, 16-byte alignment) unless its name says otherwi
 - ``two_methods``: a program with two methods;
 - ``cnn_naive``: ``cnn`` with ExecuTorch's naive planner (no reuse);
 - ``cnn_overlap``: ``cnn`` with a planning algorithm that puts every tensor at
-  offset 0 (ExecuTorch exports it without a word; it computes garbage).
+  offset 0 (ExecuTorch exports it without a word; it computes garbage);
+- ``cnn_arenaplan``, ``views_arenaplan``, ``attention_arenaplan``, ``two_methods_arenaplan``:
+  those programs planned at export by ``arenaplan.executorch.memory_planning_algo``
+  (arenaplan is imported from this clone's ``src``).
 
 The same versions give the same bytes (fixed seeds).
 """
@@ -28,10 +31,14 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
 import torch
 from executorch.exir import EdgeCompileConfig, ExecutorchBackendConfig, to_edge
 from executorch.exir.memory_planning import MemoryPlanningAlgorithmSuite, naive
 from executorch.exir.passes import MemoryPlanningPass
+
+from arenaplan.executorch import memory_planning_algo
 
 ALIGNMENT = 16
 
@@ -159,7 +166,8 @@ def main(out: Path) -> None:
     export(out / "dscnn.pte", {"forward": (DsCnn().eval(), (torch.randn(1, 1, 49, 10),))})
     export(out / "mlp_split.pte", {"forward": (mlp, x_mlp)})
     export(out / "mlp_linear.pte", {"forward": (mlp, x_mlp)}, keep_linear=True)
-    export(out / "attention.pte", {"forward": (Attention().eval(), (torch.randn(1, 16, 32),))})
+    attention = Attention().eval()
+    export(out / "attention.pte", {"forward": (attention, (torch.randn(1, 16, 32),))})
     export(out / "rnn.pte", {"forward": (Rnn().eval(), (torch.randn(1, 8, 16),))})
     export(out / "views.pte", {"forward": (Views(), (torch.randn(4, 16, generator=g),))})
     export(out / "counter.pte", {"forward": (Counter(), (torch.randn(8, generator=g),))})
@@ -167,6 +175,12 @@ def main(out: Path) -> None:
     export(out / "two_methods.pte", two)
     export(out / "cnn_naive.pte", {"forward": (cnn, x_cnn)}, MemoryPlanningAlgorithmSuite([naive]))
     export(out / "cnn_overlap.pte", {"forward": (cnn, x_cnn)}, all_at_zero)
+    mine = memory_planning_algo()
+    export(out / "cnn_arenaplan.pte", {"forward": (cnn, x_cnn)}, mine)
+    export(out / "views_arenaplan.pte", {"forward": (Views(), (torch.randn(4, 16),))}, mine)
+    x_attention = (torch.randn(1, 16, 32),)
+    export(out / "attention_arenaplan.pte", {"forward": (attention, x_attention)}, mine)
+    export(out / "two_methods_arenaplan.pte", two, mine)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,8 @@ SCRIPT = ROOT / "scripts" / "export_pte.py"
 PROGRAMS = ("attention", "cnn", "cnn_naive", "counter", "dscnn", "mlp_linear", "mlp_split")
 PROGRAMS += ("rnn", "two_methods", "views")
 WRONG = "cnn_overlap"  # exported with every tensor at offset 0
+# exported with arenaplan's memory_planning_algo; each has a twin exported by ExecuTorch's
+TWINS = ("attention", "cnn", "two_methods", "views")
 ABSENT = "no exported .pte programs here (bash scripts/executorch_lane.sh makes them)"
 
 

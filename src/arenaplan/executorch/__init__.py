@@ -11,3 +11,7 @@ written back (``runtime.ExecuTorch``).
 - ``write``: the new ``allocation_info`` and pool sizes patched into the program,
   everything else byte for byte.
 """
+
+from arenaplan.executorch.export_time import memory_planning_algo
+
+__all__ = ["memory_planning_algo"]
