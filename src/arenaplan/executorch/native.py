@@ -10,10 +10,10 @@ reports the highest byte written in each pool and the method allocator's bytes.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,16 +41,17 @@ class Run:
 
 
 def wheel_dir() -> Path | None:
-    """The executorch package's folder (``ARENAPLAN_EXECUTORCH`` if set), found
-    without importing it (its Python side imports torch)."""
+    """The executorch package's folder (``ARENAPLAN_EXECUTORCH`` if set): the first
+    ``executorch/include`` on ``sys.path``, found without importing it (its Python
+    side imports torch; a script or folder named ``executorch`` may come first)."""
     given = os.environ.get("ARENAPLAN_EXECUTORCH")
     if given:
         return Path(given)
-    spec = importlib.util.find_spec("executorch")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    found = [Path(p) for p in spec.submodule_search_locations]
-    return next((p for p in found if (p / "include").is_dir()), found[0])
+    for entry in sys.path:
+        folder = Path(entry or ".") / "executorch"
+        if (folder / "include").is_dir() and (folder / "lib").is_dir():
+            return folder
+    return None
 
 
 def unavailable() -> str | None:

@@ -37,6 +37,7 @@ PROFILES = (Profile(NAME, "arm32", 4, 4), Profile(NAME, "host64", 8, 4))
 NOT_MODELLED = ("ExecuTorch's method allocator (not modelled: measure it in the runtime)",)
 
 Key = tuple[int, int]
+TRANSPOSES = ("aten::permute_copy", "aten::t_copy", "aten::transpose_copy")
 
 
 def planned_keys(model: Model, storage: Storage) -> set[Key]:
@@ -84,6 +85,27 @@ class ExecuTorch(Runtime):
                 reach.append(offset + model.subgraphs[s].tensors[t].nbytes)
         top = -(-max(reach) // ALIGNMENT) * ALIGNMENT  # the pool it declares
         return "ExecuTorch's plan in the program (as exported)", top
+
+    def advice(self, model: Model, plan: Plan) -> tuple[str, ...]:
+        """Weights transposed at run time: plain ``to_edge`` splits ``linear`` into a
+        transpose of the (constant) weight and a matmul, and the transposed weight is
+        planned as an activation."""
+        moved = [
+            p.bytes
+            for p in plan.tensors
+            for op in model.subgraphs[p.subgraph].operators
+            if p.index in op.outputs
+            and op.opcode.split(".")[0] in TRANSPOSES
+            and all(model.subgraphs[p.subgraph].tensors[t].is_constant for t in op.inputs)
+        ]
+        if not moved:
+            return ()
+        what = "weight transpose is" if len(moved) == 1 else "weight transposes are"
+        return (
+            f"{len(moved)} {what} planned as activations ({sum(moved):,} B, transposed at "
+            "every call): export with EdgeCompileConfig(preserve_ops="
+            "[torch.ops.aten.linear.default]) to keep linear whole",
+        )
 
     def tensor_bytes(self, model: Model) -> TensorBytes:
         planned = planned_keys(model, storage_of(model))

@@ -76,13 +76,14 @@ def run_plan(request: PlanRequest, notify: Notify = _ignore) -> PlanResult:
         head_only = objective_of(request) == "head"
         records = done.rewrite.records if done.rewrite else ()
         check_fit(request.fit, done.model, done.plan, profile, head_only, records)
-    for line in said:
-        notify(line)
+    said += [f"arenaplan: {line}" for line in runtime.advice(done.model, done.plan)]
     result = PlanResult.of(done, _figures(request, done), _effect(request, done))
-    if request.outputs is None:
-        return result
-    result = replace(result, refusals=runtime_of(done.plan.kernels).refusals(done.model))
-    return render(request, result)
+    if request.outputs is not None:
+        result = replace(result, refusals=runtime_of(done.plan.kernels).refusals(done.model))
+        result = render(request, result)
+    for line in said:  # the plan and its outputs stand
+        notify(line)
+    return result
 
 
 def _effect(request: PlanRequest, done: Planned) -> RewriteEffect | None:

@@ -116,6 +116,11 @@ class Runtime(ABC):
     summary_words = ""  # how to read a plan's summary for this runtime ("": the default)
     rewrites = True  # the graph passes and the weights policies take its models
 
+    def advice(self, model: Model, plan: Plan) -> tuple[str, ...]:
+        """One line per way the model's export wastes arena that a user can fix
+        (default: none)."""
+        return ()
+
     def own_plan(self, model: Model, plan: Plan) -> tuple[str, int]:
         """The runtime's own plan of ``model`` in words, and its head (bytes), for the
         summary to compare with; default: TFLM's greedy planner on the same buffers."""

@@ -1,6 +1,6 @@
 """ExecuTorch programs planned again: ExecuTorch's pools against arenaplan's.
 
-    python benchmarks/pte_pools.py [--programs DIR]
+    python benchmarks/executorch.py [--programs DIR]
 
 For every ``.pte`` of ``DIR`` (default: the programs ``scripts/executorch_lane.sh``
 exported, in ~/.cache/arenaplan/executorch/pte/<hash>): its methods, the default pool
