@@ -92,3 +92,13 @@ def test_what_a_program_cannot_have_is_one_line(args, says, tmp_path, capsys) ->
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and says in err[0]
     assert not (tmp_path / "h.h").exists()
+
+
+def test_weight_transposes_planned_as_activations_are_named_with_the_fix(capsys) -> None:
+    """Plain ``to_edge`` splits linear: its transposed weights are planned activations
+    (mlp_split: three, 57,344 B); with linear kept whole there are none."""
+    assert main(["plan", str(pte_path("mlp_split")), "-q"]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "3 weight transposes" in err[0] and "preserve_ops" in err[0]
+    assert main(["plan", str(pte_path("mlp_linear")), "-q"]) == 0
+    assert capsys.readouterr().err == ""
