@@ -52,3 +52,18 @@ def test_a_cut_program_is_one_line(cut: int) -> None:
     with pytest.raises(ModelFormatError) as info:
         read_model_bytes(data[:cut])
     assert "\n" not in str(info.value)
+
+
+def test_the_runner_source_ships_with_the_package() -> None:
+    """A wheel carries the runner's C++ (package data), as it carries the firmware's."""
+    import tomllib
+    from pathlib import Path
+
+    from arenaplan.executorch import native
+
+    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+    data = tomllib.loads(pyproject.read_text())["tool"]["setuptools"]["package-data"]
+    source = native.SOURCE.relative_to(native.SOURCE.parents[1]).as_posix()
+    assert source.endswith(".cc") and any(
+        Path(source).match(g) for g in data["arenaplan.executorch"]
+    )

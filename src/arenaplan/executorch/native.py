@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from arenaplan.errors import RuntimeUnavailableError
 from arenaplan.ir.model import Subgraph
 
 SOURCE = Path(__file__).with_name("runner") / "et_runner.cc"
@@ -65,7 +66,8 @@ def unavailable() -> str | None:
 
 
 def runner() -> Path:
-    """The runner, built when not cached (atomic: parallel builders do not clash)."""
+    """The runner, built when not cached (atomic: parallel builders do not clash);
+    ``RuntimeUnavailableError`` when it cannot be built here."""
     folder = wheel_dir()
     assert_available()
     key = hashlib.sha256(SOURCE.read_bytes() + str(folder).encode()).hexdigest()[:16]
@@ -84,7 +86,8 @@ def runner() -> Path:
         command += ["-Wl,--pop-state", "-w"]
         done = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT)
         if done.returncode != 0:
-            raise RuntimeError(f"building the ExecuTorch runner failed: {done.stderr[-400:]}")
+            last = done.stderr.strip().splitlines()[-1:] or ["no message"]
+            raise RuntimeUnavailableError(f"building the ExecuTorch runner failed: {last[0]}")
         os.replace(built, target)
     return target
 
@@ -92,7 +95,7 @@ def runner() -> Path:
 def assert_available() -> None:
     why = unavailable()
     if why is not None:
-        raise RuntimeError(why)
+        raise RuntimeUnavailableError(why)
 
 
 def run_method(program: bytes, method: str, inputs: list[bytes | None], calls: int) -> Run:

@@ -10,6 +10,7 @@ its method allocator (ExecuTorch's own structures, on this machine's build).
 
 from __future__ import annotations
 
+from arenaplan.errors import RuntimeUnavailableError
 from arenaplan.executorch import native, simulate
 from arenaplan.ir.model import Model
 from arenaplan.reader.pte_reader import read_pte_bytes
@@ -24,6 +25,11 @@ CALLS = 2  # calls per input set
 
 def prove_program(original: bytes, planned: bytes) -> Proof:
     why = native.unavailable()
+    if why is None:
+        try:
+            native.runner()
+        except RuntimeUnavailableError as exc:
+            why = str(exc)
     if why is not None:
         return Proof(why, runtime=RUNNER_WORDS, trials=TRIALS, unavailable=True)
     model = read_pte_bytes(original)
@@ -70,6 +76,7 @@ def verify_programs(original: bytes, planned: bytes, trials: int, seed: int) -> 
     why = native.unavailable()
     if why is not None:
         return _report(trials, refused=why)
+    native.runner()  # RuntimeUnavailableError: one line
     ir, planned_ir = read_pte_bytes(original), read_pte_bytes(planned)
     if [sg.name for sg in ir.subgraphs] != [sg.name for sg in planned_ir.subgraphs]:
         return _report(trials, failed="the two programs do not have the same methods")
