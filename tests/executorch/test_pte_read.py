@@ -3,10 +3,14 @@ the program's own plan says (views, state, pools)."""
 
 from __future__ import annotations
 
+import tomllib
+from pathlib import Path
+
 import pytest
 from kits.pte import PROGRAMS, pte_path
 
 from arenaplan.errors import ModelFormatError
+from arenaplan.executorch import native
 from arenaplan.executorch.storage import storage_of
 from arenaplan.ir.verifier import ir_problems
 from arenaplan.reader import read_model_bytes
@@ -56,11 +60,6 @@ def test_a_cut_program_is_one_line(cut: int) -> None:
 
 def test_the_runner_source_ships_with_the_package() -> None:
     """A wheel carries the runner's C++ (package data), as it carries the firmware's."""
-    import tomllib
-    from pathlib import Path
-
-    from arenaplan.executorch import native
-
     pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
     data = tomllib.loads(pyproject.read_text())["tool"]["setuptools"]["package-data"]
     source = native.SOURCE.relative_to(native.SOURCE.parents[1]).as_posix()
