@@ -13,6 +13,8 @@ with its greedy memory planning, 16-byte alignment) unless its name says otherwi
   transpose and addmm); ``mlp_linear``: the same with ``linear`` kept whole;
 - ``attention``: one self-attention block with a residual and a feed-forward;
 - ``rnn``: an Elman cell unrolled over 8 steps;
+- ``rescnn``: convolutions with a residual add; ``lstm``: ``nn.LSTM`` over 12 steps;
+- ``autoencoder``: an MLP autoencoder (128-64-16-64-128) as plain ``to_edge`` leaves it;
 - ``views``: views, slices, an in-place add;
 - ``counter``: a mutable buffer (state across calls);
 - ``two_methods``: a program with two methods;
@@ -28,6 +30,7 @@ The same versions give the same bytes (fixed seeds).
 
 from __future__ import annotations
 
+import itertools
 import sys
 from pathlib import Path
 
@@ -66,6 +69,47 @@ class DsCnn(torch.nn.Module):
 
     def forward(self, x):
         return self.fc(self.body(x).mean(dim=(2, 3)))
+
+
+class ResCnn(torch.nn.Module):
+    """Two convolutions with a residual add, then a pooled classifier."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = torch.nn.Conv2d(3, 16, 3, padding=1)
+        self.a = torch.nn.Conv2d(16, 16, 3, padding=1)
+        self.b = torch.nn.Conv2d(16, 16, 3, padding=1)
+        self.fc = torch.nn.Linear(16, 10)
+
+    def forward(self, x):
+        x = torch.relu(self.stem(x))
+        x = torch.relu(x + self.b(torch.relu(self.a(x))))
+        return self.fc(x.mean(dim=(2, 3)))
+
+
+class Lstm(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lstm = torch.nn.LSTM(16, 32, batch_first=True)
+        self.head = torch.nn.Linear(32, 4)
+
+    def forward(self, x):  # 1 x 12 x 16
+        out, _ = self.lstm(x)
+        return self.head(out[:, -1])
+
+
+class AutoEncoder(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        sizes = (128, 64, 16, 64, 128)
+        self.layers = torch.nn.ModuleList(
+            torch.nn.Linear(a, b) for a, b in itertools.pairwise(sizes)
+        )
+
+    def forward(self, x):
+        for k, layer in enumerate(self.layers):
+            x = layer(x) if k == len(self.layers) - 1 else torch.relu(layer(x))
+        return x
 
 
 class Mlp(torch.nn.Module):
@@ -169,6 +213,9 @@ def main(out: Path) -> None:
     attention = Attention().eval()
     export(out / "attention.pte", {"forward": (attention, (torch.randn(1, 16, 32),))})
     export(out / "rnn.pte", {"forward": (Rnn().eval(), (torch.randn(1, 8, 16),))})
+    export(out / "rescnn.pte", {"forward": (ResCnn().eval(), (torch.randn(1, 3, 16, 16),))})
+    export(out / "lstm.pte", {"forward": (Lstm().eval(), (torch.randn(1, 12, 16),))})
+    export(out / "autoencoder.pte", {"forward": (AutoEncoder().eval(), (torch.randn(1, 128),))})
     export(out / "views.pte", {"forward": (Views(), (torch.randn(4, 16, generator=g),))})
     export(out / "counter.pte", {"forward": (Counter(), (torch.randn(8, generator=g),))})
     two = {"gram": (Gram(), (torch.randn(6, 5),)), "mix": (Mix(), (torch.randn(3, 7),) * 2)}

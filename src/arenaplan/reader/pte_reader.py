@@ -7,9 +7,10 @@ delegate call ``delegate:<id>``, a move ``move``, a free ``free``; every one is 
 custom operator to the IR (no TFLite semantics).
 
 A kernel call is an out-variant: ``args = [inputs..., outs..., returns]`` where the
-returns repeat the outs (``outs_of``); what it writes is its outputs, the rest its
-inputs. A value written again (a mutable buffer by ``copy_``) is an input there. A
-delegate writes the tensors among its args not defined before it.
+returns repeat the outs, or ``[inputs..., out list]`` when it returns nothing
+(``outs_of``); what it writes is its outputs, the rest its inputs. A value written
+again (a mutable buffer by ``copy_``) is an input there, and an output the first time.
+A delegate writes the tensors among its args not defined before it.
 
 A tensor read before any instruction writes it that is not a method input is marked
 ``is_variable``: either a mutable buffer (state kept across calls) or a view (a
@@ -87,9 +88,13 @@ def _tail(plan: PtePlan, ins: Instruction) -> tuple[tuple[int, ...], int]:
     if ins.kind != "kernel" or not args:
         return (), 0
     items = plan.values[args[-1]][1]
-    returned = plan.tensor(args[-1]) is None and isinstance(items, tuple) and items
-    if returned and all(i in args[:-1] for i in items):
-        return tuple(items), len(items) + 1
+    if plan.tensor(args[-1]) is None and isinstance(items, tuple) and items:
+        outs = tuple(i for i in items if i >= 0)
+        if all(i in args[:-1] for i in items):  # the outs one by one, the list returned
+            return outs, len(items) + 1
+        if len(args) > 1 and plan.values[args[-2]][1] == items:  # the out list, returned
+            return outs, 2
+        return outs, 1  # an out list that returns nothing (split_with_sizes_copy.out)
     k, outs = len(args) - 1, []
     while k > 0 and args[k] in args[:k] and plan.tensor(args[k]) is not None:
         outs.append(args[k])
