@@ -102,10 +102,7 @@ def verify_programs(original: bytes, planned: bytes, trials: int, seed: int) -> 
 def _reach(model: Model) -> Prediction:
     """arenaplan's figures for a program: the bytes its tensors reach in the default
     pool (the most over its methods); the method allocator is not modelled."""
-    top = 0
-    for (s, t), (memory, offset) in simulate.stored_places(model).items():
-        if memory == 1:
-            top = max(top, offset + model.subgraphs[s].tensors[t].nbytes)
+    top = simulate.pool_reach(model, simulate.stored_places(model))
     return Prediction(top, 0, top, not_modelled=NOT_MODELLED)
 
 

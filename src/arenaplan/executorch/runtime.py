@@ -79,11 +79,8 @@ class ExecuTorch(Runtime):
     )
 
     def own_plan(self, model: Model, plan: Plan) -> tuple[str, int]:
-        reach = [0]
-        for (s, t), (memory, offset) in simulate.stored_places(model).items():
-            if memory == DEFAULT_POOL:
-                reach.append(offset + model.subgraphs[s].tensors[t].nbytes)
-        top = -(-max(reach) // ALIGNMENT) * ALIGNMENT  # the pool it declares
+        reach = simulate.pool_reach(model, simulate.stored_places(model), DEFAULT_POOL)
+        top = -(-reach // ALIGNMENT) * ALIGNMENT  # the pool it declares
         return "ExecuTorch's plan in the program (as exported)", top
 
     def advice(self, model: Model, plan: Plan) -> tuple[str, ...]:
@@ -217,11 +214,7 @@ def _pools(
 ) -> tuple[int, ...]:
     """Plan ``s``'s pool sizes: the default pool's the bytes its tensors reach,
     rounded up to the alignment; the others as they were."""
-    sg = model.subgraphs[s]
-    top = max(
-        (o + sg.tensors[t].nbytes for (p, t), (m, o) in places.items() if p == s and m == 1),
-        default=0,
-    )
+    top = simulate.pool_reach(model, places, DEFAULT_POOL, subgraph=s)
     out = list(sizes) if len(sizes) > DEFAULT_POOL else [0, 0]
     out[DEFAULT_POOL] = -(-top // ALIGNMENT) * ALIGNMENT
     return tuple(out)

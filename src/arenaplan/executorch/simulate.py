@@ -38,6 +38,21 @@ def stored_places(model: Model) -> dict[Key, Place]:
     return {keys[i]: (memories[i], o) for i, o in enumerate(offsets) if o >= 0}
 
 
+def pool_reach(
+    model: Model, places: dict[Key, Place], memory: int = 1, subgraph: int | None = None
+) -> int:
+    """The bytes the tensors at ``places`` reach in ``memory`` (of one subgraph, or the
+    most over all of them); 0 when none is there."""
+    return max(
+        (
+            offset + model.subgraphs[s].tensors[t].nbytes
+            for (s, t), (m, offset) in places.items()
+            if m == memory and subgraph in (None, s)
+        ),
+        default=0,
+    )
+
+
 def plan_problems(model: Model, new: dict[Key, Place]) -> list[str]:
     """Every problem of placing the program's pooled tensors at ``new``, one line each."""
     own = stored_places(model)
