@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from arenaplan.errors import RuntimeUnavailableError
 from arenaplan.executorch import native, simulate
-from arenaplan.ir.model import Model
+from arenaplan.ir.model import Model, Subgraph
 from arenaplan.reader.pte_reader import read_pte_bytes
 from arenaplan.runtime.proof import Proof
 from arenaplan.runtime.report import Measurement, Prediction, VerifyReport
@@ -36,17 +36,12 @@ def prove_program(original: bytes, planned: bytes) -> Proof:
     head = tail = 0
     for sg in model.subgraphs:
         for trial in range(TRIALS):
-            inputs = native.random_inputs(sg, seed=1000 * sg.index + trial)
             try:
-                given = native.run_method(original, sg.name, inputs, CALLS)
-            except RuntimeError as exc:
-                reason = f"ExecuTorch does not run the original method {sg.name!r}: {exc}"
-                return Proof(reason, runtime=RUNNER_WORDS, trials=TRIALS, refused=True)
-            try:
-                mine = native.run_method(planned, sg.name, inputs, CALLS)
-            except RuntimeError as exc:
-                reason = f"ExecuTorch does not run the planned method {sg.name!r}: {exc}"
-                return Proof(reason, runtime=RUNNER_WORDS, trials=TRIALS)
+                given, mine = _run_both(original, planned, sg, 1000 * sg.index + trial)
+            except _NotRun as exc:
+                refused = exc.which == "original"
+                reason = f"ExecuTorch does not run the {exc.which} method {sg.name!r}: {exc}"
+                return Proof(reason, runtime=RUNNER_WORDS, trials=TRIALS, refused=refused)
             reason = _differs(sg.name, given, mine)
             if reason is not None:
                 return Proof(reason, runtime=RUNNER_WORDS, trials=TRIALS)
@@ -54,6 +49,28 @@ def prove_program(original: bytes, planned: bytes) -> Proof:
                 head = max(head, mine.pools[0][1] + 1)
             tail = max(tail, mine.method_allocator)
     return Proof(None, runtime=RUNNER_WORDS, trials=TRIALS, head=head, tail=tail)
+
+
+class _NotRun(Exception):
+    """ExecuTorch did not run ``which`` program ("original" or "planned"): its words."""
+
+    def __init__(self, which: str, words: str) -> None:
+        super().__init__(words)
+        self.which = which
+
+
+def _run_both(
+    original: bytes, planned: bytes, sg: Subgraph, seed: int
+) -> tuple[native.Run, native.Run]:
+    """Method ``sg`` of both programs run on the same random inputs (``seed``)."""
+    inputs = native.random_inputs(sg, seed=seed)
+    runs = []
+    for which, program in (("original", original), ("planned", planned)):
+        try:
+            runs.append(native.run_method(program, sg.name, inputs, CALLS))
+        except RuntimeError as exc:
+            raise _NotRun(which, str(exc)) from None
+    return runs[0], runs[1]
 
 
 def _differs(method: str, given: native.Run, mine: native.Run) -> str | None:
@@ -83,14 +100,11 @@ def verify_programs(original: bytes, planned: bytes, trials: int, seed: int) -> 
     runs: list[tuple[native.Run, native.Run]] = []
     for sg in ir.subgraphs:
         for trial in range(trials):
-            inputs = native.random_inputs(sg, seed=seed + 1000 * sg.index + trial)
             try:
-                given = native.run_method(original, sg.name, inputs, CALLS)
-            except RuntimeError as exc:
-                return _report(trials, refused=f"ExecuTorch refuses the original: {exc}")
-            try:
-                mine = native.run_method(planned, sg.name, inputs, CALLS)
-            except RuntimeError as exc:
+                given, mine = _run_both(original, planned, sg, seed + 1000 * sg.index + trial)
+            except _NotRun as exc:
+                if exc.which == "original":
+                    return _report(trials, refused=f"ExecuTorch refuses the original: {exc}")
                 return _report(trials, failed=f"ExecuTorch fails on the planned program: {exc}")
             reason = _differs(sg.name, given, mine)
             if reason is not None:
