@@ -125,14 +125,14 @@ class Toy(Runtime):
                     found.append(f"tensors {a[0]} and {b[0]} overlap while both live")
         return found
 
-    def write_plan(self, data: bytes, offsets: Sequence[int]) -> bytes:
+    def write_plan(self, data: bytes, offsets: Sequence[int], regions: Sequence[int] = ()) -> bytes:
         model = read_model_bytes(data)
         words = struct.pack(f"<{len(offsets)}i", *offsets)
         kept = tuple(m for m in model.metadata if m[0] != KEY)
         entry = (KEY, len(model.buffers))  # the plan in a buffer of its own
         return write_model(replace(model, buffers=(*model.buffers, words), metadata=(*kept, entry)))
 
-    def read_plan(self, model: Model) -> tuple[int, ...] | None:
+    def read_plan(self, model: Model, pools: int = 1) -> tuple[int, ...] | None:
         found = [model.buffers[index] for key, index in model.metadata if key == KEY]
         if not found:
             return None

@@ -11,6 +11,7 @@ tail is 0 and says so.
 from __future__ import annotations
 
 import struct
+from bisect import bisect_right
 from collections.abc import Sequence
 
 from arenaplan.errors import ModelFormatError, PlanValidationError, UsageError
@@ -40,12 +41,13 @@ Key = tuple[int, int]
 TRANSPOSES = ("aten::permute_copy", "aten::t_copy", "aten::transpose_copy")
 
 
-def planned_keys(model: Model, storage: Storage) -> set[Key]:
-    """The tensors this runtime plans: in the default pool, not views."""
+def planned_keys(model: Model, storage: Storage, pools: int = 1) -> set[Key]:
+    """The tensors this runtime plans: in the default pool (pools 1..``pools``: a
+    plan written over several memories), not views."""
     return {
         key
         for key, (memory, _) in storage.where.items()
-        if memory == DEFAULT_POOL and key not in storage.views
+        if DEFAULT_POOL <= memory < DEFAULT_POOL + pools and key not in storage.views
     }
 
 
@@ -57,6 +59,8 @@ class ExecuTorch(Runtime):
     alignment = ALIGNMENT
     file_format = "pte"
     rewrites = False  # its programs are planned as exported: no pass reads their operators
+    pools_per_memory = True  # memory ids 1, 2, ...: one pool per memory, fastest first
+    time_note = ", standing in for ExecuTorch's portable kernels (not measured)"
 
     def kernel_sets(self) -> tuple[KernelSet, ...]:
         return (PORTABLE,)
@@ -141,10 +145,10 @@ class ExecuTorch(Runtime):
         ]
         return misaligned or simulate.plan_problems(model, new_places(model, offsets))
 
-    def write_plan(self, data: bytes, offsets: Sequence[int]) -> bytes:
+    def write_plan(self, data: bytes, offsets: Sequence[int], regions: Sequence[int] = ()) -> bytes:
         program = read_program(data)
         model = program_model(program)
-        places = new_places(model, offsets)
+        places = new_places(model, offsets, regions)
         problems = simulate.plan_problems(model, places)
         if problems:
             raise PlanValidationError(problems)
@@ -155,7 +159,7 @@ class ExecuTorch(Runtime):
             for t, tensor in enumerate(tensors):
                 if (s, t) in own and places[(s, t)] != own[(s, t)]:
                     moved[(s, tensor.value)] = places[(s, t)]
-            sizes = _pools(model, s, places, plan.pools)
+            sizes = _pools(model, s, places, plan.pools, max(len(regions), 1))
             if sizes != plan.pools:
                 pools[s] = sizes
         try:
@@ -182,25 +186,40 @@ class ExecuTorch(Runtime):
             raise UsageError(f"--build: {self.title} runs in its installed runtime only")
         return verify_programs(original, planned, trials, seed)
 
-    def read_plan(self, model: Model) -> tuple[int, ...] | None:
+    def read_plan(self, model: Model, pools: int = 1) -> tuple[int, ...] | None:
+        """Offsets of the tensors of pools 1..``pools`` laid end to end (pool k+1 after
+        pool k, as many bytes as its tensors reach in any method, aligned), as
+        ``write_plan``'s ``regions``; the other pools' tensors are pins (-1)."""
         if model.stored_plan is None:
             return None
-        planned = planned_keys(model, storage_of(model))
+        storage = storage_of(model)
+        planned = planned_keys(model, storage, pools)
+        places = {key: storage.where[key] for key in planned}
+        bases, top = {}, 0
+        for memory in sorted({m for m, _ in places.values()}):
+            bases[memory] = top
+            top += -(-simulate.pool_reach(model, places, memory) // ALIGNMENT) * ALIGNMENT
         return tuple(
-            o if key in planned else -1
-            for key, o in zip(model.tensor_keys(), model.stored_plan, strict=True)
+            bases[places[key][0]] + places[key][1] if key in planned else -1
+            for key in model.tensor_keys()
         )
 
 
-def new_places(model: Model, offsets: Sequence[int]) -> dict[Key, tuple[int, int]]:
+def new_places(
+    model: Model, offsets: Sequence[int], regions: Sequence[int] = ()
+) -> dict[Key, tuple[int, int]]:
     """Where each pooled tensor goes: planned ones at ``offsets`` (per tensor over all
-    subgraphs, -1 where not planned), views ``delta`` into their base, tensors of
+    subgraphs, -1 where not planned; in region k of ``regions``, pool k+1 at the
+    offset from the region's start), views ``delta`` into their base, tensors of
     other pools where the program put them."""
     storage = storage_of(model)
     planned = planned_keys(model, storage)
     given = dict(zip(model.tensor_keys(), offsets, strict=True))
+    starts = list(regions) or [0]
+    if len(starts) > 1:
+        _no_pins(storage)
     places = {
-        key: (DEFAULT_POOL, given[key]) if key in planned else where
+        key: _in_region(starts, given[key]) if key in planned else where
         for key, where in storage.where.items()
     }
     for key, (base, delta) in storage.views.items():
@@ -209,14 +228,36 @@ def new_places(model: Model, offsets: Sequence[int]) -> dict[Key, tuple[int, int
     return places
 
 
+def _in_region(starts: list[int], offset: int) -> tuple[int, int]:
+    """(memory id, offset in its pool) of head offset ``offset``: region k is pool k+1."""
+    k = bisect_right(starts, offset) - 1
+    return DEFAULT_POOL + k, offset - starts[k]
+
+
+def _no_pins(storage: Storage) -> None:
+    pinned = sorted({m for m, _ in storage.where.values() if m != DEFAULT_POOL})
+    if pinned:
+        ids = ", ".join(map(str, pinned))
+        raise UsageError(
+            f"the program pins tensors to memory id {ids}: a plan over several memories "
+            "writes its own pools (ids 1, 2, ...); export it without pins, or plan it "
+            "for one memory"
+        )
+
+
 def _pools(
-    model: Model, s: int, places: dict[Key, tuple[int, int]], sizes: tuple[int, ...]
+    model: Model,
+    s: int,
+    places: dict[Key, tuple[int, int]],
+    sizes: tuple[int, ...],
+    planned: int,
 ) -> tuple[int, ...]:
-    """Plan ``s``'s pool sizes: the default pool's the bytes its tensors reach,
-    rounded up to the alignment; the others as they were."""
-    top = simulate.pool_reach(model, places, DEFAULT_POOL, subgraph=s)
-    out = list(sizes) if len(sizes) > DEFAULT_POOL else [0, 0]
-    out[DEFAULT_POOL] = -(-top // ALIGNMENT) * ALIGNMENT
+    """Plan ``s``'s pool sizes: pools 1..``planned`` the bytes their tensors reach,
+    rounded up to the alignment; the others as they were (index 0 unused)."""
+    out = list(sizes) + [0] * max(planned + 1 - len(sizes), 0)
+    for memory in range(DEFAULT_POOL, DEFAULT_POOL + planned):
+        top = simulate.pool_reach(model, places, memory, subgraph=s)
+        out[memory] = -(-top // ALIGNMENT) * ALIGNMENT
     return tuple(out)
 
 

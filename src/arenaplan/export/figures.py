@@ -14,7 +14,11 @@ seconds. The decisions, in order:
 - a plan spread over memories runs from one arena in the fastest memory plus the
   other memories' arrays when the persistent data fits there, else from the split
   arena (one array per activation memory and one for TFLM's persistent data and
-  temporaries).
+  temporaries);
+- a runtime with one pool per memory (``Runtime.pools_per_memory``: ExecuTorch) runs
+  from its pools, one per memory that holds activations, fastest first (memory ids
+  1, 2, ...), and its persistent part (ExecuTorch's method allocator) in the first
+  memory, fastest first, that may hold persistent data and has room beside the pools.
 """
 
 from __future__ import annotations
@@ -34,15 +38,16 @@ from arenaplan.runtime.registry import runtime_of
 from arenaplan.runtime.spec import KernelSet, Profile
 from arenaplan.targets import Target
 
-ONE, TWO, SPLIT = "one", "two", "split"
+ONE, TWO, SPLIT, POOLS = "one", "two", "split", "pools"
 
 
 @dataclass(frozen=True, slots=True)
 class Array:
     """One array the firmware defines. ``role``: "arena" (TFLM's one arena: head and
     tail), "non-persistent", "persistent" (TFLM's tail), "activations" (a memory's
-    share of a spread plan) or "split-persistent" (TFLM's persistent data and
-    temporaries of the split arena); ``memory``: None without a target; ``parts``:
+    share of a spread plan), "split-persistent" (TFLM's persistent data and
+    temporaries of the split arena), "pool" (a memory id's pool: ExecuTorch) or
+    "method allocator" (ExecuTorch's persistent part); ``memory``: None without a target; ``parts``:
     what it holds, (what, bytes); ``unmodelled``: what the estimate leaves out (empty:
     exact; else the bytes are a lower bound)."""
 
@@ -59,7 +64,7 @@ class Array:
 
 @dataclass(frozen=True, slots=True)
 class Figures:
-    """``layout``: ONE, TWO or SPLIT; ``head``: the bytes of TFLM's head as planned
+    """``layout``: ONE, TWO, SPLIT or POOLS; ``head``: the bytes of TFLM's head as planned
     (the memories laid end to end when spread); ``tail``: TFLM's persistent bytes
     predicted for ``profile``; ``arrays``: what the firmware sets, in order;
     ``latency``: estimated seconds of one inference (None without a target), made by
@@ -113,6 +118,9 @@ def figures_of(
     the target's time model with every tensor where the layout puts it."""
     caps = caps or {}
     tail = runtime_of(plan.kernels).tail(model, profile, plan.kernels)  # simulated once, here
+    if runtime_of(plan.kernels).pools_per_memory:
+        arrays = _pools(plan, target, caps, tiers, arena_memory, persistent_memory, tail)
+        return _timed(POOLS, model, plan, profile, target, caps, arrays, tail, tiers, seconds)
     if target is None:
         one = _one_arena(model, plan, profile, plan.arena, None, tail)
         return Figures(ONE, plan.arena, tail.bytes, profile, plan.kernels, (one,))
@@ -123,6 +131,24 @@ def figures_of(
     )
     layout = SPLIT if arrays[-1].role == "split-persistent" else ONE
     layout = TWO if any(a.role == "persistent" for a in arrays) else layout
+    return _timed(layout, model, plan, profile, target, caps, arrays, tail, tiers, seconds)
+
+
+def _timed(
+    layout: str,
+    model: Model,
+    plan: Plan,
+    profile: Profile,
+    target: Target | None,
+    caps: Mapping[str, int],
+    arrays: tuple[Array, ...],
+    tail: TailEstimate,
+    tiers: TierPlacement | None,
+    seconds: float | None,
+) -> Figures:
+    """The figures of ``arrays``, with the estimated latency when there is a target."""
+    if target is None:
+        return Figures(layout, plan.arena, tail.bytes, profile, plan.kernels, arrays)
     home, first = persistent_of(arrays), arrays[0].memory
     if seconds is None:
         seconds = placed_seconds(model, target, first, home, tiers)
@@ -132,6 +158,7 @@ def figures_of(
         seconds += moved - placed_seconds(model, target, first, None, tiers)
     used = {a.memory for a in arrays}
     rooms = tuple((m.name, caps.get(m.name, m.capacity)) for m in target.memories if m.name in used)
+    label = time_model_label(target) + runtime_of(plan.kernels).time_note
     return Figures(
         layout,
         plan.arena,
@@ -140,7 +167,7 @@ def figures_of(
         plan.kernels,
         arrays,
         seconds,
-        time_model_label(target),
+        label,
         rooms,
     )
 
@@ -264,6 +291,40 @@ def _split(
     return (*acts, last)
 
 
+def _pools(
+    plan: Plan,
+    target: Target | None,
+    caps: Mapping[str, int],
+    tiers: TierPlacement | None,
+    arena: str | None,
+    chosen: str | None,
+    tail: TailEstimate,
+) -> tuple[Array, ...]:
+    """One pool per memory holding activations (fastest first: memory ids 1, 2, ...;
+    one pool in ``arena``, else the fastest memory, when not spread), then the
+    persistent part in ``chosen``, else the first memory with room for it beside the
+    pools, else the first pool's memory."""
+    if target is None:
+        heights: dict[str | None, int] = {None: plan.arena}
+    elif tiers is None:
+        heights = {arena or target.fastest().name: plan.arena}
+    else:
+        used = [m.name for m in target.memories if tiers.heights.get(m.name, 0) > 0]
+        heights = {m: tiers.heights[m] for m in used} or {target.fastest().name: 0}
+    pools = tuple(
+        Array("pool", m, n, ((f"memory id {k}", n),)) for k, (m, n) in enumerate(heights.items(), 1)
+    )
+    home = pools[0].memory
+    if target is not None:
+        if chosen is not None:
+            target_memory(target, chosen, "persistent", "--persistent-memory")
+        used_bytes = {m: n for m, n in heights.items() if m is not None}
+        home = chosen or _persistent_home(target, caps, used_bytes, "", tail.bytes) or home
+    what = f"{runtime_of(plan.kernels).title}'s structures"
+    last = Array("method allocator", home, tail.bytes, ((what, tail.bytes),), tail.unmodelled)
+    return (*pools, last)
+
+
 def placed_in(array: Array) -> str:
     """The memory of an array of a plan for a target (figures for a target place every
     array in one of its memories)."""
@@ -273,8 +334,9 @@ def placed_in(array: Array) -> str:
 
 
 def persistent_of(arrays: tuple[Array, ...]) -> str | None:
-    """The memory of TFLM's persistent data: its own array's, else the one arena's."""
-    own = [a.memory for a in arrays if a.role in ("persistent", "split-persistent")]
+    """The memory of the runtime's persistent data: its own array's, else the one arena's."""
+    roles = ("persistent", "split-persistent", "method allocator")
+    own = [a.memory for a in arrays if a.role in roles]
     return own[0] if own else arrays[0].memory
 
 

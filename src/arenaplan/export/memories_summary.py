@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from arenaplan.errors import PlanValidationError
-from arenaplan.export.figures import ONE, SPLIT, TWO, Array, Figures
+from arenaplan.export.figures import ONE, POOLS, SPLIT, TWO, Array, Figures, placed_in
 from arenaplan.export.summary import estimate_words
 from arenaplan.placement import Plan
 from arenaplan.placement.tiers import TierPlacement, region_bases
@@ -39,6 +39,9 @@ def print_memories(
     names = [m.name for m in target.memories if "activations" in m.holds]
     arena = figures.arrays[0].memory or names[0]
     bases = region_bases(tiers, names) if tiers else {arena: 0}
+    pools = _pool_ids(figures)
+    if pools:
+        table.columns[4].header = "pool"
     firmware = figures.per_memory()
     for name in names:
         cap = caps.get(name, target.memory(name).capacity)
@@ -49,10 +52,12 @@ def print_memories(
             else (len(plan.tensors) if name == arena else 0)
         )
         where = f"{bases[name]:,}..{bases[name] + used:,}" if used else "-"
+        if pools:
+            where = f"memory id {pools[name]}" if name in pools else "-"
         sets = f"{firmware[name]:,}" if name in firmware else "-"
         table.add_row(name, f"{cap:,}", f"{used:,}", str(count), where, sets)
     console.print(table)
-    if tiers is not None:
+    if tiers is not None and not pools:
         console.print(
             f"the offline plan lays the memories end to end in one head of {plan.arena:,} B "
             "(so that TFLM can check it); each memory holds only its own region"
@@ -68,10 +73,26 @@ def latency_line(figures: Figures) -> str:
     return f"estimated latency {figures.latency * 1e3:,.3f} ms ({figures.latency_label})"
 
 
+def _pool_ids(figures: Figures) -> dict[str, int]:
+    """The memory id of each memory's pool (POOLS: one pool per memory), else none."""
+    if figures.layout != POOLS:
+        return {}
+    pools = [a for a in figures.arrays if a.role == "pool"]
+    return {placed_in(a): k for k, a in enumerate(pools, 1)}
+
+
 def persistent_advice(figures: Figures, spread: bool) -> str:
     """Where TFLM's persistent arena goes, and which output writes the arrays."""
     what = f"persistent arena ({figures.profile} tail {figures.tail:,} B)"
     first = figures.arrays[0]
+    if figures.layout == POOLS:
+        home = figures.arrays[-1]
+        least = "at least " if home.at_least else ""
+        return (
+            f"each memory holding tensors is a pool of its own (memory ids 1, 2, ... in the "
+            f"order above); the method allocator ({least}{home.bytes:,} B, {figures.profile}) "
+            f"goes to {home.memory}"
+        )
     if figures.layout == ONE:
         others = (
             "; --planner-cpp writes the other memories' arrays and the planner" if spread else ""
@@ -100,6 +121,8 @@ def target_arena_line(figures: Figures) -> str:
         words += f"; an estimate, not modelled: {estimate_words(figures.unmodelled)}"
     profile = f"(profile {figures.profile}: {words})"
     first = figures.arrays[0]
+    if figures.layout == POOLS:
+        return pools_line(figures, profile)
     if figures.layout == SPLIT:
         return split_arena_line(figures, profile)
     if figures.layout == TWO:
@@ -118,6 +141,23 @@ def target_arena_line(figures: Figures) -> str:
         listed = "; ".join(f"{a.memory} {a.bytes:,} B" for a in others)
         line += f"; the other memories' arrays (--planner-cpp writes them): {listed}"
     return line
+
+
+def pools_line(figures: Figures, profile: str) -> str:  # profile: the words said
+    """The firmware line of a runtime with a pool per memory: each pool's bytes and
+    memory, then the method allocator's."""
+    pools = [a for a in figures.arrays if a.role == "pool"]
+    shown = "; ".join(
+        f"memory id {k}: {a.bytes:,} B" + (f" in {a.memory}" if a.memory else "")
+        for k, a in enumerate(pools, 1)
+    )
+    last = figures.arrays[-1]
+    least = "at least " if last.at_least else ""
+    where = f" in {last.memory}" if last.memory else ""
+    return (
+        f"give the runtime its pools ({shown}) and a method allocator of "
+        f"{least}{last.bytes:,} B{where} {profile}"
+    )
 
 
 def split_arena_line(figures: Figures, profile: str) -> str:  # profile: the words said

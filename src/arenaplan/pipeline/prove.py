@@ -10,10 +10,12 @@ model the runtime refuses).
 from __future__ import annotations
 
 from dataclasses import replace
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from arenaplan.errors import ModelFormatError, PlanValidationError, TflmRefusesError, UsageError
 from arenaplan.export.tflite_writer import write_model
+from arenaplan.placement.tiers import region_bases
 from arenaplan.reader import read_model_bytes
 from arenaplan.runtime.registry import runtime_of
 from arenaplan.weights.outputs import tflm_head
@@ -25,17 +27,25 @@ if TYPE_CHECKING:
     from arenaplan.runtime.proof import Proof
 
 
-def planned_model_bytes(data: bytes, model: Model, plan: Plan) -> bytes:
+def planned_model_bytes(
+    data: bytes, model: Model, plan: Plan, regions: Sequence[int] = ()
+) -> bytes:
     """The model with the plan written in as its runtime takes it (TFLM: the offline
-    plan metadata), checked by reading it back (a model arenaplan wrote that does not
-    read back is arenaplan's bug, exit 70)."""
+    plan metadata; ``regions``: where each memory's region starts in a plan spread
+    over memories, for a runtime with a pool per memory), checked by reading it back
+    (a model arenaplan wrote that does not read back is arenaplan's bug, exit 70)."""
     runtime = runtime_of(plan.kernels)
-    out = runtime.write_plan(data, plan.tensor_offsets)
+    pools = len(regions) if len(regions) > 1 and runtime.pools_per_memory else 1
+    if pools > 1:
+        out = runtime.write_plan(data, plan.tensor_offsets, regions)
+    else:
+        out = runtime.write_plan(data, plan.tensor_offsets)
     try:
         again = read_model_bytes(out)
     except ModelFormatError as exc:
         raise PlanValidationError([f"the written model does not read back: {exc}"]) from None
-    if again.subgraphs != model.subgraphs or runtime.read_plan(again) != plan.tensor_offsets:
+    stored = runtime.read_plan(again, pools) if pools > 1 else runtime.read_plan(again)
+    if again.subgraphs != model.subgraphs or stored != plan.tensor_offsets:
         raise PlanValidationError(
             ["the written model does not read back as the input plus the plan"]
         )
@@ -50,7 +60,7 @@ def with_proof(request: PlanRequest, done: Planned) -> Planned:
     changed = done.model is not request.source.model
     source = write_model(done.model) if changed else data
     plan = done.plan
-    planned = planned_model_bytes(source, done.model, plan)
+    planned = planned_model_bytes(source, done.model, plan, _regions(request, done))
     if not changed and not plan.aliases:
         return replace(done, planned=planned)
     runtime = runtime_of(plan.kernels)
@@ -59,6 +69,17 @@ def with_proof(request: PlanRequest, done: Planned) -> Planned:
     head = tflm_head(plan) if done.weights is not None else plan.arena
     proof = runtime.prove(data, planned, head, plan.kernels, own)
     return replace(done, planned=planned, proof=proof)
+
+
+def _regions(request: PlanRequest, done: Planned) -> tuple[int, ...]:
+    """Where each memory holding activations starts in the head of a plan spread
+    over memories (bytes, fastest first; empty when not spread)."""
+    tiers, target = done.tiers, request.target
+    if tiers is None or target is None:
+        return ()
+    names = [m.name for m in target.memories if m.name in tiers.heights]
+    bases = region_bases(tiers, names)
+    return tuple(bases[n] for n in names if tiers.heights[n] > 0)
 
 
 def passed_over(done: Planned, proof: Proof, next_weights: bool, next_rewrite: bool) -> str:

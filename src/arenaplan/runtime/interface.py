@@ -115,6 +115,10 @@ class Runtime(ABC):
     # ---- what the summary says -----------------------------------------------------
     summary_words = ""  # how to read a plan's summary for this runtime ("": the default)
     rewrites = True  # the graph passes and the weights policies take its models
+    # one pool per memory: a plan spread over memories is written as pools of their
+    # own (``write_plan``'s ``regions``), not as one head laid end to end (TFLM)
+    pools_per_memory = False
+    time_note = ""  # said after the time model's label: what its estimate assumes of this runtime
 
     def advice(self, model: Model, plan: Plan) -> tuple[str, ...]:
         """One line per way the model's export wastes arena that a user can fix
@@ -183,12 +187,16 @@ class Runtime(ABC):
 
     # ---- writing and proving -----------------------------------------------------
     @abstractmethod
-    def write_plan(self, data: bytes, offsets: Sequence[int]) -> bytes:
-        """The model ``data`` with a plan (one offset per planned buffer) written in."""
+    def write_plan(self, data: bytes, offsets: Sequence[int], regions: Sequence[int] = ()) -> bytes:
+        """The model ``data`` with a plan (one offset per planned buffer) written in.
+        ``regions``: with ``pools_per_memory``, where each memory's region starts in the
+        head of a plan spread over memories (bytes, ascending; empty: one memory)."""
 
     @abstractmethod
-    def read_plan(self, model: Model) -> tuple[int, ...] | None:
-        """The plan ``write_plan`` wrote, as ``model`` (read back) carries it (None: none)."""
+    def read_plan(self, model: Model, pools: int = 1) -> tuple[int, ...] | None:
+        """The plan ``write_plan`` wrote, as ``model`` (read back) carries it (None: none;
+        with ``pools_per_memory``, its first ``pools`` pools laid end to end, as
+        ``regions``)."""
 
     def uses_own_kernels(self, model: Model) -> bool:
         """``model`` runs a kernel only arenaplan's build of the runtime has."""

@@ -179,10 +179,10 @@ class Tflm(Runtime):
     def plan_problems(self, model: Model, plan: Plan) -> list[str]:
         return validate.plan_problems(model, plan)
 
-    def write_plan(self, data: bytes, offsets: Sequence[int]) -> bytes:
-        return with_offline_plan(data, offsets)
+    def write_plan(self, data: bytes, offsets: Sequence[int], regions: Sequence[int] = ()) -> bytes:
+        return with_offline_plan(data, offsets)  # one head, the regions laid end to end
 
-    def read_plan(self, model: Model) -> tuple[int, ...] | None:
+    def read_plan(self, model: Model, pools: int = 1) -> tuple[int, ...] | None:
         return model.stored_plan
 
     def uses_own_kernels(self, model: Model) -> bool:
