@@ -34,6 +34,7 @@ _PARSE_ERRORS = (struct.error, IndexError, ValueError, TypeError, OverflowError,
 # EValue.val union (program.fbs KernelTypes), by type code
 NULL, INT, BOOL, DOUBLE, TENSOR, STRING = 1, 2, 3, 4, 5, 6
 INT_LIST, DOUBLE_LIST, BOOL_LIST, TENSOR_LIST, OPTIONAL_TENSOR_LIST = 7, 8, 9, 10, 11
+LISTS = (INT_LIST, DOUBLE_LIST, BOOL_LIST, TENSOR_LIST, OPTIONAL_TENSOR_LIST)
 # Instruction.instr_args union (InstructionArguments)
 KERNEL, DELEGATE, MOVE, JUMP_FALSE, FREE = 1, 2, 3, 4, 5
 INSTRUCTION_KINDS = {KERNEL: "kernel", DELEGATE: "delegate", MOVE: "move", JUMP_FALSE: "jump"}
@@ -53,10 +54,11 @@ class Header:
 @dataclass(frozen=True, slots=True)
 class PteTensor:
     """A tensor value. ``constant``: its data is in the program (a constant buffer or
-    segment, or named external data); ``memory``/``offset``: its ``allocation_info``
-    (memory id >= 1, byte offset in that pool), None when the runtime gets its bytes
-    elsewhere; ``info_slot``: file position of the Tensor's ``allocation_info`` field
-    (a uoffset), None when absent."""
+        segment, or named external data); ``memory``/``offset``: its ``allocation_info``
+        (memory id >= 1, byte offset in that pool), None when the runtime gets its bytes
+        elsewhere; ``info_slot``: file position of the Tensor's ``allocation_info`` field
+        (a uoffset), None when absent; ``external``: its data is named in an external
+    file (tagged EXTERNAL, no ``allocation_info``)."""
 
     value: int
     scalar_type: int
@@ -66,6 +68,7 @@ class PteTensor:
     offset: int | None
     info_slot: int | None
     dynamic: bool
+    external: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +88,9 @@ class PtePlan:
     """One execution plan (a method). ``values[i]`` is (union type code, payload):
     a ``PteTensor``, a tuple of value indices (tensor lists), or None. ``pools[k]``:
     bytes of memory id k (index 0 unused); ``pools_slot``: file position of the
-    plan's ``non_const_buffer_sizes`` field."""
+    plan's ``non_const_buffer_sizes`` field; ``items[i]``: the item count of value i
+    when it is a list (of ints, bools, doubles, tensors, optional tensors), else 0;
+    ``chains``: the instruction count of each chain, in order."""
 
     name: str
     values: tuple[tuple[int, object], ...]
@@ -96,6 +101,8 @@ class PtePlan:
     instructions: tuple[Instruction, ...]
     pools: tuple[int, ...]
     pools_slot: int | None
+    items: tuple[int, ...]
+    chains: tuple[int, ...]
 
     def tensor(self, value: int) -> PteTensor | None:
         kind, payload = self.values[value]
@@ -218,9 +225,10 @@ def _string(t: Table, k: int) -> str:
 
 
 def _plan(t: Table, end: int) -> PtePlan:
-    values = tuple(_value(v, i, end) for i, v in enumerate(_tables(t, 2, end)))
-    chains = _tables(t, 5, end)
-    instructions = tuple(i for c in chains for i in _instructions(c, end))
+    tables = _tables(t, 2, end)
+    values = tuple(_value(v, i, end) for i, v in enumerate(tables))
+    chains = [_instructions(c, end) for c in _tables(t, 5, end)]
+    instructions = tuple(i for c in chains for i in c)
     operators = tuple(
         f"{_string(o, 0)}.{_string(o, 1)}" if _string(o, 1) else _string(o, 0)
         for o in _tables(t, 6, end)
@@ -238,6 +246,8 @@ def _plan(t: Table, end: int) -> PtePlan:
         instructions=instructions,
         pools=_numbers(t, 8, N.Int64Flags, end),
         pools_slot=t.Pos + o if o else None,
+        items=tuple(_items(v, end) for v in tables),
+        chains=tuple(len(c) for c in chains),
     )
     _check_indices(plan)
     _check_pools(plan)
@@ -254,6 +264,15 @@ def _value(t: Table, index: int, end: int) -> tuple[int, object]:
     if kind in (TENSOR_LIST, OPTIONAL_TENSOR_LIST):
         return kind, _numbers(body, 0, N.Int32Flags, end)
     return kind, None
+
+
+def _items(t: Table, end: int) -> int:
+    """The item count of a list value (its body's vector field 0), else 0."""
+    if _scalar(t, 0, N.Uint8Flags) not in LISTS:
+        return 0
+    body = _table(t, 1, end)
+    o = _field(body, 0) if body is not None else 0
+    return body.VectorLen(o) if body is not None and o else 0
 
 
 def _tensor(t: Table, index: int, end: int) -> PteTensor:
@@ -277,6 +296,7 @@ def _tensor(t: Table, index: int, end: int) -> PteTensor:
         offset=offset,
         info_slot=t.Pos + o if o else None,
         dynamic=_scalar(t, 8, N.Int8Flags) != 0,
+        external=external and info is None,
     )
 
 
