@@ -9,8 +9,8 @@ model the runtime refuses).
 
 from __future__ import annotations
 
-from dataclasses import replace
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from arenaplan.errors import ModelFormatError, PlanValidationError, TflmRefusesError, UsageError
