@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from arenaplan.errors import ModelFormatError
 from arenaplan.reader.pte_format import (
     BOOL,
     BOOL_LIST,
@@ -211,7 +212,7 @@ def _list(bump: _Bump, kind: int, items: int) -> None:
     elif kind in (BOOL_LIST, DOUBLE_LIST, STRING):  # an ArrayRef onto the program
         bump.take("lists", "ArrayRef")
     elif kind not in (NULL, INT, BOOL, DOUBLE):  # a scalar is held in its EValue
-        raise ValueError(f"value of unknown kind {kind}")
+        raise ModelFormatError(f"corrupt .pte: a value of unknown kind {kind}")
 
 
 def _instructions(bump: _Bump, plan: PtePlan) -> None:

@@ -12,13 +12,15 @@ from __future__ import annotations
 
 from arenaplan.errors import RuntimeUnavailableError
 from arenaplan.executorch import native, simulate
+from arenaplan.executorch.method_bytes import method_allocator_breakdown
 from arenaplan.ir.model import Model, Subgraph
+from arenaplan.reader.pte_format import read_program
 from arenaplan.reader.pte_reader import read_pte_bytes
 from arenaplan.runtime.proof import Proof
 from arenaplan.runtime.report import Measurement, Prediction, VerifyReport
 
 RUNNER_WORDS = "ExecuTorch 1.5.1 (its C++ runtime, on this machine)"
-NOT_MODELLED = ("ExecuTorch's method allocator",)
+DELEGATES = ("what each delegate's backend allocates from the method allocator",)
 TRIALS = 2  # random input sets
 CALLS = 2  # calls per input set
 
@@ -110,14 +112,21 @@ def verify_programs(original: bytes, planned: bytes, trials: int, seed: int) -> 
             if reason is not None:
                 return _report(trials, mismatch=reason, runs=[(given, mine)])
             runs.append((given, mine))
-    return _report(trials, runs=runs, figures=(_reach(ir), _reach(planned_ir)))
+    figures = (_reach(ir, original), _reach(planned_ir, planned))
+    return _report(trials, runs=runs, figures=figures)
 
 
-def _reach(model: Model) -> Prediction:
-    """arenaplan's figures for a program: the bytes its tensors reach in the default
-    pool (the most over its methods); the method allocator is not modelled."""
-    top = simulate.pool_reach(model, simulate.stored_places(model))
-    return Prediction(top, 0, top, not_modelled=NOT_MODELLED)
+def _reach(model: Model, data: bytes) -> Prediction:
+    """arenaplan's figures for a program (``data``): the bytes its tensors reach in
+    its pools (in each the most over its methods, summed over the pools) and the
+    method allocator's bytes on this 64-bit host (the largest method's)."""
+    places = simulate.stored_places(model)
+    top = sum(simulate.pool_reach(model, places, m) for m in {m for m, _ in places.values()})
+    program = read_program(data)
+    sizes = [method_allocator_breakdown(program, s, 8) for s in range(len(program.plans))]
+    tail = max((b.total for b in sizes), default=0)
+    unmodelled = DELEGATES if any(b.lower_bound for b in sizes) else ()
+    return Prediction(top, tail, top, not_modelled=unmodelled)
 
 
 def _report(
@@ -132,7 +141,7 @@ def _report(
     def measured(k: int) -> Measurement | None:
         if not runs:
             return None
-        heads = [r[k].pools[0][1] + 1 for r in runs if r[k].pools]
+        heads = [sum(top + 1 for _, top in r[k].pools) for r in runs]
         return Measurement(max(heads, default=0), max(r[k].method_allocator for r in runs))
 
     return VerifyReport(

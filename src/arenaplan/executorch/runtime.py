@@ -3,9 +3,10 @@
 What is planned: every tensor the program puts in memory 1 (the default pool) with
 its own bytes (not a view: a view follows its base, ``storage``), state included.
 Tensors of other memories (pins) keep their places; constants are not planned.
-Alignment 16 bytes (``MemoryPlanningPass``'s default). The method allocator (the
-runtime's own structures, ExecuTorch's persistent part) is not modelled yet: the
-tail is 0 and says so.
+Alignment 16 bytes (``MemoryPlanningPass``'s default). The tail (the persistent part
+beside the plan) is the method allocator: ExecuTorch's own structures, predicted
+from the program (``method_bytes``) for the largest method: the firmware loads a
+method at a time into one allocator.
 """
 
 from __future__ import annotations
@@ -13,16 +14,18 @@ from __future__ import annotations
 import struct
 from bisect import bisect_right
 from collections.abc import Sequence
+from functools import lru_cache
 
 from arenaplan.errors import ModelFormatError, PlanValidationError, UsageError
 from arenaplan.executorch import native, simulate
 from arenaplan.executorch.lifetimes import program_lifetimes
+from arenaplan.executorch.method_bytes import method_allocator_breakdown
 from arenaplan.executorch.prove import RUNNER_WORDS, prove_program, verify_programs
 from arenaplan.executorch.storage import Storage, storage_of
 from arenaplan.executorch.write import with_allocations
 from arenaplan.ir.model import Model
 from arenaplan.placement.plan import Plan
-from arenaplan.reader.pte_format import read_program
+from arenaplan.reader.pte_format import Program, read_program
 from arenaplan.reader.pte_reader import program_model
 from arenaplan.runtime.interface import Runtime
 from arenaplan.runtime.proof import Proof
@@ -35,7 +38,8 @@ ALIGNMENT = 16  # bytes: MemoryPlanningPass(alignment=16), ExecuTorch's default
 DEFAULT_POOL = 1  # memory id of the pool arenaplan plans
 PORTABLE = KernelSet(NAME, "portable", "portable")
 PROFILES = (Profile(NAME, "arm32", 4, 4), Profile(NAME, "host64", 8, 4))
-NOT_MODELLED = ("ExecuTorch's method allocator (not modelled: measure it in the runtime)",)
+NO_SOURCE = ("ExecuTorch's method allocator (the program's bytes were not kept)",)
+DELEGATES = ("what each delegate's backend allocates from the method allocator",)
 
 Key = tuple[int, int]
 TRANSPOSES = ("aten::permute_copy", "aten::t_copy", "aten::transpose_copy")
@@ -78,9 +82,21 @@ class ExecuTorch(Runtime):
         "How to read this: an ExecuTorch program's planned memory is its pools (one per "
         "memory id); arenaplan plans pool 1, the arena above: every tensor that is not "
         "a constant, a view (it lies in its base's bytes) or pinned to another pool. "
-        "The method allocator holds ExecuTorch's own structures: not modelled. A scope "
-        "is one instruction of a method; methods are planned in scopes of their own."
+        "The method allocator holds ExecuTorch's own structures (predicted from the "
+        "program). A scope is one instruction of a method; methods are planned in "
+        "scopes of their own."
     )
+
+    def tail_words(self, model: Model, kernels: KernelSet) -> str:
+        by = {p.pointer_bytes: self.tail(model, p, kernels) for p in PROFILES}
+        if not model.source:
+            return f"method allocator: not modelled ({NO_SOURCE[0]})"
+        least = "at least " if by[8].unmodelled else ""
+        return (
+            f"method allocator: {least}{by[4].bytes:,} B predicted for 32-bit ARM (no 32-bit "
+            f"build has measured it), {least}{by[8].bytes:,} B on a 64-bit host (as "
+            "ExecuTorch's runtime measures it here)"
+        )
 
     def own_plan(self, model: Model, plan: Plan) -> tuple[str, int]:
         reach = simulate.pool_reach(model, simulate.stored_places(model), DEFAULT_POOL)
@@ -129,12 +145,21 @@ class ExecuTorch(Runtime):
         sizes: TensorBytes | None = None,
         with_io: bool = True,
     ) -> TailEstimate:
-        return TailEstimate(0, NOT_MODELLED)
+        """The method allocator's bytes for the largest method (``method_bytes``)."""
+        if not model.source:
+            return TailEstimate(0, NO_SOURCE)
+        program = _program(model.source)
+        sizes = [
+            method_allocator_breakdown(program, s, profile.pointer_bytes)
+            for s in range(len(program.plans))
+        ]
+        unmodelled = DELEGATES if any(b.lower_bound for b in sizes) else ()
+        return TailEstimate(max((b.total for b in sizes), default=0), unmodelled)
 
     def min_arena(
         self, model: Model, head: int, n_planned: int, profile: Profile, kernels: KernelSet
     ) -> TailEstimate:
-        return TailEstimate(head, NOT_MODELLED)
+        return TailEstimate(head, ())  # the pools: the method allocator is an array apart
 
     def plan_problems(self, model: Model, plan: Plan) -> list[str]:
         offsets = plan.tensor_offsets
@@ -226,6 +251,11 @@ def new_places(
         memory, offset = places[base]
         places[key] = (memory, offset + delta)
     return places
+
+
+@lru_cache(maxsize=4)
+def _program(data: bytes) -> Program:
+    return read_program(data)
 
 
 def _in_region(starts: list[int], offset: int) -> tuple[int, int]:

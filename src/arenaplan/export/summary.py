@@ -126,6 +126,9 @@ def tail_line(model: Model, kernels: KernelSet | None = None) -> str:
     first) for ``kernels``; 'at least' and why where it is an estimate."""
     runtime = runtime_of(kernels)
     kernels = kernels or runtime.default_kernels()
+    own = runtime.tail_words(model, kernels)
+    if own:
+        return own
     profiles = sorted(runtime.profiles(), key=lambda p: (p.pointer_bytes, p.enum_bytes))
     estimates = {p.name: runtime.tail(model, p, kernels) for p in profiles}
     figures = ", ".join(f"{e.bytes:,} B ({p})" for p, e in estimates.items())

@@ -151,6 +151,9 @@ class Model:
     file_format: str = "tflite"  # "tflite" or "pte": the format the model was read from
     signature_defs: tuple[SignatureDef, ...] = ()
     unkept: tuple[str, ...] = ()
+    # the file's bytes, for a runtime that reads more of its own format than the IR
+    # holds (a ``.pte``: the structures of ExecuTorch's method allocator); b"": not kept
+    source: bytes = field(default=b"", compare=False, repr=False)
 
     @property
     def tensor_count(self) -> int:

@@ -21,6 +21,8 @@ none) and ``Model.stored_memory`` its memory id (0: none).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from arenaplan.errors import UnsupportedModelError
 from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Model, Operator, Subgraph, Tensor
@@ -49,8 +51,8 @@ SCALAR_TYPES = {
 
 
 def read_pte_bytes(data: bytes) -> Model:
-    """Parse a ``.pte`` held in memory into the IR."""
-    return program_model(read_program(data))
+    """Parse a ``.pte`` held in memory into the IR (its bytes kept: ``Model.source``)."""
+    return replace(program_model(read_program(data)), source=data)
 
 
 def program_model(program: Program) -> Model:

@@ -142,6 +142,10 @@ class Runtime(ABC):
     ) -> TailEstimate:
         """The persistent bytes the runtime keeps beside a plan of ``model``."""
 
+    def tail_words(self, model: Model, kernels: KernelSet) -> str:
+        """The summary's line on the tail ("": the predicted tail per profile)."""
+        return ""
+
     @abstractmethod
     def min_arena(
         self, model: Model, head: int, n_planned: int, profile: Profile, kernels: KernelSet
