@@ -66,3 +66,20 @@ def test_the_runner_source_ships_with_the_package() -> None:
     assert source.endswith(".cc") and any(
         Path(source).match(g) for g in data["arenaplan.executorch"]
     )
+
+
+def test_the_runner_links_the_quantized_kernels_and_is_keyed_on_its_command(
+    monkeypatch,
+) -> None:
+    """``int8`` runs ``quantized_decomposed`` kernels: their library is linked like the
+    optimized one (registration only, so not dropped as unneeded); a runner built
+    without it is not the one a changed command finds in the cache."""
+    folder = Path("/wheel/executorch")
+    command = native.build_command(folder, Path("out"))
+    keep, back = command.index("-Wl,--push-state,--no-as-needed"), command.index("-Wl,--pop-state")
+    assert keep < command.index("-lexecutorch_kernels_quantized") < back
+    assert keep < command.index("-lexecutorch_kernels_optimized") < back
+    before = native.build_key(folder)
+    monkeypatch.setattr(native, "KERNELS", ("executorch_kernels_optimized",))
+    assert native.build_key(folder) != before
+    assert native.build_key(Path("/elsewhere/executorch")) != native.build_key(folder)
