@@ -15,6 +15,14 @@ with its greedy memory planning, 16-byte alignment) unless its name says otherwi
 - ``rnn``: an Elman cell unrolled over 8 steps;
 - ``rescnn``: convolutions with a residual add; ``lstm``: ``nn.LSTM`` over 12 steps;
 - ``autoencoder``: an MLP autoencoder (128-64-16-64-128) as plain ``to_edge`` leaves it;
+- ``unet``: a small U-Net on 1x3x32x32: two levels down (conv 3x3 and relu, max pool),
+  a bottleneck, two levels up (a transposed convolution, then a nearest upsample), each
+  joined to its skip by ``torch.cat``, a 1x1 head (2 channels);
+- ``int8``: a CNN (two convs, three max pools, two linears) on 1x3x32x32 quantized
+  to int8 by PT2E (XNNPACK's quantizer, symmetric per tensor) and lowered without a
+  delegate: ``quantize_per_tensor``/``dequantize_per_tensor`` instructions run by
+  ExecuTorch's quantized kernels, float kernels between them; its weights are int8
+  constants, dequantized into the pool by instructions of their own;
 - ``views``: views, slices, an in-place add;
 - ``counter``: a mutable buffer (state across calls);
 - ``two_methods``: a program with two methods;
@@ -110,6 +118,64 @@ class AutoEncoder(torch.nn.Module):
         for k, layer in enumerate(self.layers):
             x = layer(x) if k == len(self.layers) - 1 else torch.relu(layer(x))
         return x
+
+
+class UNet(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.down1, self.down2 = _conv3(3, 8), _conv3(8, 16)
+        self.middle = _conv3(16, 32)
+        self.up2 = torch.nn.ConvTranspose2d(32, 16, 2, stride=2)
+        self.dec2, self.dec1 = _conv3(16 + 16, 16), _conv3(16 + 8, 8)
+        self.head = torch.nn.Conv2d(8, 2, 1)
+
+    def forward(self, x):
+        pool = torch.nn.functional.max_pool2d
+        skip1 = torch.relu(self.down1(x))  # 8 x 32 x 32
+        skip2 = torch.relu(self.down2(pool(skip1, 2)))  # 16 x 16 x 16
+        x = torch.relu(self.middle(pool(skip2, 2)))  # 32 x 8 x 8
+        x = torch.relu(self.dec2(torch.cat([self.up2(x), skip2], dim=1)))
+        x = torch.nn.functional.interpolate(x, scale_factor=2.0, mode="nearest")
+        x = torch.relu(self.dec1(torch.cat([x, skip1], dim=1)))
+        return self.head(x)
+
+
+def _conv3(inputs: int, outputs: int) -> torch.nn.Conv2d:
+    return torch.nn.Conv2d(inputs, outputs, 3, padding=1)
+
+
+class SmallCnn(torch.nn.Module):
+    """The float model ``int8`` quantizes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1, self.conv2 = _conv3(3, 16), _conv3(16, 32)
+        self.fc1, self.fc2 = torch.nn.Linear(32 * 4 * 4, 16), torch.nn.Linear(16, 10)
+
+    def forward(self, x):
+        pool = torch.nn.functional.max_pool2d
+        x = pool(torch.relu(self.conv1(x)), 2)  # 16 x 16 x 16
+        x = pool(pool(torch.relu(self.conv2(x)), 2), 2)  # 32 x 4 x 4
+        return self.fc2(torch.relu(self.fc1(torch.flatten(x, 1))))
+
+
+def quantized(module: torch.nn.Module, example: tuple, g: torch.Generator) -> torch.nn.Module:
+    """``module`` quantized to int8 by PT2E: XNNPACK's quantizer (symmetric, per
+    tensor), calibrated on 8 random inputs, converted to quantize/dequantize nodes;
+    lowered later without a delegate, they run on ExecuTorch's quantized kernels."""
+    import executorch.kernels.quantized  # noqa: F401  (the out variants of quantize_*)
+    from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
+        XNNPACKQuantizer,
+        get_symmetric_quantization_config,
+    )
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+    config = get_symmetric_quantization_config(is_per_channel=False)
+    graph = torch.export.export(module, example, strict=True).module()
+    prepared = prepare_pt2e(graph, XNNPACKQuantizer().set_global(config))
+    for _ in range(8):
+        prepared(*(torch.randn(t.shape, generator=g) for t in example))
+    return convert_pt2e(prepared)
 
 
 class Mlp(torch.nn.Module):
@@ -228,6 +294,11 @@ def main(out: Path) -> None:
     x_attention = (torch.randn(1, 16, 32),)
     export(out / "attention_arenaplan.pte", {"forward": (attention, x_attention)}, mine)
     export(out / "two_methods_arenaplan.pte", two, mine)
+    # last, so that the programs above keep their bytes
+    export(out / "unet.pte", {"forward": (UNet().eval(), (torch.randn(1, 3, 32, 32),))})
+    g = torch.Generator().manual_seed(2)
+    x_int8 = (torch.randn(1, 3, 32, 32, generator=g),)
+    export(out / "int8.pte", {"forward": (quantized(SmallCnn().eval(), x_int8, g), x_int8)})
 
 
 if __name__ == "__main__":

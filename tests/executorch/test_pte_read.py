@@ -66,3 +66,40 @@ def test_the_runner_source_ships_with_the_package() -> None:
     assert source.endswith(".cc") and any(
         Path(source).match(g) for g in data["arenaplan.executorch"]
     )
+
+
+def test_the_runner_links_the_quantized_kernels_and_is_keyed_on_its_command(
+    monkeypatch,
+) -> None:
+    """``int8`` runs ``quantized_decomposed`` kernels: their library is linked like the
+    optimized one (registration only, so not dropped as unneeded); a runner built
+    without it is not the one a changed command finds in the cache."""
+    folder = Path("/wheel/executorch")
+    command = native.build_command(folder, Path("out"))
+    keep, back = command.index("-Wl,--push-state,--no-as-needed"), command.index("-Wl,--pop-state")
+    assert keep < command.index("-lexecutorch_kernels_quantized") < back
+    assert keep < command.index("-lexecutorch_kernels_optimized") < back
+    before = native.build_key(folder)
+    monkeypatch.setattr(native, "KERNELS", ("executorch_kernels_optimized",))
+    assert native.build_key(folder) != before
+    assert native.build_key(Path("/elsewhere/executorch")) != native.build_key(folder)
+
+
+def test_int8_dequantizes_its_weights_into_the_pool() -> None:
+    """``int8`` (PT2E, no delegate): int8 constants, and the float copies
+    ``dequantize_per_tensor`` computes from them are pool tensors, not constants."""
+    model = read_model_bytes(pte_path("int8").read_bytes())
+    sg = model.subgraphs[0]
+    kinds = {op.opcode.split("(")[0] for op in sg.operators}
+    assert "quantized_decomposed::quantize_per_tensor.out" in kinds
+    weights = [
+        op.outputs[0]
+        for op in sg.operators
+        if op.opcode.startswith("quantized_decomposed::dequantize")
+        and sg.tensors[op.inputs[0]].is_constant
+    ]
+    assert len(weights) == 4  # two convolutions, two linears
+    assert all(
+        not sg.tensors[t].is_constant and sg.tensors[t].dtype.name == "FLOAT32" for t in weights
+    )
+    assert sum(sg.tensors[t].nbytes for t in weights) == 4 * (432 + 4608 + 8192 + 160)

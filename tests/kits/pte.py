@@ -15,7 +15,7 @@ from arenaplan.executorch import native
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "export_pte.py"
 PROGRAMS = ("attention", "cnn", "cnn_naive", "counter", "dscnn", "mlp_linear", "mlp_split")
-PROGRAMS += ("rnn", "two_methods", "views", "rescnn", "lstm", "autoencoder")
+PROGRAMS += ("rnn", "two_methods", "views", "rescnn", "lstm", "autoencoder", "unet", "int8")
 WRONG = "cnn_overlap"  # exported with every tensor at offset 0
 # exported with arenaplan's memory_planning_algo; each has a twin exported by ExecuTorch's
 TWINS = ("attention", "cnn", "two_methods", "views")

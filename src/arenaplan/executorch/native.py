@@ -27,6 +27,8 @@ SOURCE = Path(__file__).with_name("runner") / "et_runner.cc"
 WHEEL = "executorch==1.5.1"
 FLAGS = ("-O1", "-std=c++17", "-DC10_USING_CUSTOM_GENERATED_MACROS", "-DET_EVENT_TRACER_ENABLED")
 TIMEOUT = 300  # seconds for one build or one run
+# the kernel libraries of the wheel the runner registers (lib/lib<name>.so)
+KERNELS = ("executorch_kernels_optimized", "executorch_kernels_quantized")
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,29 +69,45 @@ def unavailable() -> str | None:
 
 def runner() -> Path:
     """The runner, built when not cached (atomic: parallel builders do not clash);
-    ``RuntimeUnavailableError`` when it cannot be built here."""
+    ``RuntimeUnavailableError`` when it cannot be built here. The cache is keyed on
+    the source and the build command (the wheel's folder, flags and libraries)."""
     folder = wheel_dir()
     assert_available()
-    key = hashlib.sha256(SOURCE.read_bytes() + str(folder).encode()).hexdigest()[:16]
     cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    key = build_key(folder)  # type: ignore[arg-type]
     target = cache / "arenaplan" / "executorch" / "runner" / key / "et_runner"
     if target.exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    include, lib = folder / "include", folder / "lib"  # type: ignore[operator]
-    c10 = include / "executorch/runtime/core/portable_type/c10"
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
         built = Path(tmp) / "et_runner"
-        command = ["g++", *FLAGS, f"-I{include}", f"-I{c10}", str(SOURCE), "-o", str(built)]
-        command += [f"-L{lib}", f"-Wl,-rpath,{lib}", "-lexecutorch"]
-        command += ["-Wl,--push-state,--no-as-needed", "-lexecutorch_kernels_optimized"]
-        command += ["-Wl,--pop-state", "-w"]
+        command = build_command(folder, built)  # type: ignore[arg-type]
         done = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT)
         if done.returncode != 0:
             last = done.stderr.strip().splitlines()[-1:] or ["no message"]
             raise RuntimeUnavailableError(f"building the ExecuTorch runner failed: {last[0]}")
         os.replace(built, target)
     return target
+
+
+def build_key(folder: Path) -> str:
+    """The runner's cache key: its source and its build command."""
+    command = " ".join(build_command(folder, Path("et_runner")))
+    return hashlib.sha256(SOURCE.read_bytes() + command.encode()).hexdigest()[:16]
+
+
+def build_command(folder: Path, output: Path) -> list[str]:
+    """g++'s command line for the runner against the wheel in ``folder``. The kernel
+    libraries only register their operators when loaded (nothing of theirs is
+    called by name), so they are linked with ``--no-as-needed``: the optimized and
+    portable kernels, and the quantized ones (``quantized_decomposed::quantize_*``,
+    ``dequantize_*``) that int8 programs lowered without a delegate call."""
+    include, lib = folder / "include", folder / "lib"
+    c10 = include / "executorch/runtime/core/portable_type/c10"
+    command = ["g++", *FLAGS, f"-I{include}", f"-I{c10}", str(SOURCE), "-o", str(output)]
+    command += [f"-L{lib}", f"-Wl,-rpath,{lib}", "-lexecutorch"]
+    command += ["-Wl,--push-state,--no-as-needed", *(f"-l{k}" for k in KERNELS)]
+    return [*command, "-Wl,--pop-state", "-w"]
 
 
 def assert_available() -> None:
