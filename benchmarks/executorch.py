@@ -10,12 +10,20 @@ the independent simulation, written back), the lower bound (live bytes at the pe
 is installed (``pip install executorch==1.5.1 --no-deps``), whether the planned program
 runs bit-identically and the method allocator's bytes it measured. A program whose
 own plan is wrong is named with why.
+
+A second table: the programs the lane also exported with ExecuTorch's BankedGreedy
+over two memories of the i.MX RT1170 (a small TCM bank, memory id 1, and OCRAM, id 2;
+``banked.json``), against arenaplan's plan of the greedy program for the same
+capacities (``plan --target imxrt1170 --memory tcm=N``): each pool's bytes and the
+estimated time of one call, both timed by the same function from each program's
+own plan (``executorch.placed_time``).
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import sys
 import time
 from pathlib import Path
@@ -25,11 +33,15 @@ from rich.table import Table
 
 from arenaplan.errors import ArenaplanError
 from arenaplan.executorch import native
+from arenaplan.executorch.placed_time import placed_seconds, pool_sizes
 from arenaplan.executorch.prove import prove_program
 from arenaplan.pipeline import PlanRequest, Wanted, read_source, run_plan
+from arenaplan.reader import read_model_bytes
 from arenaplan.reader.pte_format import read_program
+from arenaplan.targets.load import load_builtin
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "export_pte.py"
+BANKS = ("tcm", "ocram")  # memory ids 1 and 2 of the banked programs
 
 
 def _default_dir() -> Path:
@@ -77,7 +89,28 @@ def main() -> int:
         except ArenaplanError as exc:
             table.add_row(path.stem, "", "", "refused", "", "", str(exc)[:70])
     Console(width=160).print(table)
+    banked = args.programs / "banked.json"
+    if banked.is_file():
+        Console(width=160).print(_banked_table(args.programs, json.loads(banked.read_text())))
     return 0
+
+
+def _banked_table(folder: Path, caps: dict[str, dict[str, int]]) -> Table:
+    target = load_builtin("imxrt1170")
+    table = Table(title="two memories of imxrt1170: BankedGreedy against arenaplan")
+    for col in ("program", "tcm bank", "BankedGreedy pools", "ms", "arenaplan pools", "ms"):
+        table.add_column(col, justify="left" if col == "program" else "right")
+    for name, banks in sorted(caps.items()):
+        theirs = read_model_bytes((folder / f"{name}_banked.pte").read_bytes())
+        source = read_source(folder / f"{name}.pte")
+        request = PlanRequest(source, target=target, caps=banks, outputs=Wanted(model=True))
+        ours = read_model_bytes(run_plan(request).files["model"])
+        row = [name, f"{banks['tcm']:,}"]
+        for model in (theirs, ours):
+            pools = " + ".join(f"{b:,}" for b in pool_sizes(model).values())
+            row += [pools, f"{placed_seconds(model, target, BANKS) * 1e3:.4f}"]
+        table.add_row(*row)
+    return table
 
 
 if __name__ == "__main__":

@@ -29,6 +29,8 @@ with its greedy memory planning, 16-byte alignment) unless its name says otherwi
 - ``cnn_naive``: ``cnn`` with ExecuTorch's naive planner (no reuse);
 - ``cnn_overlap``: ``cnn`` with a planning algorithm that puts every tensor at
   offset 0 (ExecuTorch exports it without a word; it computes garbage);
+- ``<name>_banked`` (``BANKED``): programs planned by ExecuTorch's ``BankedGreedy`` over
+  a small fast bank (memory id 1) and a large slow one (id 2), to compare placements;
 - ``cnn_arenaplan``, ``views_arenaplan``, ``attention_arenaplan``, ``two_methods_arenaplan``:
   those programs planned at export by ``arenaplan.executorch.memory_planning_algo``
   (arenaplan is imported from this clone's ``src``).
@@ -39,6 +41,7 @@ The same versions give the same bytes (fixed seeds).
 from __future__ import annotations
 
 import itertools
+import json
 import sys
 from pathlib import Path
 
@@ -46,6 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 import torch
 from executorch.exir import EdgeCompileConfig, ExecutorchBackendConfig, to_edge
+from executorch.exir.banked_memory_planning import Bank, BankedGreedy, TargetMemoryMap
 from executorch.exir.memory_planning import MemoryPlanningAlgorithmSuite, naive
 from executorch.exir.passes import MemoryPlanningPass
 
@@ -299,6 +303,39 @@ def main(out: Path) -> None:
     g = torch.Generator().manual_seed(2)
     x_int8 = (torch.randn(1, 3, 32, 32, generator=g),)
     export(out / "int8.pte", {"forward": (quantized(SmallCnn().eval(), x_int8, g), x_int8)})
+    banked(out)
+
+
+# bytes of the fast bank (tcm, memory id 1) each program is planned for by ExecuTorch's
+# BankedGreedy, about 40% of its greedy pool; the slow bank (ocram, id 2) has 2 MiB
+BANKED = {"cnn": 32768, "unet": 65536, "rescnn": 16384, "attention": 8192, "lstm": 8192}
+BANKED |= {"autoencoder": 16384, "int8": 65536}
+SLOW = 2 * 1024 * 1024
+
+
+def banked(out: Path) -> None:
+    """``<name>_banked.pte``: programs of the same graphs as above (weights of their
+    own) planned by ExecuTorch's BankedGreedy over two banks, and ``banked.json``
+    with the banks' bytes."""
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(1)
+    inputs = {
+        "cnn": (Cnn().eval(), (torch.randn(1, 3, 32, 32, generator=g),)),
+        "rescnn": (ResCnn().eval(), (torch.randn(1, 3, 16, 16),)),
+        "attention": (Attention().eval(), (torch.randn(1, 16, 32),)),
+        "lstm": (Lstm().eval(), (torch.randn(1, 12, 16),)),
+        "autoencoder": (AutoEncoder().eval(), (torch.randn(1, 128),)),
+        "unet": (UNet().eval(), (torch.randn(1, 3, 32, 32),)),
+    }
+    g = torch.Generator().manual_seed(2)
+    x_int8 = (torch.randn(1, 3, 32, 32, generator=g),)
+    inputs["int8"] = (quantized(SmallCnn().eval(), x_int8, g), x_int8)
+    for name, fast in BANKED.items():
+        banks = TargetMemoryMap([Bank("tcm", fast, 1), Bank("ocram", SLOW, 2)])
+        algo = MemoryPlanningAlgorithmSuite(algo_list=[BankedGreedy(banks)])
+        export(out / f"{name}_banked.pte", {"forward": inputs[name]}, algo)
+    caps = {name: {"tcm": fast, "ocram": SLOW} for name, fast in BANKED.items()}
+    (out / "banked.json").write_text(json.dumps(caps, indent=1, sort_keys=True) + "\n")
 
 
 if __name__ == "__main__":

@@ -36,7 +36,7 @@ from arenaplan.cost.roofline import default_memory
 from arenaplan.cost.timing import Timer
 from arenaplan.errors import AllocationError
 from arenaplan.ir.model import Model
-from arenaplan.runtime.registry import default_kernels, or_default
+from arenaplan.runtime.registry import default_kernels, or_default, runtime_of
 from arenaplan.runtime.spec import KernelSet
 from arenaplan.targets.model import Target
 
@@ -263,8 +263,25 @@ def _evict_cheapest(state: _State) -> dict[TensorKey, str]:
     return memory_of
 
 
+def _fastest_that_fits(state: _State) -> dict[TensorKey, str]:
+    """ExecuTorch's BankedGreedy rule: largest tensor first, each to the fastest
+    memory that still packs within its capacity with it."""
+    unplaced = ""  # the memory of a tensor not placed yet: packed nowhere
+    memory_of = dict.fromkeys(state.items.tensors, unplaced)
+    for key in sorted(state.items.tensors, key=lambda k: (-state.buffer[k].size, k)):
+        for m in state.memories:
+            memory_of[key] = m
+            if _fits_in(state, m, memory_of):
+                break
+        else:
+            raise AllocationError(f"banked: tensor {key} fits no memory")
+    return memory_of
+
+
 def place_ours(state: _State) -> TierPlacement:
     starts = [_evict_cheapest(state), dict(place_vela(state).memory_of)]
+    if runtime_of(state.kernels).pools_per_memory:  # its own planner's rule, to beat it
+        starts.append(_fastest_that_fits(state))
     for memory_of in starts:
         _move_back(state, memory_of)
     best = min(starts, key=state.seconds)  # ties: the first
