@@ -96,15 +96,16 @@ def build_key(folder: Path) -> str:
     return hashlib.sha256(SOURCE.read_bytes() + command.encode()).hexdigest()[:16]
 
 
-def build_command(folder: Path, output: Path) -> list[str]:
-    """g++'s command line for the runner against the wheel in ``folder``. The kernel
+def build_command(folder: Path, output: Path, source: Path = SOURCE) -> list[str]:
+    """g++'s command line for the runner (or another ``source``) against the wheel in
+    ``folder``. The kernel
     libraries only register their operators when loaded (nothing of theirs is
     called by name), so they are linked with ``--no-as-needed``: the optimized and
     portable kernels, and the quantized ones (``quantized_decomposed::quantize_*``,
     ``dequantize_*``) that int8 programs lowered without a delegate call."""
     include, lib = folder / "include", folder / "lib"
     c10 = include / "executorch/runtime/core/portable_type/c10"
-    command = ["g++", *FLAGS, f"-I{include}", f"-I{c10}", str(SOURCE), "-o", str(output)]
+    command = ["g++", *FLAGS, f"-I{include}", f"-I{c10}", str(source), "-o", str(output)]
     command += [f"-L{lib}", f"-Wl,-rpath,{lib}", "-lexecutorch"]
     command += ["-Wl,--push-state,--no-as-needed", *(f"-l{k}" for k in KERNELS)]
     return [*command, "-Wl,--pop-state", "-w"]

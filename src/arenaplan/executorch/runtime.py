@@ -18,6 +18,7 @@ from functools import lru_cache
 
 from arenaplan.errors import ModelFormatError, PlanValidationError, UsageError
 from arenaplan.executorch import native, simulate
+from arenaplan.executorch.header import pools_header
 from arenaplan.executorch.lifetimes import program_lifetimes
 from arenaplan.executorch.method_bytes import method_allocator_breakdown
 from arenaplan.executorch.prove import RUNNER_WORDS, prove_program, verify_programs
@@ -160,6 +161,27 @@ class ExecuTorch(Runtime):
         self, model: Model, head: int, n_planned: int, profile: Profile, kernels: KernelSet
     ) -> TailEstimate:
         return TailEstimate(head, ())  # the pools: the method allocator is an array apart
+
+    def header(
+        self,
+        model: Model,
+        plan: Plan,
+        name: str,
+        profile: Profile,
+        sections: tuple[str | None, ...],
+        head: int | None,
+        planned_model: bytes | None,
+    ) -> str:
+        """The pools and the method allocator (``executorch.header``); ``sections``:
+        each pool's linker section, then the method allocator's."""
+        if planned_model is None:
+            raise UsageError("--header: the program's pools are sized from the planned program")
+        tail = self.tail(model, profile, PORTABLE)
+        words = f"predicted from the program for {self.profile_words(profile)}"
+        if tail.unmodelled:
+            words += f"; at least: it leaves out {'; '.join(tail.unmodelled)}"
+        *pools, own = [s or "" for s in sections] or [""]
+        return pools_header(name, planned_model, profile.name, pools, (tail.bytes, own, words))
 
     def plan_problems(self, model: Model, plan: Plan) -> list[str]:
         offsets = plan.tensor_offsets

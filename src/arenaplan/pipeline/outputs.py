@@ -9,7 +9,15 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from arenaplan.errors import PlanValidationError, UsageError
-from arenaplan.export.figures import SPLIT, TWO, Figures, figures_json, persistent_of, placed_in
+from arenaplan.export.figures import (
+    POOLS,
+    SPLIT,
+    TWO,
+    Figures,
+    figures_json,
+    persistent_of,
+    placed_in,
+)
 from arenaplan.export.json_plan import plan_to_json
 from arenaplan.export.picture import render as render_picture
 from arenaplan.export.picture import render_memories
@@ -115,6 +123,14 @@ def _header(request: PlanRequest, done: PlanResult, figures: Figures) -> str:
     a split arena is ``--planner-cpp``'s to write."""
     target, tiers = request.target, done.tiers
     arena_section, persistent_section, head = "", None, None
+    runtime = runtime_of(done.plan.kernels)
+    if figures.layout == POOLS:  # each pool's section, then the persistent part's
+        sections = tuple(
+            target.memory(placed_in(a)).section if target else "" for a in figures.arrays
+        )
+        return runtime.header(
+            done.model, done.plan, done.source.name, done.profile, sections, None, done.planned
+        )
     if target is not None:
         if figures.layout == SPLIT:
             home = figures.arrays[-1].memory

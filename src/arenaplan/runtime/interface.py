@@ -252,13 +252,14 @@ class Runtime(ABC):
         plan: Plan,
         name: str,
         profile: Profile,
-        sections: tuple[str, str | None],
+        sections: tuple[str | None, ...],
         head: int | None,
         planned_model: bytes | None,
     ) -> str:
         """The C header that sizes the arenas of ``plan`` for firmware: ``sections``
         (linker sections of the arena and of a separate persistent arena, None: one
-        arena); ``head``: the fastest memory's share of a spread plan (None: all)."""
+        arena; with ``pools_per_memory``: each pool's, then the persistent part's);
+        ``head``: the fastest memory's share of a spread plan (None: all)."""
         raise UsageError(f"--header: {self.title} has no arena header")
 
     def planner_source(

@@ -154,7 +154,7 @@ class Tflm(Runtime):
         plan: Plan,
         name: str,
         profile: Profile,
-        sections: tuple[str, str | None],
+        sections: tuple[str | None, ...],
         head: int | None,
         planned_model: bytes | None,
     ) -> str:
