@@ -65,6 +65,9 @@ class ExecuTorch(Runtime):
     file_format = "pte"
     rewrites = False  # its programs are planned as exported: no pass reads their operators
     pools_per_memory = True  # memory ids 1, 2, ...: one pool per memory, fastest first
+    plans_by_greedy = False  # its plan is the program's own (``own_plan``)
+    tail_name = "method allocator"
+    scope_words = "step (instruction i of a method runs in step i; methods one after another)"
     time_note = ", standing in for ExecuTorch's portable kernels (not measured)"
 
     def kernel_sets(self) -> tuple[KernelSet, ...]:

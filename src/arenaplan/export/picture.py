@@ -24,6 +24,7 @@ from pathlib import Path
 
 from arenaplan.errors import UsageError
 from arenaplan.placement.plan import Plan
+from arenaplan.runtime.registry import runtime_of
 
 KIB = 1024
 SCRATCH = "kernel scratch (placed by TFLM at run time)"
@@ -56,7 +57,6 @@ PALETTE = (
     "#9edae5",
 )
 PERSISTENT_COLOUR = "#f2f2f2"
-X_LABEL = "scope (TFLM: 0 = inputs, operator i runs in scope i+1)"
 
 
 def pyplot():
@@ -214,9 +214,12 @@ def _shown_top(content: int, with_tail: int) -> int:
     return with_tail if with_tail <= 3 * max(content, 16) else 3 * max(content, 16)
 
 
-def _persistent_block(ax, plt, first: int, last: int, base: int, tail: int, shown_top: int) -> None:
-    """TFLM's persistent arena: ``tail`` bytes from ``base`` (bytes in the panel),
-    live over the whole run; cut at ``shown_top`` bytes, the top of the axis."""
+def _persistent_block(
+    ax, plt, first: int, last: int, base: int, tail: int, shown_top: int, name: str = "TFLM tail"
+) -> None:
+    """The runtime's persistent part (``name``: TFLM's tail): ``tail`` bytes from
+    ``base`` (bytes in the panel), live over the whole run; cut at ``shown_top``
+    bytes, the top of the axis."""
     ax.add_patch(
         _rect(
             plt,
@@ -228,11 +231,11 @@ def _persistent_block(ax, plt, first: int, last: int, base: int, tail: int, show
             hatch="..",
             linewidth=0.8,
             linestyle="--",
-            label=f"persistent (TFLM tail, predicted) {tail:,} B",
+            label=f"persistent ({name}, predicted) {tail:,} B",
         )
     )
     cut = base + tail > shown_top
-    text = "persistent (TFLM tail, predicted)" + (", continues above" if cut else "")
+    text = f"persistent ({name}, predicted)" + (", continues above" if cut else "")
     _put_label(ax, first - 0.45, last + 0.45, base / KIB, min(base + tail, shown_top) / KIB, text)
 
 
@@ -284,7 +287,9 @@ def _figure(
     )
     ax.axhline(plan.arena / KIB, color="black", linewidth=1, label=f"arena {plan.arena:,} B")
     head_top = plan.arena
-    if tflm_planner and plan.tflm_greedy > plan.arena:
+    runtime = runtime_of(plan.kernels)
+    name = f"{runtime.title} {runtime.tail_name}"
+    if tflm_planner and runtime.plans_by_greedy and plan.tflm_greedy > plan.arena:
         head_top = plan.tflm_greedy
         ax.axhline(
             plan.tflm_greedy / KIB,
@@ -298,24 +303,26 @@ def _figure(
     ax.set_xlim(first - 1, last + 1)
     ax.set_ylim(0, (top * 1.05 + 1) / KIB)
     if tail:
-        _persistent_block(ax, plt, first, last, plan.arena, tail, top)
+        _persistent_block(ax, plt, first, last, plan.arena, tail, top, name)
     _label_largest(ax, boxes)
     ax.set_ylabel(f"{memory}: offset in the arena (KiB)" if memory else "offset in the arena (KiB)")
     ax.set_title(title)
     _legend(ax, plt, scratch)
     if other and persistent is not None:
-        _persistent_panel(plt, side, other, persistent[1], first, last)
-        side.set_xlabel(X_LABEL)
+        _persistent_panel(plt, side, other, persistent[1], first, last, name)
+        side.set_xlabel(runtime.scope_words)
     else:
-        ax.set_xlabel(X_LABEL)
+        ax.set_xlabel(runtime.scope_words)
     return plt, fig
 
 
-def _persistent_panel(plt, ax, memory: str, tail: int, first: int, last: int) -> None:
+def _persistent_panel(
+    plt, ax, memory: str, tail: int, first: int, last: int, name: str = "TFLM tail"
+) -> None:
     """A panel for a memory that holds only the persistent arena (of those drawn)."""
     ax.set_xlim(first - 1, last + 1)
     ax.set_ylim(0, tail * 1.15 / KIB)
-    _persistent_block(ax, plt, first, last, 0, tail, tail)
+    _persistent_block(ax, plt, first, last, 0, tail, tail, name)
     ax.set_ylabel(f"{memory} (KiB)")
     ax.set_title(f"{memory}: persistent arena {tail:,} B (a second arena)", fontsize="small")
     _legend(ax, plt, False)
@@ -364,6 +371,7 @@ def _figure_memories(
     )
     fig.subplots_adjust(hspace=0.35)
     first, last = _scopes(plan)
+    runtime = runtime_of(plan.kernels)
     for ax, (name, base, used, capacity) in zip(axes[:, 0], panels, strict=True):
         boxes = _boxes(plan, base, base + used) if used else []
         scratch = _draw_boxes(ax, plt, boxes)
@@ -383,14 +391,15 @@ def _figure_memories(
         ax.set_xlim(first - 1, last + 1)
         ax.set_ylim(0, top / KIB)
         if tail:
-            _persistent_block(ax, plt, first, last, used, tail, content)
+            what = f"{runtime.title} {runtime.tail_name}"
+            _persistent_block(ax, plt, first, last, used, tail, content, what)
         _label_largest(ax, boxes)
         ax.set_ylabel(f"{name} (KiB)")
         of = f" of {capacity:,} B" if capacity else ""
         ax.set_title(f"{name}: {used:,} B used{of}", fontsize="small")
         _legend(ax, plt, scratch)
     fig.suptitle(title)
-    axes[-1, 0].set_xlabel(X_LABEL)
+    axes[-1, 0].set_xlabel(runtime.scope_words)
     return plt, fig
 
 

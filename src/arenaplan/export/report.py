@@ -21,12 +21,13 @@ from typing import TYPE_CHECKING
 
 from arenaplan.cost.roofline import default_memory
 from arenaplan.cost.timing import estimate, time_model_label
-from arenaplan.export.figures import ONE, SPLIT, TWO, Figures, weights_totals
+from arenaplan.export.figures import ONE, POOLS, SPLIT, TWO, Figures, weights_totals
 from arenaplan.export.picture import render, render_memories
 from arenaplan.export.summary import find_peak, saving
 from arenaplan.ir.model import Model
 from arenaplan.passes import INSERTED
 from arenaplan.placement.plan import Plan
+from arenaplan.runtime.registry import runtime_of
 from arenaplan.targets.model import Target
 from arenaplan.weights.plan import WeightsPlan
 
@@ -100,17 +101,33 @@ def _figures(
     """The head against the bounds and TFLM's planner, and the tail of the plan's
     build profile (the figures every other surface shows); for a plan spread over
     memories, why its head is larger than one arena."""
+    runtime = runtime_of(plan.kernels)
     rows = [("lower bound (live bytes at the peak)", plan.lower_bound)]
-    if refusal is None:
+    if refusal is None and runtime.plans_by_greedy:
         rows.append(("TFLM's greedy planner, no offline plan", plan.tflm_greedy))
     ours = "arenaplan head" + (" (proven optimal)" if plan.optimal else "")
     if regions:
         ours = "arenaplan head, memories laid end to end (below)"
     rows.append((ours, figures.head))
     how = "estimate, at least" if figures.unmodelled else "predicted"
-    rows.append((f"TFLM tail, profile {figures.profile} ({how})", figures.tail))
+    tail = f"{runtime.title} {runtime.tail_name}"
+    rows.append((f"{tail}, profile {figures.profile} ({how})", figures.tail))
     table = _table(["", "bytes"], [[k, f"{v:,}"] for k, v in rows], text=(0,))
+    if regions and runtime.pools_per_memory:
+        return table + _pools(regions)
     return table + (_spread(plan, regions, refusal) if regions else "")
+
+
+def _pools(regions: list[Region]) -> str:
+    """A plan over several memories of a runtime with a pool per memory."""
+    parts = ", ".join(
+        f"memory id {k}: {html.escape(m)} {used:,} B"
+        for k, (m, _, used, _) in enumerate(regions, 1)
+    )
+    return (
+        f"<p>This plan spreads the tensors over {len(regions)} memories, each a pool of its "
+        f"own ({parts}); the head figure above is their sum.</p>"
+    )
 
 
 def _effect(effect: RewriteEffect | None, rewritten: str) -> str:
@@ -145,8 +162,10 @@ def _firmware(figures: Figures) -> str:
         for a in figures.arrays
     ]
     words = {ONE: "one arena", TWO: "two arenas", SPLIT: "the split arena (--planner-cpp)"}
+    words[POOLS] = "a pool per memory and the method allocator"
+    title = runtime_of(figures.kernels).title
     text = (
-        f"<h2>What the firmware sets</h2><p>{words[figures.layout]}, sized for TFLM build "
+        f"<h2>What the firmware sets</h2><p>{words[figures.layout]}, sized for {title} build "
         f"profile {html.escape(str(figures.profile))}"
     )
     if figures.latency is not None:
@@ -181,6 +200,8 @@ def _spread(plan: Plan, regions: list[Region], refusal: str | None) -> str:
 
 def _claim(plan: Plan, refusal: str | None, spread: bool) -> str:
     """The saving against TFLM's planner, only where it holds."""
+    if not runtime_of(plan.kernels).plans_by_greedy:
+        return ""
     saved = saving(plan, spread, refusal is not None)
     if not saved:
         return ""

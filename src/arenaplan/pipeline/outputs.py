@@ -95,7 +95,7 @@ def render(request: PlanRequest, done: PlanResult) -> PlanResult:
 def _persistent(figures: Figures) -> tuple[str | None, int]:
     """Where the pictures draw TFLM's tail: (memory, or None for beside the head; bytes)."""
     last = figures.arrays[-1]
-    memory = last.memory if figures.layout in (TWO, SPLIT) else None
+    memory = last.memory if figures.layout in (TWO, SPLIT, POOLS) else None
     return memory, figures.tail
 
 

@@ -118,6 +118,9 @@ class Runtime(ABC):
     # one pool per memory: a plan spread over memories is written as pools of their
     # own (``write_plan``'s ``regions``), not as one head laid end to end (TFLM)
     pools_per_memory = False
+    plans_by_greedy = True  # its own planner is the greedy ``Plan.tflm_greedy`` computes
+    tail_name = "tail"  # what its persistent part is called, after its title
+    scope_words = "scope (TFLM: 0 = inputs, operator i runs in scope i+1)"  # pictures' x axis
     time_note = ""  # said after the time model's label: what its estimate assumes of this runtime
 
     def advice(self, model: Model, plan: Plan) -> tuple[str, ...]:
