@@ -14,7 +14,7 @@ import struct
 from collections.abc import Sequence
 
 from arenaplan.errors import ModelFormatError, PlanValidationError, UsageError
-from arenaplan.executorch import native, simulate
+from arenaplan.executorch import native, order, simulate
 from arenaplan.executorch.lifetimes import program_lifetimes
 from arenaplan.executorch.prove import RUNNER_WORDS, prove_program, verify_programs
 from arenaplan.executorch.storage import Storage, storage_of
@@ -25,7 +25,7 @@ from arenaplan.reader.pte_format import read_program
 from arenaplan.reader.pte_reader import program_model
 from arenaplan.runtime.interface import Runtime
 from arenaplan.runtime.proof import Proof
-from arenaplan.runtime.records import Lifetimes, TailEstimate, TensorBytes
+from arenaplan.runtime.records import Lifetimes, OrderFacts, TailEstimate, TensorBytes
 from arenaplan.runtime.report import VerifyReport
 from arenaplan.runtime.spec import KernelSet, Profile
 
@@ -56,7 +56,14 @@ class ExecuTorch(Runtime):
     title = "ExecuTorch"
     alignment = ALIGNMENT
     file_format = "pte"
-    rewrites = False  # its programs are planned as exported: no pass reads their operators
+    rewrites = False  # no weights policy, and of the passes only reorder (``order``)
+    keeps_stored_plan = True  # the program's own plan says its views and state
+
+    def takes_pass(self, name: str) -> bool:
+        return name == "reorder"
+
+    def order_facts(self, model: Model, s: int) -> OrderFacts:
+        return order.order_facts(model, s)
 
     def kernel_sets(self) -> tuple[KernelSet, ...]:
         return (PORTABLE,)
@@ -141,9 +148,14 @@ class ExecuTorch(Runtime):
         ]
         return misaligned or simulate.plan_problems(model, new_places(model, offsets))
 
-    def write_plan(self, data: bytes, offsets: Sequence[int]) -> bytes:
+    def write_rewrite(self, data: bytes, model: Model, offsets: Sequence[int]) -> bytes:
+        return self.write_plan(data, offsets, model)
+
+    def write_plan(self, data: bytes, offsets: Sequence[int], model: Model | None = None) -> bytes:
+        """``model``: the program ``data`` holds with its instructions in a new order
+        (None: as they are), written in that order (``order.with_order``)."""
         program = read_program(data)
-        model = program_model(program)
+        model = program_model(program) if model is None else model
         places = new_places(model, offsets)
         problems = simulate.plan_problems(model, places)
         if problems:
@@ -159,7 +171,9 @@ class ExecuTorch(Runtime):
             if sizes != plan.pools:
                 pools[s] = sizes
         try:
-            out = with_allocations(data, program, moved, pools)
+            orders = {sg.index: order.chain_order(sg) for sg in model.subgraphs}
+            new_order = {s: o for s, o in orders.items() if o != tuple(range(len(o)))}
+            out = with_allocations(order.with_order(data, new_order), program, moved, pools)
             again = program_model(read_program(out))
         except (struct.error, ValueError, ModelFormatError) as exc:
             raise ModelFormatError(f"corrupt .pte: its plan cannot be written ({exc})") from None

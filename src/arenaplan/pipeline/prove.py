@@ -25,12 +25,19 @@ if TYPE_CHECKING:
     from arenaplan.runtime.proof import Proof
 
 
-def planned_model_bytes(data: bytes, model: Model, plan: Plan) -> bytes:
+def planned_model_bytes(data: bytes, model: Model, plan: Plan, rewritten: bool = False) -> bytes:
     """The model with the plan written in as its runtime takes it (TFLM: the offline
     plan metadata), checked by reading it back (a model arenaplan wrote that does not
-    read back is arenaplan's bug, exit 70)."""
+    read back is arenaplan's bug, exit 70). ``rewritten``: ``model`` is a pass's
+    rewrite of the model ``data`` holds (a ``.tflite`` is written anew by arenaplan's
+    writer; another format by its runtime)."""
     runtime = runtime_of(plan.kernels)
-    out = runtime.write_plan(data, plan.tensor_offsets)
+    if not rewritten:
+        out = runtime.write_plan(data, plan.tensor_offsets)
+    elif model.file_format == "tflite":
+        out = runtime.write_plan(write_model(model), plan.tensor_offsets)
+    else:
+        out = runtime.write_rewrite(data, model, plan.tensor_offsets)
     try:
         again = read_model_bytes(out)
     except ModelFormatError as exc:
@@ -48,9 +55,8 @@ def with_proof(request: PlanRequest, done: Planned) -> Planned:
     its runtime (None: nothing to prove)."""
     data = request.source.data
     changed = done.model is not request.source.model
-    source = write_model(done.model) if changed else data
     plan = done.plan
-    planned = planned_model_bytes(source, done.model, plan)
+    planned = planned_model_bytes(data, done.model, plan, rewritten=changed)
     if not changed and not plan.aliases:
         return replace(done, planned=planned)
     runtime = runtime_of(plan.kernels)
