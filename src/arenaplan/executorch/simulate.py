@@ -192,10 +192,11 @@ def _differ(
         return ""
     k = int(np.argmax(differ))
     names = {v: k for k, v in events.items()}
-    got = names.get(int(eb[k]), "nothing")
+    got = _words(names.get(int(eb[k]), "nothing"), pools.sg)
+    wanted = _words(names[int(ea[k])], pools.sg)
     return (
         f"{where}, call {call + 1}: tensor {t} ({pools.sg.tensors[t].name}) byte "
-        f"{k * pools.grain} holds {_words(got, pools.sg)}, not {_words(names[int(ea[k])], pools.sg)}"
+        f"{k * pools.grain} holds {got}, not {wanted}"
     )
 
 

@@ -38,9 +38,9 @@ from arenaplan.ir.dtypes import DType
 from arenaplan.ir.model import Model, Subgraph
 from arenaplan.passes.base import PassResult, origin_of_subgraphs
 from arenaplan.passes.schedule import Found, OrderProblem, best_order, peak_bytes
+from arenaplan.reader.tflite_reader import OFFLINE_PLAN_NAME
 from arenaplan.runtime.records import OrderFacts
 from arenaplan.runtime.registry import default_kernels, get, runtime_name_for
-from arenaplan.reader.tflite_reader import OFFLINE_PLAN_NAME
 
 # state expansions of the search per second of ``time_limit`` (a count of work, not
 # a clock, so that the result is the same on every machine; about a second's worth
