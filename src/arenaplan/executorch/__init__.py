@@ -8,6 +8,8 @@ written back (``runtime.ExecuTorch``).
 - ``simulate``: the independent check of a plan: the program's instructions run
   twice over symbolic bytes, under the program's own plan and under the new one;
   every read must see the same bytes.
+- ``order``: what a new order of a method's instructions must keep (``reorder``),
+  and a chain's instructions written in a new order, everything else byte for byte.
 - ``write``: the new ``allocation_info`` and pool sizes patched into the program,
   everything else byte for byte.
 """

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 from arenaplan.errors import ModelFormatError, PlanValidationError, UsageError
-from arenaplan.executorch import native, simulate
+from arenaplan.executorch import native, order, simulate
 from arenaplan.executorch.header import pools_header
 from arenaplan.executorch.lifetimes import program_lifetimes
 from arenaplan.executorch.method_bytes import method_allocator_breakdown
@@ -30,7 +30,7 @@ from arenaplan.reader.pte_format import Program, read_program
 from arenaplan.reader.pte_reader import program_model
 from arenaplan.runtime.interface import Runtime
 from arenaplan.runtime.proof import Proof
-from arenaplan.runtime.records import Lifetimes, TailEstimate, TensorBytes
+from arenaplan.runtime.records import Lifetimes, OrderFacts, TailEstimate, TensorBytes
 from arenaplan.runtime.report import VerifyReport
 from arenaplan.runtime.spec import KernelSet, Profile
 
@@ -63,12 +63,19 @@ class ExecuTorch(Runtime):
     title = "ExecuTorch"
     alignment = ALIGNMENT
     file_format = "pte"
-    rewrites = False  # its programs are planned as exported: no pass reads their operators
+    rewrites = False  # no weights policy, and of the passes only reorder (``order``)
     pools_per_memory = True  # memory ids 1, 2, ...: one pool per memory, fastest first
     plans_by_greedy = False  # its plan is the program's own (``own_plan``)
     tail_name = "method allocator"
     scope_words = "step (instruction i of a method runs in step i; methods one after another)"
     time_note = ", standing in for ExecuTorch's portable kernels (not measured)"
+    keeps_stored_plan = True  # the program's own plan says its views and state
+
+    def takes_pass(self, name: str) -> bool:
+        return name == "reorder"
+
+    def order_facts(self, model: Model, s: int) -> OrderFacts:
+        return order.order_facts(model, s)
 
     def kernel_sets(self) -> tuple[KernelSet, ...]:
         return (PORTABLE,)
@@ -195,9 +202,22 @@ class ExecuTorch(Runtime):
         ]
         return misaligned or simulate.plan_problems(model, new_places(model, offsets))
 
-    def write_plan(self, data: bytes, offsets: Sequence[int], regions: Sequence[int] = ()) -> bytes:
+    def write_rewrite(
+        self, data: bytes, model: Model, offsets: Sequence[int], regions: Sequence[int] = ()
+    ) -> bytes:
+        return self.write_plan(data, offsets, regions, model)
+
+    def write_plan(
+        self,
+        data: bytes,
+        offsets: Sequence[int],
+        regions: Sequence[int] = (),
+        model: Model | None = None,
+    ) -> bytes:
+        """``model``: the program ``data`` holds with its instructions in a new order
+        (None: as they are), written in that order (``order.with_order``)."""
         program = read_program(data)
-        model = program_model(program)
+        model = program_model(program) if model is None else model
         places = new_places(model, offsets, regions)
         problems = simulate.plan_problems(model, places)
         if problems:
@@ -213,7 +233,9 @@ class ExecuTorch(Runtime):
             if sizes != plan.pools:
                 pools[s] = sizes
         try:
-            out = with_allocations(data, program, moved, pools)
+            orders = {sg.index: order.chain_order(sg) for sg in model.subgraphs}
+            new_order = {s: o for s, o in orders.items() if o != tuple(range(len(o)))}
+            out = with_allocations(order.with_order(data, new_order), program, moved, pools)
             again = program_model(read_program(out))
         except (struct.error, ValueError, ModelFormatError) as exc:
             raise ModelFormatError(f"corrupt .pte: its plan cannot be written ({exc})") from None

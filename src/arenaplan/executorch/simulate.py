@@ -1,17 +1,19 @@
 """The independent check of a plan of a ``.pte`` program: run it over symbolic bytes.
 
-It shares no logic with the planner: no lifetimes, no views, no state. Each method's
-instructions run twice (two calls: what state a call leaves, the next reads), once
-with the tensors where the program's own plan puts them and once where the new plan
-does. Every byte holds the write that put it there (which call, which instruction,
-which tensor, which byte of it). Before an instruction runs, each tensor it reads
-must hold the same writes under both plans (where the program's own plan holds any:
-bytes it never wrote are not compared); then every tensor it names is taken as
-written (a read-only input too: a tensor live across it must not share those
-bytes). At the end of each call the outputs must hold the same writes. The tensors
-one instruction names must not share bytes under the new plan unless they share
-the same bytes under the program's own (a view and its base). The program's own
-plan is trusted: ExecuTorch made it.
+It shares no logic with the planner: no lifetimes, no views, no state, no order
+constraints. Each method's instructions run twice (two calls: what state a call
+leaves, the next reads) in the program's own order with the tensors where the
+program's own plan puts them, then in the model's order (a pass may have moved
+them) where the new plan does. Every byte holds the write that put it there (which
+call, which instruction of the program, which tensor, which byte of it); an
+instruction writes its outputs and the inputs it says it writes too
+(``written_inputs``; a delegate call: all of them). Each tensor an instruction
+reads must hold the same writes in the second run as in the first (where the
+first holds any: bytes it never wrote are not compared), and so must the outputs
+at the end of each call. The tensors one instruction names must not share bytes
+under the new plan unless they share the same bytes under the program's own (a
+view and its base). The program's own plan, in its own order, is trusted:
+ExecuTorch made it.
 
 Offsets and sizes are bytes; a placement is (memory id, offset).
 """
@@ -110,53 +112,91 @@ def _grain(sg: Subgraph, *plans: dict[Key, Place]) -> int:
 def _method_problems(
     sg: Subgraph, own: dict[Key, Place], new: dict[Key, Place], shared: bool = True
 ) -> list[str]:
-    """The problems of ``new`` against ``own``: tensors of one instruction must not
-    share bytes under ``new`` that do not under ``own``. ``shared`` (checking a new
-    plan): every tensor an instruction reads is taken as written too. Without it
-    (checking the program's own plan against one where nothing shares): only what
-    an instruction writes is written, so a view's bytes stay unwritten there, and a
-    view (or state) may share bytes with the tensors of its instruction."""
+    """The problems of ``new`` (operators in ``sg``'s order) against ``own`` (in the
+    program's order). ``shared`` (checking a new plan): no tensor of an instruction
+    shares bytes with another under ``new`` unless it does under ``own``. Without it
+    (checking the program's own plan against one where nothing shares): a view (or
+    state) may share bytes with the tensors of its instruction."""
     grain = _grain(sg, own, new)
-    a, b = _Bytes(sg, own, grain), _Bytes(sg, new, grain)
-    events: dict[tuple, int] = {}
     found: list[str] = []
     for op in sg.operators:
         found += _shared(sg, op, own, new, views=not shared)
-    for call in range(CALLS):
-        for t in sg.inputs:
-            _write_both(a, b, events, ("input", call, t), t)
-        for op in sg.operators:
-            where = f"method {sg.name!r} instruction {op.index} ({op.opcode})"
-            found += [_read(a, b, events, t, where, call) for t in op.inputs]
-            written = (*op.inputs, *op.outputs) if shared else op.outputs
-            for t in dict.fromkeys(written):
-                _write_both(a, b, events, (call, op.index, t), t)
-        found += [_read(a, b, events, t, f"method {sg.name!r} output", call) for t in sg.outputs]
+    events: dict[tuple, int] = {}
+    given = sorted(sg.operators, key=_instruction)
+    seen = _run(sg, given, _Bytes(sg, own, grain), events, None, found)
+    _run(sg, sg.operators, _Bytes(sg, new, grain), events, seen, found)
     said = [f for f in found if f]
     return said[:MAX_SAID]
 
 
-def _write_both(a: _Bytes, b: _Bytes, events: dict, what: tuple, t: int) -> None:
-    event = events.setdefault(what, len(events))
-    a.write(t, event)
-    b.write(t, event)
+Held = tuple[np.ndarray, np.ndarray]  # per granule: the write it holds, which granule of it
 
 
-def _read(a: _Bytes, b: _Bytes, events: dict, t: int, where: str, call: int) -> str:
-    """ "" when tensor ``t`` holds the same writes under both plans, else why not."""
-    if a.span(t) is None or b.span(t) is None:
-        return ""
-    ea, ba = a.held(t)
-    eb, bb = b.held(t)
+def _run(
+    sg: Subgraph,
+    ops: list[Operator] | tuple[Operator, ...],
+    pools: _Bytes,
+    events: dict[tuple, int],
+    seen: dict[tuple, Held] | None,
+    found: list[str],
+) -> dict[tuple, Held]:
+    """Run ``ops`` for ``CALLS`` calls over ``pools``; what each read held, by
+    (call, instruction, tensor) (an output: (call, "output", tensor)). ``seen``: what
+    the first run's reads held, to compare with (problems go to ``found``)."""
+    held: dict[tuple, Held] = {}
+
+    def read(key: tuple, t: int, where: str) -> None:
+        if pools.span(t) is None:
+            return
+        held[key] = tuple(a.copy() for a in pools.held(t))  # type: ignore[assignment]
+        if seen is not None and key in seen:
+            found.append(_differ(seen[key], held[key], events, pools, t, where, key[0]))
+
+    for call in range(CALLS):
+        for t in sg.inputs:
+            pools.write(t, events.setdefault(("input", call, t), len(events)))
+        for op in ops:
+            k = _instruction(op)
+            where = f"method {sg.name!r} instruction {k} ({op.opcode})"
+            for t in dict.fromkeys(op.inputs):
+                read((call, k, t), t, where)
+            for t in _writes(op):
+                pools.write(t, events.setdefault((call, k, t), len(events)))
+        for t in sg.outputs:
+            read((call, "output", t), t, f"method {sg.name!r} output")
+    return held
+
+
+def _instruction(op: Operator) -> int:
+    """The instruction of the program ``op`` is (its position when not said)."""
+    return op.source if op.source >= 0 else op.index
+
+
+def _writes(op: Operator) -> tuple[int, ...]:
+    again = op.options.get("written_inputs", ())
+    if op.opcode.startswith("delegate:"):
+        again = tuple(t for t in op.inputs if t >= 0)
+    return tuple(dict.fromkeys((*op.outputs, *again)))  # type: ignore[misc]
+
+
+def _differ(
+    first: Held, second: Held, events: dict, pools: _Bytes, t: int, where: str, call: int
+) -> str:
+    """ "" when tensor ``t`` holds the same writes in both runs, else why not."""
+    ea, ba = first
+    eb, bb = second
+    if len(ea) != len(eb):  # a grain apart: the same bytes, so the same granules
+        return f"{where}, call {call + 1}: tensor {t} spans other granules"
     differ = (ea >= 0) & ((ea != eb) | (ba != bb))
     if not differ.any():
         return ""
     k = int(np.argmax(differ))
     names = {v: k for k, v in events.items()}
-    got = names.get(int(eb[k]), "nothing")
+    got = _words(names.get(int(eb[k]), "nothing"), pools.sg)
+    wanted = _words(names[int(ea[k])], pools.sg)
     return (
-        f"{where}, call {call + 1}: tensor {t} ({b.sg.tensors[t].name}) byte {k * b.grain} holds "
-        f"{_words(got, b.sg)}, not {_words(names[int(ea[k])], a.sg)}"
+        f"{where}, call {call + 1}: tensor {t} ({pools.sg.tensors[t].name}) byte "
+        f"{k * pools.grain} holds {got}, not {wanted}"
     )
 
 

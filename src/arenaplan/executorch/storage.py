@@ -9,7 +9,7 @@ before its first read may touch. Offsets and sizes are bytes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from arenaplan.errors import UnsupportedModelError
 from arenaplan.executorch.simulate import own_plan_problems, plan_problems
@@ -39,6 +39,8 @@ def storage_of(model: Model) -> Storage:
     found = _CACHE.get(id(model))
     if found is not None and found[0] is model:
         return found[1]
+    given = model
+    model = in_program_order(model)
     problems = own_plan_problems(model)
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
@@ -54,8 +56,22 @@ def storage_of(model: Model) -> Storage:
         )
     if len(_CACHE) >= _CACHED:
         _CACHE.pop(next(iter(_CACHE)))
-    _CACHE[id(model)] = (model, storage)
+    _CACHE[id(given)] = (given, storage)
     return storage
+
+
+def in_program_order(model: Model) -> Model:
+    """``model`` with each method's operators in the program's order (the order its
+    own plan is for), renumbered; itself when they are (a pass may have moved them:
+    each keeps its instruction's index as ``source``)."""
+    if all(op.source in (-1, op.index) for sg in model.subgraphs for op in sg.operators):
+        return model
+    subgraphs = []
+    for sg in model.subgraphs:
+        ops = sorted(sg.operators, key=lambda op: op.source if op.source >= 0 else op.index)
+        ops = [replace(op, index=k) for k, op in enumerate(ops)]
+        subgraphs.append(replace(sg, operators=tuple(ops)))
+    return replace(model, subgraphs=tuple(subgraphs))
 
 
 def _apart(model: Model, storage: Storage) -> dict[Key, tuple[int, int]]:

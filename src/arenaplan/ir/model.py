@@ -81,6 +81,9 @@ class Operator:
 
     ``inputs`` may hold -1 for an omitted optional input. ``version`` is the
     operator code's version (which kernel variant the converter asks for).
+    ``source`` is its position in the file it was read from (an instruction of a
+    ``.pte`` chain; -1: not said), kept when a pass moves it and not compared: two
+    operators that differ only there are the same operator.
     """
 
     index: int
@@ -92,6 +95,7 @@ class Operator:
     options: Options = field(default_factory=Options)
     custom_options: bytes = b""
     version: int = 1
+    source: int = field(default=-1, compare=False)
 
     def tensor_inputs(self) -> Iterator[int]:
         """Input tensor indices, omitted optional inputs (-1) skipped."""

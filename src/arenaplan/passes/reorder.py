@@ -15,6 +15,13 @@ An order keeps, besides every data edge:
   - CALL_ONCE where it is: what came before it stays before, the rest after.
 Subgraphs with other control flow (IF, WHILE, CALL), and subgraphs that control
 flow calls, are left alone: their scopes interleave with their callers'.
+
+The model's runtime (``Runtime.order_facts``) adds what its format says beyond the
+IR: pairs of operators to keep in order, tensors that lie in another's bytes (a
+touch of a view is a touch of its base: its data edges and its base's lifetime),
+and subgraphs it does not let move. A variable tensor the runtime plans holds state
+across calls: live over the whole subgraph. A runtime whose file's plan describes
+the program's storage (``keeps_stored_plan``) keeps it; otherwise it is dropped.
 """
 
 from __future__ import annotations
@@ -32,6 +39,8 @@ from arenaplan.ir.model import Model, Subgraph
 from arenaplan.passes.base import PassResult, origin_of_subgraphs
 from arenaplan.passes.schedule import Found, OrderProblem, best_order, peak_bytes
 from arenaplan.reader.tflite_reader import OFFLINE_PLAN_NAME
+from arenaplan.runtime.records import OrderFacts
+from arenaplan.runtime.registry import default_kernels, get, runtime_name_for
 
 # state expansions of the search per second of ``time_limit`` (a count of work, not
 # a clock, so that the result is the same on every machine; about a second's worth
@@ -54,16 +63,19 @@ class Reorder:
     time_limit: float = 2.0
 
     def run(self, model: Model) -> PassResult:
-        items = arena_items(model)
+        runtime = get(runtime_name_for(model))
+        kernels = default_kernels(runtime.name)
+        items = arena_items(model, kernels=kernels)
         before, raw_before = _peaks(items)
         budget = max(int(self.time_limit * WORK_PER_SECOND), 0)
         subgraphs, found = [], []
         orders: dict[int, tuple[int, ...]] = {}  # subgraph -> its old operators in the new order
         for sg in model.subgraphs:
-            if not _may_reorder(model, sg):
+            facts = runtime.order_facts(model, sg.index)
+            if facts.fixed is not None or not _may_reorder(model, sg):
                 subgraphs.append(sg)
                 continue
-            problem = order_problem(model, items, sg)
+            problem = order_problem(model, items, sg, facts)
             given = tuple(range(len(sg.operators)))
             try:
                 result = best_order(problem, given, max(budget - _work(found), 0))
@@ -78,9 +90,9 @@ class Reorder:
             model,
             subgraphs=tuple(subgraphs),
             metadata=tuple((k, b) for k, b in model.metadata if k != OFFLINE_PLAN_NAME),
-            stored_plan=None,
+            stored_plan=model.stored_plan if runtime.keeps_stored_plan else None,
         )
-        after, raw_after = _peaks(arena_items(reordered))
+        after, raw_after = _peaks(arena_items(reordered, kernels=kernels))
         if after >= before:
             note = f"operator order kept: peak {before:,} B"
             if _proven(found, before):
@@ -157,9 +169,14 @@ def _may_reorder(model: Model, sg: Subgraph) -> bool:
     )
 
 
-def order_problem(model: Model, items: ArenaItems, sg: Subgraph) -> OrderProblem:
+def order_problem(
+    model: Model, items: ArenaItems, sg: Subgraph, facts: OrderFacts | None = None
+) -> OrderProblem:
     """The subgraph as an ordering problem: its planned tensors (ids = tensor indices,
-    sizes rounded as the planner rounds them) and its operators' scratch."""
+    sizes rounded as the planner rounds them) and its operators' scratch; ``facts``:
+    what its runtime adds (views touched as their bases, operators kept in order)."""
+    facts = facts or OrderFacts()
+    base = dict(facts.bases)
     sizes = [0] * len(sg.tensors)
     for (s, t), buffer in zip(items.tensors, items.tensor_buffers, strict=True):
         if s == sg.index:
@@ -169,18 +186,26 @@ def order_problem(model: Model, items: ArenaItems, sg: Subgraph) -> OrderProblem
         if request.subgraph == sg.index:
             scratch[request.op] += buffer.size
     planned = {t for t, size in enumerate(sizes) if size > 0}
-    makes = tuple(tuple(t for t in op.outputs if t in planned) for op in sg.operators)
-    uses = tuple(tuple(t for t in op.tensor_inputs() if t in planned) for op in sg.operators)
+
+    def kept(ts) -> tuple[int, ...]:  # the planned tensors whose bytes ``ts`` touch
+        return tuple(dict.fromkeys(b for b in (base.get(t, t) for t in ts) if b in planned))
+
+    makes = tuple(kept(op.outputs) for op in sg.operators)
+    uses = tuple(kept(op.tensor_inputs()) for op in sg.operators)
     made = {t for ts in makes for t in ts}
     read = {t for ts in uses for t in ts}
+    state = {t for t in planned if sg.tensors[t].is_variable}  # live over the whole subgraph
+    preds = [set(p) for p in _dependencies(sg)]
+    for a, b in facts.before:
+        preds[b].add(a)
     return OrderProblem(
-        preds=_dependencies(sg),
+        preds=tuple(frozenset(p) for p in preds),
         makes=makes,
         uses=uses,
         scratch=tuple(scratch),
         sizes=tuple(sizes),
-        held=frozenset((set(sg.inputs) & planned) | (read - made)),
-        pinned=frozenset(set(sg.outputs) & planned),
+        held=frozenset(set(kept(sg.inputs)) | (read - made) | state),
+        pinned=frozenset(set(kept(sg.outputs)) | state),
     )
 
 

@@ -16,13 +16,18 @@ The search (``best_order``), all of it deterministic:
   1. candidates: the given order, a greedy that adds at each step the ready
      operator that frees most for what it allocates, and the same greedy run
      backwards (from the outputs, which computes each value just in time);
-  2. if the best is above the lower bound, Serenity's dynamic programme
+  2. moves of the best so far, while a quarter of the budget lasts: an operator
+     taken to the front with all its ancestors (each set kept in its order), or to
+     the back with all its descendants; a move is kept when it lowers the peak,
+     and the moves are tried again until none does (a big transient operator
+     whose inputs are ready early runs before what would stay live across it);
+  3. if the best is above the lower bound, Serenity's dynamic programme
      (Ahn et al., arXiv 2003.02369): the states after k steps are the sets of
      operators run (bitmasks); the bytes held after a set do not depend on the
      order within it, so each set keeps only its lowest peak; states at or above
      the best peak known are dropped. If it finishes within its work budget its
      answer is optimal;
-  3. if it does not finish within half the budget, the same programme as a beam:
+  4. if it does not finish within half the budget, the same programme as a beam:
      each step keeps the ``width`` states with the lowest (peak, bytes held), for
      widths 4, 16, 64 and 256 while the budget lasts.
 The budget counts state expansions, not seconds, so the answer never depends on
@@ -196,10 +201,15 @@ WIDTHS = (4, 16, 64, 256)  # states kept per step by the beams, tried in turn
 
 
 def best_order(
-    problem: OrderProblem, start: Sequence[int], budget: int, widths: Sequence[int] = WIDTHS
+    problem: OrderProblem,
+    start: Sequence[int],
+    budget: int,
+    widths: Sequence[int] = WIDTHS,
+    moves: bool = True,
 ) -> Found:
     """The order of lowest peak found (never above ``start``'s); see the module text.
-    ``budget``: state expansions for the exact programme and then the beams.
+    ``budget``: work for the moves (``moves``: whether to try them), the exact
+    programme and then the beams.
     A cycle in ``preds``: ``ModelFormatError``."""
     check_acyclic(problem)
     bound = lower_bound(problem)
@@ -214,7 +224,13 @@ def best_order(
     )
     if peak <= bound:
         return Found(order, peak, bound, True, method, 0)
+    moved, moved_peak, spent = _moves(problem, order, peak, budget // 4 if moves else 0)
+    if moved_peak < peak:
+        order, peak, method = moved, moved_peak, f"{method}, moved"
+    if peak <= bound:
+        return Found(order, peak, bound, True, method, spent)
     search = _Search(problem)
+    search.work = spent
     found, complete = search.run(peak, budget // 2, width=None)
     if complete:
         if found is not None:
@@ -227,6 +243,48 @@ def best_order(
         if found is not None:
             order, peak, method = found[0], found[1], f"beam {width}"
     return Found(order, peak, bound, peak <= bound, method, search.work)
+
+
+# ---- moves ------------------------------------------------------------------------
+
+
+def _moves(
+    problem: OrderProblem, order: tuple[int, ...], peak: int, budget: int
+) -> tuple[tuple[int, ...], int, int]:
+    """(order, its peak, work) after the moves of the module text; each order tried
+    costs ``n`` work and none is tried past ``budget``."""
+    n = problem.n
+    ancestors, descendants = _closures(problem)
+    work, better = 0, True
+    while better:
+        better = False
+        for v in order:
+            for group, front in ((ancestors[v], True), (descendants[v], False)):
+                if work + n > budget:
+                    return order, peak, work
+                work += n
+                mine = [u for u in order if group >> u & 1]
+                rest = [u for u in order if not group >> u & 1]
+                tried = tuple(mine + rest if front else rest + mine)
+                tried_peak = peak_bytes(problem, tried)
+                if tried_peak < peak:
+                    order, peak, better = tried, tried_peak, True
+    return order, peak, work
+
+
+def _closures(problem: OrderProblem) -> tuple[list[int], list[int]]:
+    """Per operator, bitmasks of itself with its ancestors, and with its descendants."""
+    n = problem.n
+    topo = _topological(problem)
+    before = [1 << v for v in range(n)]
+    for v in topo:
+        for u in problem.preds[v]:
+            before[v] |= before[u]
+    after = [1 << v for v in range(n)]
+    for v in reversed(topo):
+        for u in problem.preds[v]:
+            after[u] |= after[v]
+    return before, after
 
 
 # ---- greedy -----------------------------------------------------------------------

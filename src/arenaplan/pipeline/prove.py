@@ -28,18 +28,23 @@ if TYPE_CHECKING:
 
 
 def planned_model_bytes(
-    data: bytes, model: Model, plan: Plan, regions: Sequence[int] = ()
+    data: bytes, model: Model, plan: Plan, regions: Sequence[int] = (), rewritten: bool = False
 ) -> bytes:
     """The model with the plan written in as its runtime takes it (TFLM: the offline
     plan metadata; ``regions``: where each memory's region starts in a plan spread
     over memories, for a runtime with a pool per memory), checked by reading it back
-    (a model arenaplan wrote that does not read back is arenaplan's bug, exit 70)."""
+    (a model arenaplan wrote that does not read back is arenaplan's bug, exit 70).
+    ``rewritten``: ``model`` is a pass's rewrite of the model ``data`` holds (a
+    ``.tflite`` is written anew by arenaplan's writer; another format by its runtime)."""
     runtime = runtime_of(plan.kernels)
     pools = len(regions) if len(regions) > 1 and runtime.pools_per_memory else 1
-    if pools > 1:
-        out = runtime.write_plan(data, plan.tensor_offsets, regions)
+    spread = {"regions": regions} if pools > 1 else {}
+    if not rewritten:
+        out = runtime.write_plan(data, plan.tensor_offsets, **spread)
+    elif model.file_format == "tflite":
+        out = runtime.write_plan(write_model(model), plan.tensor_offsets, **spread)
     else:
-        out = runtime.write_plan(data, plan.tensor_offsets)
+        out = runtime.write_rewrite(data, model, plan.tensor_offsets, **spread)
     try:
         again = read_model_bytes(out)
     except ModelFormatError as exc:
@@ -58,9 +63,8 @@ def with_proof(request: PlanRequest, done: Planned) -> Planned:
     its runtime (None: nothing to prove)."""
     data = request.source.data
     changed = done.model is not request.source.model
-    source = write_model(done.model) if changed else data
     plan = done.plan
-    planned = planned_model_bytes(source, done.model, plan, _regions(request, done))
+    planned = planned_model_bytes(data, done.model, plan, _regions(request, done), changed)
     if not changed and not plan.aliases:
         return replace(done, planned=planned)
     runtime = runtime_of(plan.kernels)

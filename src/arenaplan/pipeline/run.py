@@ -62,10 +62,11 @@ def run_plan(request: PlanRequest, notify: Notify = _ignore) -> PlanResult:
     Raises ``ArenaplanError`` on bad input or no plan."""
     target, model = request.target, request.source.model
     runtime = runtime_of(_kernels(request))
-    if not runtime.rewrites and (request.passes or request.weights):
+    refused = [name for name in request.passes if not runtime.takes_pass(name)]
+    if refused or (request.weights and not runtime.rewrites):
+        what = f"--passes {refused[0]}" if refused else "--weights"
         raise UsageError(
-            f"--passes and --weights rewrite TFLite models; {runtime.title} programs are "
-            "planned as exported"
+            f"{what} rewrites TFLite models; {runtime.title} programs are planned as exported"
         )
     if target is not None and request.check_memories:
         check_capacities(model, target, request.caps)

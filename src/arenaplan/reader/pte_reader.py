@@ -12,6 +12,10 @@ returns repeat the outs, or ``[inputs..., out list]`` when it returns nothing
 again (a mutable buffer by ``copy_``) is an input there, and an output the first time.
 A delegate writes the tensors among its args not defined before it.
 
+Each operator's ``source`` is its instruction's index in the plan's chain. A kernel
+call that writes a tensor it also reads (defined before it: read-modify-write) says
+so in its options: ``written_inputs``, those tensors (absent when there are none).
+
 A tensor read before any instruction writes it that is not a method input is marked
 ``is_variable``: either a mutable buffer (state kept across calls) or a view (a
 second name for bytes of another tensor, which ExecuTorch writes no instruction
@@ -25,8 +29,10 @@ from dataclasses import replace
 
 from arenaplan.errors import UnsupportedModelError
 from arenaplan.ir.dtypes import DType
-from arenaplan.ir.model import Model, Operator, Subgraph, Tensor
+from arenaplan.ir.model import Model, Operator, Options, Subgraph, Tensor
 from arenaplan.reader.pte_format import Instruction, Program, PtePlan, read_program
+
+WRITTEN_INPUTS = "written_inputs"  # option: the inputs an instruction writes too
 
 # ExecuTorch ScalarType code -> the IR's element type (bytes per element as stored)
 SCALAR_TYPES = {
@@ -121,7 +127,11 @@ def _subgraph(s: int, plan: PtePlan) -> Subgraph:
             defined.add(t)
         defined |= set(writes)
         opcode = _opcode(plan, ins)
-        operators.append(Operator(k, opcode, True, tuple(reads), tuple(writes)))
+        again = tuple(t for t in reads if t in _written(plan, ins, index))
+        options = Options(((WRITTEN_INPUTS, again),), "ExecuTorch") if again else Options()
+        operators.append(
+            Operator(k, opcode, True, tuple(reads), tuple(writes), options=options, source=k)
+        )
     name = plan.name or f"method {s}"
     inputs = tuple(index[v] for v in plan.inputs if v in index)
     outputs = tuple(index[v] for v in plan.outputs if v in index)
@@ -142,6 +152,11 @@ def _operands(
     writes = _tensors(plan, index, list(outs))
     again = [t for t in writes if t in defined]  # written again: read-modify-write
     return _once(reads + again), [t for t in writes if t not in defined]
+
+
+def _written(plan: PtePlan, ins: Instruction, index: dict[int, int]) -> set[int]:
+    """Every tensor a kernel call writes (its outs)."""
+    return set(_tensors(plan, index, outs_of(plan, ins))) if ins.kind == "kernel" else set()
 
 
 def _rewritten(

@@ -26,6 +26,7 @@ from arenaplan.runtime.proof import Proof
 from arenaplan.runtime.records import (
     Candidates,
     Lifetimes,
+    OrderFacts,
     ScratchRequest,
     SplitPersistent,
     TailEstimate,
@@ -94,6 +95,11 @@ class Runtime(ABC):
     def lifetimes(self, model: Model) -> Lifetimes:
         """When each tensor and operator is live, in the runtime's steps (inclusive)."""
 
+    def order_facts(self, model: Model, s: int) -> OrderFacts:
+        """What any order of subgraph ``s``'s operators must keep beyond the IR's data
+        edges (``reorder``); default: nothing more."""
+        return OrderFacts()
+
     def scratch_requests(
         self, model: Model, sizes: TensorBytes, pointer_bytes: int, kernels: KernelSet
     ) -> tuple[ScratchRequest, ...]:
@@ -122,6 +128,11 @@ class Runtime(ABC):
     tail_name = "tail"  # what its persistent part is called, after its title
     scope_words = "scope (TFLM: 0 = inputs, operator i runs in scope i+1)"  # pictures' x axis
     time_note = ""  # said after the time model's label: what its estimate assumes of this runtime
+    keeps_stored_plan = False  # a rewrite keeps the plan the file carries (not dropped)
+
+    def takes_pass(self, name: str) -> bool:
+        """Whether ``plan --passes`` may run pass ``name`` on its models."""
+        return self.rewrites
 
     def advice(self, model: Model, plan: Plan) -> tuple[str, ...]:
         """One line per way the model's export wastes arena that a user can fix
@@ -198,6 +209,15 @@ class Runtime(ABC):
         """The model ``data`` with a plan (one offset per planned buffer) written in.
         ``regions``: with ``pools_per_memory``, where each memory's region starts in the
         head of a plan spread over memories (bytes, ascending; empty: one memory)."""
+
+    def write_rewrite(
+        self, data: bytes, model: Model, offsets: Sequence[int], regions: Sequence[int] = ()
+    ) -> bytes:
+        """``model``, a pass's rewrite of the model ``data`` holds, in the runtime's
+        format with a plan written in (a ``.tflite`` rewrite is written by arenaplan's
+        TFLite writer, then ``write_plan``: a runtime of another format says how);
+        ``regions`` as ``write_plan``'s."""
+        raise UsageError(f"{self.title} cannot write a rewritten model")
 
     @abstractmethod
     def read_plan(self, model: Model, pools: int = 1) -> tuple[int, ...] | None:

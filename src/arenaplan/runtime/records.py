@@ -22,6 +22,20 @@ class Lifetime:
 
 
 @dataclass(frozen=True, slots=True)
+class OrderFacts:
+    """What any order of one subgraph's operators must keep, beyond the data edges
+    the IR shows (each tensor's first writer before its readers, variables' touches
+    in order). ``before``: pairs (a, b) of operator indices, a runs before b;
+    ``bases``: tensor -> the tensor whose bytes it lies in (a view: a touch of it is
+    a touch of its base); ``fixed``: why the order may not change at all (None: it
+    may)."""
+
+    before: tuple[tuple[int, int], ...] = ()
+    bases: tuple[tuple[int, int], ...] = ()  # (tensor, its base), sorted
+    fixed: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Lifetimes:
     """Lifetimes of every tensor and the scope span of every operator.
 
