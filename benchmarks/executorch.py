@@ -4,12 +4,15 @@
 
 For every ``.pte`` of ``DIR`` (default: the programs ``scripts/executorch_lane.sh``
 exported, in ~/.cache/arenaplan/executorch/pte/<hash>): its methods, the default pool
-(memory id 1) of each as ExecuTorch planned it and as arenaplan plans it (checked by
-the independent simulation, written back), the lower bound (live bytes at the peak,
-16-byte aligned, the most over the methods), the time, and, when ExecuTorch's runtime
-is installed (``pip install executorch==1.5.1 --no-deps``), whether the planned program
-runs bit-identically and the method allocator's bytes it measured. A program whose
-own plan is wrong is named with why.
+(memory id 1) of each as ExecuTorch planned it, as ExecuTorch's naive planner would
+(every planned tensor its own bytes), as arenaplan plans it (checked by the
+independent simulation, written back) without and with ``--passes reorder``, the
+lower bound for the program's order (live bytes at the peak, 16-byte aligned, the
+most over the methods), the time to plan, and the method allocator: measured, when
+ExecuTorch's runtime is installed (``pip install executorch==1.5.1 --no-deps``; both
+planned programs are then proven bit-identical, "NO" says which is not), and predicted
+from the program for 64- and 32-bit pointers. A program whose own plan is wrong is
+named with why.
 
 A second table: the programs the lane also exported with ExecuTorch's BankedGreedy
 over two memories of the i.MX RT1170 (a small TCM bank, memory id 1, and OCRAM, id 2;
@@ -33,8 +36,10 @@ from rich.table import Table
 
 from arenaplan.errors import ArenaplanError
 from arenaplan.executorch import native
+from arenaplan.executorch.method_bytes import method_allocator_bytes
 from arenaplan.executorch.placed_time import placed_seconds, pool_sizes
 from arenaplan.executorch.prove import prove_program
+from arenaplan.executorch.runtime import RUNTIME
 from arenaplan.pipeline import PlanRequest, Wanted, read_source, run_plan
 from arenaplan.reader import read_model_bytes
 from arenaplan.reader.pte_format import read_program
@@ -42,6 +47,19 @@ from arenaplan.targets.load import load_builtin
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "export_pte.py"
 BANKS = ("tcm", "ocram")  # memory ids 1 and 2 of the banked programs
+COLUMNS = (
+    "program",
+    "methods",
+    "ExecuTorch greedy",
+    "naive",
+    "arenaplan",
+    "with reorder",
+    "bound",
+    "s",
+    "allocator measured",
+    "predicted 64-bit",
+    "32-bit",
+)
 
 
 def _default_dir() -> Path:
@@ -49,25 +67,46 @@ def _default_dir() -> Path:
     return Path.home() / ".cache" / "arenaplan" / "executorch" / "pte" / key
 
 
+def _pools(data: bytes) -> str:
+    return " + ".join(f"{p.pools[1]:,}" for p in read_program(data).plans)
+
+
+def _naive(model) -> int:
+    """ExecuTorch's naive planner: every planned tensor its own bytes, 16-aligned (the
+    most over the methods)."""
+    sizes = RUNTIME.tensor_bytes(model)
+    return max(sum(-(-b // 16) * 16 for b in sg) for sg in sizes)
+
+
 def _row(path: Path, prove: bool) -> list[str]:
     source = read_source(path)
     start = time.perf_counter()
     done = run_plan(PlanRequest(source, outputs=Wanted(model=True)))
     seconds = time.perf_counter() - start
-    theirs = [p.pools[1] for p in read_program(source.data).plans]
-    ours = [p.pools[1] for p in read_program(done.files["model"]).plans]
-    proof = "-"
+    ordered = run_plan(PlanRequest(source, passes=("reorder",), outputs=Wanted(model=True)))
+    program = read_program(source.data)
+    predicted = [
+        max(method_allocator_bytes(program, s, b) for s in range(len(program.plans)))
+        for b in (8, 4)
+    ]
+    measured = "-"
     if prove:
         found = prove_program(source.data, done.files["model"])
-        proof = f"yes, allocator {found.tail:,} B" if found.proven else f"NO: {found.reason}"
+        measured = f"{found.tail:,}" if found.proven else f"NO: {found.reason}"
+        again = prove_program(source.data, ordered.files["model"])
+        measured += "" if again.proven else f"; reorder NO: {again.reason}"
     return [
         path.stem,
-        str(len(theirs)),
-        " + ".join(f"{b:,}" for b in theirs),
-        " + ".join(f"{b:,}" for b in ours),
+        str(len(program.plans)),
+        _pools(source.data),
+        f"{_naive(source.model):,}",
+        _pools(done.files["model"]),
+        _pools(ordered.files["model"]),
         f"{done.plan.lower_bound:,}",
         f"{seconds:.2f}",
-        proof,
+        measured,
+        f"{predicted[0]:,}",
+        f"{predicted[1]:,}",
     ]
 
 
@@ -81,13 +120,15 @@ def main() -> int:
         return 2
     prove = native.unavailable() is None
     table = Table(title="default pool (memory id 1) per method, bytes")
-    for col in ("program", "methods", "ExecuTorch", "arenaplan", "bound", "s", "runs the same"):
-        table.add_column(col, justify="left" if col in ("program", "runs the same") else "right")
+    for col in COLUMNS:
+        table.add_column(col, justify="left" if col == "program" else "right")
     for path in paths:
+        if path.stem.endswith("_banked"):  # the second table's
+            continue
         try:
             table.add_row(*_row(path, prove))
         except ArenaplanError as exc:
-            table.add_row(path.stem, "", "", "refused", "", "", str(exc)[:70])
+            table.add_row(path.stem, "", "", "", "refused: " + str(exc)[:60], *[""] * 6)
     Console(width=160).print(table)
     banked = args.programs / "banked.json"
     if banked.is_file():

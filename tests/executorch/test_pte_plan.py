@@ -81,7 +81,7 @@ def test_a_program_whose_own_plan_is_wrong_is_refused_in_one_line() -> None:
         (["--passes", "inplace"], "planned as exported"),
         (["--target", "imxrt1170", "--weights", "auto"], "planned as exported"),
         (["--kernels", "cmsis_nn"], "is TFLM's; this model is ExecuTorch's"),
-        (["--header", "h.h"], "ExecuTorch has no arena header"),
+        (["--target", "imxrt1170", "--planner-cpp", "h.h"], "ExecuTorch has no planner source"),
         (["--fit", "1KiB"], "--fit 1,024 B"),
     ],
 )
