@@ -28,6 +28,10 @@ if [ ! -f "$OUT/done" ]; then
         python -m venv --clear "$VENV"
         "$VENV/bin/python" -m pip install --quiet "$WHEEL" "$TORCH"
     fi
+    # arenaplan's own dependencies: export_pte.py imports arenaplan from this clone
+    core=$(python -c "import tomllib; print(' '.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))")
+    # shellcheck disable=SC2086 # one argument per requirement
+    "$VENV/bin/python" -m pip install --quiet $core
     rm -rf "$OUT.tmp" && mkdir -p "$OUT.tmp"
     "$VENV/bin/python" scripts/export_pte.py "$OUT.tmp" > "$OUT.tmp/export.log" 2>&1 ||
         { tail -20 "$OUT.tmp/export.log" >&2; exit 1; }

@@ -29,6 +29,8 @@ with its greedy memory planning, 16-byte alignment) unless its name says otherwi
 - ``cnn_naive``: ``cnn`` with ExecuTorch's naive planner (no reuse);
 - ``cnn_overlap``: ``cnn`` with a planning algorithm that puts every tensor at
   offset 0 (ExecuTorch exports it without a word; it computes garbage);
+- ``unet_spread``: ``unet`` planned at export by ``memory_planning_algo(target=
+  "imxrt1170", memory={"tcm": 65536})``: its tensors over TCM and OCRAM, two pools;
 - ``<name>_banked`` (``BANKED``): programs planned by ExecuTorch's ``BankedGreedy`` over
   a small fast bank (memory id 1) and a large slow one (id 2), to compare placements;
 - ``cnn_arenaplan``, ``views_arenaplan``, ``attention_arenaplan``, ``two_methods_arenaplan``:
@@ -299,11 +301,17 @@ def main(out: Path) -> None:
     export(out / "attention_arenaplan.pte", {"forward": (attention, x_attention)}, mine)
     export(out / "two_methods_arenaplan.pte", two, mine)
     # last, so that the programs above keep their bytes
-    export(out / "unet.pte", {"forward": (UNet().eval(), (torch.randn(1, 3, 32, 32),))})
+    unet = {"forward": (UNet().eval(), (torch.randn(1, 3, 32, 32),))}
+    export(out / "unet.pte", unet)
     g = torch.Generator().manual_seed(2)
     x_int8 = (torch.randn(1, 3, 32, 32, generator=g),)
     export(out / "int8.pte", {"forward": (quantized(SmallCnn().eval(), x_int8, g), x_int8)})
     banked(out)
+    spread = memory_planning_algo(target="imxrt1170", memory={"tcm": SPREAD_TCM})
+    export(out / "unet_spread.pte", unet, spread)
+
+
+SPREAD_TCM = 65536  # bytes of TCM unet_spread is planned for at export (a third of its pool)
 
 
 # bytes of the fast bank (tcm, memory id 1) each program is planned for by ExecuTorch's

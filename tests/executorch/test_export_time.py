@@ -11,8 +11,8 @@ import pytest
 from kits.pte import TWINS, need_runtime, pte_path
 
 from arenaplan.allocation.registry import get_allocator
-from arenaplan.errors import PlanValidationError
-from arenaplan.executorch.export_time import plan_specs
+from arenaplan.errors import PlanValidationError, UsageError
+from arenaplan.executorch.export_time import _banks, plan_specs, spread_specs
 from arenaplan.executorch.prove import prove_program
 from arenaplan.executorch.simulate import own_plan_problems
 from arenaplan.pipeline import PlanRequest, read_source, run_plan
@@ -91,3 +91,37 @@ def test_a_solution_is_checked_before_a_spec_is_touched() -> None:
     with pytest.raises(PlanValidationError):
         plan_specs([a, b], 16, 0, [], Wrong())
     assert a.mem_offset is None and b.mem_offset is None
+
+
+def test_with_a_target_specs_spread_over_its_memories_within_their_capacities() -> None:
+    """imxrt1170 with 128 B of TCM: the specs read most per byte stay there, the
+    rest go to OCRAM (memory id 2); the pools within the capacities."""
+    hot = [Spec([k, k + 1], 128) for k in range(0, 8, 2)]  # each read by 3 nodes
+    cold = [Spec([k + 1, k + 2], 128) for k in range(0, 8, 2)]  # each read once
+    reads = {id(s): 3 for s in hot} | {id(s): 1 for s in cold}
+    banks = _banks("imxrt1170", {"tcm": 128})
+    used = spread_specs([*hot, *cold], 16, banks, reads)
+    assert [b.name for b in used] == ["tcm", "ocram"]
+    assert {s.mem_id for s in hot} == {1} and {s.mem_id for s in cold} == {2}
+    sizes = plan_specs([*hot, *cold], 16, 0, [], get_allocator("portfolio", 1.0))
+    assert sizes[1] <= 128 and sizes[2] > 0
+
+
+def test_a_target_leaves_pinned_specs_to_their_pins_and_names_bad_memories() -> None:
+    with pytest.raises(UsageError):
+        spread_specs([Spec([0, 1], 64, mem_id=2)], 16, _banks("imxrt1170", None), {})
+    with pytest.raises(UsageError):
+        _banks("imxrt1170", {"sram": 1024})
+    with pytest.raises(UsageError):
+        _banks("imxrt1170", {"tcm": 10**12})
+
+
+def test_a_program_spread_at_export_runs_as_its_twin() -> None:
+    """unet planned at export over imxrt1170's TCM (64 KiB) and OCRAM: two pools, the
+    first within TCM, bit-identical to the program ExecuTorch planned."""
+    program = read_program(pte_path("unet_spread").read_bytes())
+    pools = program.plans[0].pools
+    assert len(pools) == 3 and 0 < pools[1] <= 65536 and pools[2] > 0
+    need_runtime()
+    proof = prove_program(pte_path("unet").read_bytes(), pte_path("unet_spread").read_bytes())
+    assert proof.proven, proof.reason

@@ -14,35 +14,133 @@ arenaplan's solver, every solution checked by the allocation validator (which sh
 no code with the solver) before a spec is touched; aliases follow their base; each pool
 keeps the room ``graph_module.input_mem_buffer_sizes`` reserves below it and gets
 ``extra_padding`` above. Nothing here imports torch: the specs are duck-typed.
+
+With a target (``target=``, its memories' capacities overridden by ``memory=``), the
+specs nobody pinned are spread over the memories that hold activations, fastest first,
+as memory ids 1, 2, ...: each to a memory where it still packs, by the rule that costs
+least (``allocation.banks``), where a spec costs the time its bytes take to be written
+once and read by each node that takes it, at the memory's bandwidths and latency.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from arenaplan.allocation.banks import assign_banks
 from arenaplan.allocation.problem import Buffer, Problem
 from arenaplan.allocation.registry import get_allocator
 from arenaplan.allocation.validate import check_solution
 from arenaplan.errors import UsageError
+from arenaplan.targets.load import load_builtin
+from arenaplan.targets.model import Target
 
 DEFAULT_MEMORY = 1  # the memory id of a spec nobody pinned
 
 
+@dataclass(frozen=True, slots=True)
+class Bank:
+    """A memory specs may go to: bytes, bytes per second, seconds per access."""
+
+    name: str
+    capacity: int
+    read_bandwidth: float
+    write_bandwidth: float
+    latency: float
+
+
 def memory_planning_algo(
-    time_limit: float = 2.0, allocator: str = "portfolio"
+    time_limit: float = 2.0,
+    allocator: str = "portfolio",
+    target: str | Target | None = None,
+    memory: Mapping[str, int] | None = None,
 ) -> Callable[..., list[int]]:
     """The algorithm for ``MemoryPlanningPass(memory_planning_algo=...)``; the exact
-    search of each memory's problem stops after ``time_limit`` seconds."""
+    search of each memory's problem stops after ``time_limit`` seconds. ``target``: a
+    built-in target's name or a ``Target`` whose memories the specs are spread over;
+    ``memory``: capacities (bytes) by memory name, each at most the memory's."""
     solver = get_allocator(allocator, time_limit)
+    banks = _banks(target, memory) if target is not None else None
 
     def arenaplan(
         alignment: int, specs: Any, graph_module: Any, graph_signature: Any, extra_padding: int = 0
     ) -> list[int]:
         reserved = getattr(graph_module, "input_mem_buffer_sizes", None) or []
-        return plan_specs(list(specs), alignment, extra_padding, reserved, solver)
+        specs = list(specs)
+        if banks is None:
+            return plan_specs(specs, alignment, extra_padding, reserved, solver)
+        used = spread_specs(specs, alignment, banks, _reads(graph_module))
+        sizes = plan_specs(specs, alignment, extra_padding, reserved, solver)
+        for bank, size in zip(used, sizes[DEFAULT_MEMORY:], strict=False):
+            if size > bank.capacity:
+                raise UsageError(
+                    f"memory {bank.name}: the pool needs {size:,} B, it has {bank.capacity:,} B"
+                )
+        return sizes
 
     return arenaplan
+
+
+def _banks(target: str | Target, memory: Mapping[str, int] | None) -> list[Bank]:
+    """The memories that may hold activations, fastest first, at their capacities."""
+    found = load_builtin(target) if isinstance(target, str) else target
+    given = dict(memory or {})
+    banks = []
+    for m in found.memories:
+        if "activations" not in m.holds:
+            continue
+        capacity = given.pop(m.name, m.capacity)
+        if not 0 < capacity <= m.capacity:
+            raise UsageError(f"memory {m.name}: {capacity:,} B, it has {m.capacity:,} B")
+        banks.append(
+            Bank(m.name, capacity, m.read_bandwidth, m.write_bandwidth, m.latency / found.clock_hz)
+        )
+    if given:
+        raise UsageError(f"{found.name} has no memory {', '.join(sorted(given))} for activations")
+    return banks
+
+
+def spread_specs(
+    specs: list[Any], alignment: int, banks: Sequence[Bank], reads: Mapping[int, int]
+) -> None:
+    """Set the memory id of every spec nobody pinned and that is no alias: memory id
+    k+1 for ``banks[k]`` (``reads``: by ``id(spec)``, how many nodes read it)."""
+    own = [s for s in sorted(specs, key=_key) if getattr(s, "storage_base", None) is None]
+    if any(s.mem_id is not None for s in own):
+        raise UsageError("specs pinned to a memory id: a target spreads only unpinned specs")
+    if not own:
+        return []
+    buffers = tuple(
+        Buffer(f"spec {k}", *_lifetime(s), s.realign(alignment), alignment)
+        for k, s in enumerate(own)
+    )
+
+    def cost(i: int, k: int) -> float:  # seconds: written once, read by each reader
+        b, n = banks[k], reads.get(id(own[i]), 1)
+        return (
+            buffers[i].size * (n / b.read_bandwidth + 1 / b.write_bandwidth) + (n + 1) * b.latency
+        )
+
+    where = assign_banks(Problem(buffers), [b.capacity for b in banks], cost)
+    used = sorted(set(where))  # memory ids 1, 2, ... for the banks that hold a spec
+    for spec, k in zip(own, where, strict=True):
+        spec.mem_id = DEFAULT_MEMORY + used.index(k)
+    return [banks[k] for k in used]
+
+
+def _reads(graph_module: Any) -> dict[int, int]:
+    """How many nodes of the graph take each spec (by ``id``), as far as the graph
+    says (a node's ``meta["spec"]``, one spec or several)."""
+    graph = getattr(graph_module, "graph", None)
+    found: dict[int, int] = {}
+    for node in getattr(graph, "nodes", ()):
+        for source in getattr(node, "all_input_nodes", ()):
+            spec = getattr(source, "meta", {}).get("spec")
+            for s in spec if isinstance(spec, (list, tuple)) else (spec,):
+                if s is not None:
+                    found[id(s)] = found.get(id(s), 0) + 1
+    return found
 
 
 def plan_specs(
