@@ -59,7 +59,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "Exit 0: every task planned or found not to fit; 1: some tasks failed (their errors "
         "are in the results); 2: bad input, nothing run or written; 70: a task hit a bug.",
     )
-    p.add_argument("models", nargs="*", type=Path, help=".tflite files (never modified)")
+    p.add_argument("models", nargs="*", type=Path, help=".tflite or .pte files (never modified)")
     p.add_argument(
         "--target", default="generic", help="built-in targets or TOML files, comma-separated"
     )

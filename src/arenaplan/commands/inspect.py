@@ -22,6 +22,8 @@ from arenaplan.errors import ModelFormatError
 from arenaplan.ir.model import Model, Operator
 from arenaplan.ir.verifier import ir_problems
 from arenaplan.reader import load_model
+from arenaplan.runtime.interface import Runtime
+from arenaplan.runtime.registry import get, runtime_name_for
 
 _SHOWN_OPTIONS = (
     "padding",
@@ -73,6 +75,13 @@ def _kind(t, sg) -> str:
     return kind
 
 
+def _stored_words(runtime: Runtime) -> str:
+    """The model carries a plan: TFLM's offline plan, or the runtime's own."""
+    return (
+        ", has an offline plan" if runtime.plans_by_greedy else f", carries {runtime.title}'s plan"
+    )
+
+
 def run(args: argparse.Namespace, console: Console) -> int:
     _, model = load_model(args.model)
     found = ir_problems(model)
@@ -83,14 +92,16 @@ def run(args: argparse.Namespace, console: Console) -> int:
         )
     if found:  # the reader has checked every index: the tables can be drawn
         _print_problems(console, args.model.name, found)
-    items = arena_items(model, kernels=kernels_from_args(args))
+    runtime = get(runtime_name_for(model))  # the runtime of the model's format
+    kernels = kernels_from_args(args) if args.kernels is not None else runtime.default_kernels()
+    items = arena_items(model, kernels=kernels)
     scratch_by_op: dict[tuple[int, int], list[int]] = {}
     for r in items.scratch:
         scratch_by_op.setdefault((r.subgraph, r.op), []).append(r.bytes)
     console.print(
         f"[bold]{args.model.name}[/bold]: {len(model.subgraphs)} subgraph(s), "
         f"{model.operator_count} operators, {model.tensor_count} tensors"
-        + (", has an offline plan" if model.stored_plan else "")
+        + (_stored_words(runtime) if model.stored_plan else "")
     )
     console.print(
         f"lower bound of the head: {live_bytes_bound(Problem(items.buffers)):,} B "
