@@ -665,6 +665,11 @@ def _mutation_cases(
 PROGRAM_COMMANDS = {  # what a .pte goes through: plan and write it, read it
     "plan .pte -o --json": ("plan", "M", "-q", "-o", "{out}/o.pte", "--json", "{out}/o.json"),
     "inspect .pte": ("inspect", "M", "--all"),
+    # reordered, spread over two memories, with its header
+    "plan .pte --passes reorder --target --header": (
+        *("plan", "M", "-q", "--passes", "reorder", "--target", "imxrt1170"),
+        *("--memory", "tcm=16KiB", "-o", "{out}/o.pte", "--header", "{out}/o.h"),
+    ),
 }
 PROGRAM_MUTATIONS = {"ci": 60, "full": 600}
 

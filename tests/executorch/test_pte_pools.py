@@ -91,3 +91,17 @@ def test_the_summary_says_each_pool_and_the_method_allocator(capsys) -> None:
     assert "memory id 1: " in out and "B in tcm; memory id 2: " in out
     assert "method allocator of 1,788 B in ocram" in out
     assert "predicted for 32-bit ARM" in out
+
+
+def test_pinned_pools_are_kept_and_named_without_a_target(tmp_path, capsys) -> None:
+    """attention_banked has memory id 2 (pins, from arenaplan's view): planned without a
+    target, its pools are memory id 1 and the pinned 2, in the firmware line and the
+    header; with a target it is refused in one line (its pins' memory is its own)."""
+    path = pte_path("attention_banked")
+    header = tmp_path / "a.h"
+    assert main(["plan", str(path), "--header", str(header)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "memory id 1: " in out and "memory id 2, pinned: 14,336 B" in out
+    assert "#define ARENAPLAN_POOL_2_BYTES 14336u" in header.read_text()
+    assert main(["plan", str(path), "--target", "imxrt1170", "-q"]) == 2
+    assert "pins tensors to memory id 2" in capsys.readouterr().err

@@ -98,6 +98,13 @@ class ExecuTorch(Runtime):
         "scopes of their own."
     )
 
+    def pinned_pools(self, model: Model) -> tuple[tuple[int, int], ...]:
+        places = storage_of(model).where
+        pinned = sorted({m for m, _ in places.values() if m != DEFAULT_POOL})
+        return tuple(
+            (m, -(-simulate.pool_reach(model, places, m) // ALIGNMENT) * ALIGNMENT) for m in pinned
+        )
+
     def tail_words(self, model: Model, kernels: KernelSet) -> str:
         by = {p.pointer_bytes: self.tail(model, p, kernels) for p in PROFILES}
         if not model.source:

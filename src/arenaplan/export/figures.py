@@ -119,7 +119,14 @@ def figures_of(
     caps = caps or {}
     tail = runtime_of(plan.kernels).tail(model, profile, plan.kernels)  # simulated once, here
     if runtime_of(plan.kernels).pools_per_memory:
-        arrays = _pools(plan, target, caps, tiers, arena_memory, persistent_memory, tail)
+        pinned = runtime_of(plan.kernels).pinned_pools(model)
+        if pinned and target is not None:
+            ids = ", ".join(str(m) for m, _ in pinned)
+            raise UsageError(
+                f"the program pins tensors to memory id {ids}, in a memory of its own choosing: "
+                "plan it without --target (arenaplan plans memory id 1), or export it without pins"
+            )
+        arrays = _pools(plan, target, caps, tiers, arena_memory, persistent_memory, tail, pinned)
         return _timed(POOLS, model, plan, profile, target, caps, arrays, tail, tiers, seconds)
     if target is None:
         one = _one_arena(model, plan, profile, plan.arena, None, tail)
@@ -299,11 +306,13 @@ def _pools(
     arena: str | None,
     chosen: str | None,
     tail: TailEstimate,
+    pinned: tuple[tuple[int, int], ...] = (),
 ) -> tuple[Array, ...]:
     """One pool per memory holding activations (fastest first: memory ids 1, 2, ...;
-    one pool in ``arena``, else the fastest memory, when not spread), then the
-    persistent part in ``chosen``, else the first memory with room for it beside the
-    pools, else the first pool's memory."""
+    one pool in ``arena``, else the fastest memory, when not spread), the ``pinned``
+    pools (memory id, bytes: no target) as the model has them, then the persistent
+    part in ``chosen``, else the first memory with room for it beside the pools, else
+    the first pool's memory."""
     if target is None:
         heights: dict[str | None, int] = {None: plan.arena}
     elif tiers is None:
@@ -314,6 +323,7 @@ def _pools(
     pools = tuple(
         Array("pool", m, n, ((f"memory id {k}", n),)) for k, (m, n) in enumerate(heights.items(), 1)
     )
+    pools += tuple(Array("pool", None, n, ((f"memory id {m}, pinned", n),)) for m, n in pinned)
     home = pools[0].memory
     if target is not None:
         if chosen is not None:

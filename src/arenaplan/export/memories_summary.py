@@ -147,9 +147,8 @@ def pools_line(figures: Figures, profile: str) -> str:  # profile: the words sai
     """The firmware line of a runtime with a pool per memory: each pool's bytes and
     memory, then the method allocator's."""
     pools = [a for a in figures.arrays if a.role == "pool"]
-    shown = "; ".join(
-        f"memory id {k}: {a.bytes:,} B" + (f" in {a.memory}" if a.memory else "")
-        for k, a in enumerate(pools, 1)
+    shown = "; ".join(  # each pool's part says its memory id
+        f"{a.parts[0][0]}: {a.bytes:,} B" + (f" in {a.memory}" if a.memory else "") for a in pools
     )
     last = figures.arrays[-1]
     least = "at least " if last.at_least else ""

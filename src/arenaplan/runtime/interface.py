@@ -156,6 +156,11 @@ class Runtime(ABC):
     ) -> TailEstimate:
         """The persistent bytes the runtime keeps beside a plan of ``model``."""
 
+    def pinned_pools(self, model: Model) -> tuple[tuple[int, int], ...]:
+        """(memory id, bytes) of each pool the model keeps as it is, besides the ones
+        planned (with ``pools_per_memory``: tensors pinned to another memory id)."""
+        return ()
+
     def tail_words(self, model: Model, kernels: KernelSet) -> str:
         """The summary's line on the tail ("": the predicted tail per profile)."""
         return ""
