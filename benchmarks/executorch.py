@@ -34,9 +34,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from arenaplan.allocation.packing import align_up
 from arenaplan.errors import ArenaplanError
 from arenaplan.executorch import native
-from arenaplan.executorch.method_bytes import method_allocator_bytes
+from arenaplan.executorch.method_bytes import largest_method
 from arenaplan.executorch.placed_time import placed_seconds, pool_sizes
 from arenaplan.executorch.prove import prove_program
 from arenaplan.executorch.runtime import RUNTIME
@@ -75,7 +76,7 @@ def _naive(model) -> int:
     """ExecuTorch's naive planner: every planned tensor its own bytes, 16-aligned (the
     most over the methods)."""
     sizes = RUNTIME.tensor_bytes(model)
-    return max(sum(-(-b // 16) * 16 for b in sg) for sg in sizes)
+    return max(sum(align_up(b, 16) for b in sg) for sg in sizes)
 
 
 def _row(path: Path, prove: bool) -> list[str]:
@@ -85,10 +86,7 @@ def _row(path: Path, prove: bool) -> list[str]:
     seconds = time.perf_counter() - start
     ordered = run_plan(PlanRequest(source, passes=("reorder",), outputs=Wanted(model=True)))
     program = read_program(source.data)
-    predicted = [
-        max(method_allocator_bytes(program, s, b) for s in range(len(program.plans)))
-        for b in (8, 4)
-    ]
+    predicted = [largest_method(program, b)[0] for b in (8, 4)]
     measured = "-"
     if prove:
         found = prove_program(source.data, done.files["model"])

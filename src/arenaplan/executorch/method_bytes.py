@@ -116,6 +116,8 @@ LAYOUTS: dict[int, Layout] = {
     },
 }
 PARTS = ("values", "tensors", "lists", "external", "delegates", "instructions")
+# what the bytes leave out when a method has a delegate
+DELEGATES = ("what each delegate's backend allocates from the method allocator",)
 
 
 @dataclass(slots=True)
@@ -151,6 +153,17 @@ def method_allocator_bytes(program: Program, plan_index: int, pointer_bytes: int
     ``plan_index`` on a target with ``pointer_bytes``-byte pointers (8: LP64, as
     measured on x86-64; 4: a 32-bit ARM, a prediction)."""
     return method_allocator_breakdown(program, plan_index, pointer_bytes).total
+
+
+def largest_method(program: Program, pointer_bytes: int = 8) -> tuple[int, tuple[str, ...]]:
+    """The bytes of the method allocator that loads any one method of ``program`` (the
+    largest method's), and what they leave out (``DELEGATES`` when a method has a
+    delegate: the figure is then a lower bound)."""
+    sizes = [
+        method_allocator_breakdown(program, s, pointer_bytes) for s in range(len(program.plans))
+    ]
+    unmodelled = DELEGATES if any(b.lower_bound for b in sizes) else ()
+    return max((b.total for b in sizes), default=0), unmodelled
 
 
 def method_allocator_breakdown(

@@ -31,7 +31,4 @@ def placed_seconds(model: Model, target: Target, memories: Sequence[str]) -> flo
 
 def pool_sizes(model: Model) -> dict[int, int]:
     """Bytes each memory id's tensors reach (the most over the methods)."""
-    places = simulate.stored_places(model)
-    return {
-        m: simulate.pool_reach(model, places, m) for m in sorted({m for m, _ in places.values()})
-    }
+    return simulate.pool_reaches(model, simulate.stored_places(model))

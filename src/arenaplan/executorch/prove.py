@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from arenaplan.errors import RuntimeUnavailableError
 from arenaplan.executorch import native, simulate
-from arenaplan.executorch.method_bytes import method_allocator_breakdown
+from arenaplan.executorch.method_bytes import largest_method
 from arenaplan.ir.model import Model, Subgraph
 from arenaplan.reader.pte_format import read_program
 from arenaplan.reader.pte_reader import read_pte_bytes
@@ -20,7 +20,6 @@ from arenaplan.runtime.proof import Proof
 from arenaplan.runtime.report import Measurement, Prediction, VerifyReport
 
 RUNNER_WORDS = "ExecuTorch 1.5.1 (its C++ runtime, on this machine)"
-DELEGATES = ("what each delegate's backend allocates from the method allocator",)
 TRIALS = 2  # random input sets
 CALLS = 2  # calls per input set
 
@@ -120,12 +119,8 @@ def _reach(model: Model, data: bytes) -> Prediction:
     """arenaplan's figures for a program (``data``): the bytes its tensors reach in
     its pools (in each the most over its methods, summed over the pools) and the
     method allocator's bytes on this 64-bit host (the largest method's)."""
-    places = simulate.stored_places(model)
-    top = sum(simulate.pool_reach(model, places, m) for m in {m for m, _ in places.values()})
-    program = read_program(data)
-    sizes = [method_allocator_breakdown(program, s, 8) for s in range(len(program.plans))]
-    tail = max((b.total for b in sizes), default=0)
-    unmodelled = DELEGATES if any(b.lower_bound for b in sizes) else ()
+    top = sum(simulate.pool_reaches(model, simulate.stored_places(model)).values())
+    tail, unmodelled = largest_method(read_program(data), 8)
     return Prediction(top, tail, top, not_modelled=unmodelled)
 
 

@@ -16,11 +16,12 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from functools import lru_cache
 
+from arenaplan.allocation.packing import align_up
 from arenaplan.errors import ModelFormatError, PlanValidationError, UsageError
 from arenaplan.executorch import native, order, simulate
 from arenaplan.executorch.header import pools_header
 from arenaplan.executorch.lifetimes import program_lifetimes
-from arenaplan.executorch.method_bytes import method_allocator_breakdown
+from arenaplan.executorch.method_bytes import largest_method
 from arenaplan.executorch.prove import RUNNER_WORDS, prove_program, verify_programs
 from arenaplan.executorch.storage import Storage, storage_of
 from arenaplan.executorch.write import with_allocations
@@ -40,7 +41,6 @@ DEFAULT_POOL = 1  # memory id of the pool arenaplan plans
 PORTABLE = KernelSet(NAME, "portable", "portable")
 PROFILES = (Profile(NAME, "arm32", 4, 4), Profile(NAME, "host64", 8, 4))
 NO_SOURCE = ("ExecuTorch's method allocator (the program's bytes were not kept)",)
-DELEGATES = ("what each delegate's backend allocates from the method allocator",)
 
 Key = tuple[int, int]
 TRANSPOSES = ("aten::permute_copy", "aten::t_copy", "aten::transpose_copy")
@@ -99,16 +99,13 @@ class ExecuTorch(Runtime):
     )
 
     def pinned_pools(self, model: Model) -> tuple[tuple[int, int], ...]:
-        places = storage_of(model).where
-        pinned = sorted({m for m, _ in places.values() if m != DEFAULT_POOL})
-        return tuple(
-            (m, -(-simulate.pool_reach(model, places, m) // ALIGNMENT) * ALIGNMENT) for m in pinned
-        )
+        reaches = simulate.pool_reaches(model, storage_of(model).where)
+        return tuple((m, align_up(n, ALIGNMENT)) for m, n in reaches.items() if m != DEFAULT_POOL)
 
     def tail_words(self, model: Model, kernels: KernelSet) -> str:
-        by = {p.pointer_bytes: self.tail(model, p, kernels) for p in PROFILES}
         if not model.source:
             return f"method allocator: not modelled ({NO_SOURCE[0]})"
+        by = {p.pointer_bytes: self.tail(model, p, kernels) for p in PROFILES}
         least = "at least " if by[8].unmodelled else ""
         return (
             f"method allocator: {least}{by[4].bytes:,} B predicted for 32-bit ARM (no 32-bit "
@@ -118,7 +115,7 @@ class ExecuTorch(Runtime):
 
     def own_plan(self, model: Model, plan: Plan) -> tuple[str, int]:
         reach = simulate.pool_reach(model, simulate.stored_places(model), DEFAULT_POOL)
-        top = -(-reach // ALIGNMENT) * ALIGNMENT  # the pool it declares
+        top = align_up(reach, ALIGNMENT)  # the pool it declares
         return "ExecuTorch's plan in the program (as exported)", top
 
     def advice(self, model: Model, plan: Plan) -> tuple[str, ...]:
@@ -166,13 +163,7 @@ class ExecuTorch(Runtime):
         """The method allocator's bytes for the largest method (``method_bytes``)."""
         if not model.source:
             return TailEstimate(0, NO_SOURCE)
-        program = _program(model.source)
-        sizes = [
-            method_allocator_breakdown(program, s, profile.pointer_bytes)
-            for s in range(len(program.plans))
-        ]
-        unmodelled = DELEGATES if any(b.lower_bound for b in sizes) else ()
-        return TailEstimate(max((b.total for b in sizes), default=0), unmodelled)
+        return TailEstimate(*largest_method(_program(model.source), profile.pointer_bytes))
 
     def min_arena(
         self, model: Model, head: int, n_planned: int, profile: Profile, kernels: KernelSet
@@ -275,9 +266,8 @@ class ExecuTorch(Runtime):
         planned = planned_keys(model, storage, pools)
         places = {key: storage.where[key] for key in planned}
         bases, top = {}, 0
-        for memory in sorted({m for m, _ in places.values()}):
-            bases[memory] = top
-            top += -(-simulate.pool_reach(model, places, memory) // ALIGNMENT) * ALIGNMENT
+        for memory, reach in simulate.pool_reaches(model, places).items():
+            bases[memory], top = top, top + align_up(reach, ALIGNMENT)
         return tuple(
             bases[places[key][0]] + places[key][1] if key in planned else -1
             for key in model.tensor_keys()
@@ -340,8 +330,7 @@ def _pools(
     rounded up to the alignment; the others as they were (index 0 unused)."""
     out = list(sizes) + [0] * max(planned + 1 - len(sizes), 0)
     for memory in range(DEFAULT_POOL, DEFAULT_POOL + planned):
-        top = simulate.pool_reach(model, places, memory, subgraph=s)
-        out[memory] = -(-top // ALIGNMENT) * ALIGNMENT
+        out[memory] = align_up(simulate.pool_reach(model, places, memory, subgraph=s), ALIGNMENT)
     return tuple(out)
 
 

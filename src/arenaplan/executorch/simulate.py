@@ -55,6 +55,11 @@ def pool_reach(
     )
 
 
+def pool_reaches(model: Model, places: dict[Key, Place]) -> dict[int, int]:
+    """``pool_reach`` of every memory id ``places`` uses, in memory id order."""
+    return {m: pool_reach(model, places, m) for m in sorted({m for m, _ in places.values()})}
+
+
 def plan_problems(model: Model, new: dict[Key, Place]) -> list[str]:
     """Every problem of placing the program's pooled tensors at ``new``, one line each."""
     own = stored_places(model)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from arenaplan.allocation.packing import align_up
 from arenaplan.errors import UnsupportedModelError
 from arenaplan.executorch.simulate import own_plan_problems, plan_problems
 from arenaplan.ir.model import Model, Subgraph
@@ -81,7 +82,7 @@ def _apart(model: Model, storage: Storage) -> dict[Key, tuple[int, int]]:
     for key in sorted(storage.where):
         if key not in storage.views:
             places[key] = (1, top)
-            top += -(-model.subgraphs[key[0]].tensors[key[1]].nbytes // 16) * 16
+            top += align_up(model.subgraphs[key[0]].tensors[key[1]].nbytes, 16)
     for key, (base, delta) in storage.views.items():
         places[key] = (places[base][0], places[base][1] + delta)
     return places

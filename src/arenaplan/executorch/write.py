@@ -14,15 +14,12 @@ from __future__ import annotations
 
 import struct
 
+from arenaplan.allocation.packing import align_up
 from arenaplan.reader.pte_format import Program
 
 Place = tuple[int, int]  # (memory id, offset)
 VTABLE = struct.pack("<5H", 10, 16, 4, 8, 12)  # 3 fields, a 16-byte table
 SEGMENT_ALIGN_MAX = 4096  # bytes: the segments' base keeps its alignment up to this
-
-
-def _align(n: int, a: int) -> int:
-    return -(-n // a) * a
 
 
 def with_allocations(
@@ -35,7 +32,7 @@ def with_allocations(
     k's pool sizes ``pools[k]`` (index 0 unused, as in the file)."""
     end = program.header.program_size if program.header else len(data)
     out = bytearray(data[:end])
-    out.extend(b"\0" * (_align(len(out), 8) - len(out)))
+    out.extend(b"\0" * (align_up(len(out), 8) - len(out)))
     vtable = len(out)
     if moved:
         out.extend(VTABLE + b"\0\0")  # 12 bytes: the tables after it stay 4-aligned
@@ -76,7 +73,7 @@ def _with_segments(data: bytes, program: Program, flat: bytes) -> bytes:
         struct.pack_into("<QQ", out, 16, len(out), 0)
         return bytes(out)
     keep = min(base & -base, SEGMENT_ALIGN_MAX)
-    new_base = base + _align(max(len(out) - base, 0), keep)
+    new_base = base + align_up(max(len(out) - base, 0), keep)
     struct.pack_into("<QQ", out, 16, len(out), new_base)
     out.extend(b"\0" * (new_base - len(out)))
     out.extend(data[base : base + header.segment_size])
