@@ -33,14 +33,9 @@ from arenaplan.runtime.records import OrderFacts
 PROGRAM_PLANS, PLAN_CHAINS, CHAIN_INSTRUCTIONS = 1, 5, 2  # fields of program.fbs tables
 
 
-def source_of(op: Operator) -> int:
-    """The instruction ``op`` is in the program (its position when not said)."""
-    return op.source if op.source >= 0 else op.index
-
-
 def chain_order(sg: Subgraph) -> tuple[int, ...]:
     """The program's instructions in the order of ``sg``'s operators."""
-    return tuple(source_of(op) for op in sg.operators)
+    return tuple(op.in_file for op in sg.operators)
 
 
 def writes(op: Operator) -> tuple[int, ...]:

@@ -127,7 +127,7 @@ def _method_problems(
     for op in sg.operators:
         found += _shared(sg, op, own, new, views=not shared)
     events: dict[tuple, int] = {}
-    given = sorted(sg.operators, key=_instruction)
+    given = sorted(sg.operators, key=lambda op: op.in_file)
     seen = _run(sg, given, _Bytes(sg, own, grain), events, None, found)
     _run(sg, sg.operators, _Bytes(sg, new, grain), events, seen, found)
     said = [f for f in found if f]
@@ -161,7 +161,7 @@ def _run(
         for t in sg.inputs:
             pools.write(t, events.setdefault(("input", call, t), len(events)))
         for op in ops:
-            k = _instruction(op)
+            k = op.in_file
             where = f"method {sg.name!r} instruction {k} ({op.opcode})"
             for t in dict.fromkeys(op.inputs):
                 read((call, k, t), t, where)
@@ -170,11 +170,6 @@ def _run(
         for t in sg.outputs:
             read((call, "output", t), t, f"method {sg.name!r} output")
     return held
-
-
-def _instruction(op: Operator) -> int:
-    """The instruction of the program ``op`` is (its position when not said)."""
-    return op.source if op.source >= 0 else op.index
 
 
 def _writes(op: Operator) -> tuple[int, ...]:

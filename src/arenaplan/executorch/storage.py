@@ -69,7 +69,7 @@ def in_program_order(model: Model) -> Model:
         return model
     subgraphs = []
     for sg in model.subgraphs:
-        ops = sorted(sg.operators, key=lambda op: op.source if op.source >= 0 else op.index)
+        ops = sorted(sg.operators, key=lambda op: op.in_file)
         ops = [replace(op, index=k) for k, op in enumerate(ops)]
         subgraphs.append(replace(sg, operators=tuple(ops)))
     return replace(model, subgraphs=tuple(subgraphs))

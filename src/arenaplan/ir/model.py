@@ -101,6 +101,11 @@ class Operator:
         """Input tensor indices, omitted optional inputs (-1) skipped."""
         return (i for i in self.inputs if i >= 0)
 
+    @property
+    def in_file(self) -> int:
+        """Its position in the file: ``source``, or its index when not said."""
+        return self.source if self.source >= 0 else self.index
+
 
 @dataclass(frozen=True, slots=True)
 class Subgraph:

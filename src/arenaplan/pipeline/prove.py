@@ -37,19 +37,19 @@ def planned_model_bytes(
     ``rewritten``: ``model`` is a pass's rewrite of the model ``data`` holds (a
     ``.tflite`` is written anew by arenaplan's writer; another format by its runtime)."""
     runtime = runtime_of(plan.kernels)
-    pools = len(regions) if len(regions) > 1 and runtime.pools_per_memory else 1
-    spread = {"regions": regions} if pools > 1 else {}
+    regions = tuple(regions) if len(regions) > 1 and runtime.pools_per_memory else ()
+    pools = max(len(regions), 1)
     if not rewritten:
-        out = runtime.write_plan(data, plan.tensor_offsets, **spread)
+        out = runtime.write_plan(data, plan.tensor_offsets, regions)
     elif model.file_format == "tflite":
-        out = runtime.write_plan(write_model(model), plan.tensor_offsets, **spread)
+        out = runtime.write_plan(write_model(model), plan.tensor_offsets, regions)
     else:
-        out = runtime.write_rewrite(data, model, plan.tensor_offsets, **spread)
+        out = runtime.write_rewrite(data, model, plan.tensor_offsets, regions)
     try:
         again = read_model_bytes(out)
     except ModelFormatError as exc:
         raise PlanValidationError([f"the written model does not read back: {exc}"]) from None
-    stored = runtime.read_plan(again, pools) if pools > 1 else runtime.read_plan(again)
+    stored = runtime.read_plan(again, pools)
     if again.subgraphs != model.subgraphs or stored != plan.tensor_offsets:
         raise PlanValidationError(
             ["the written model does not read back as the input plus the plan"]
