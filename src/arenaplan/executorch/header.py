@@ -9,21 +9,12 @@ bytes throughout.
 
 from __future__ import annotations
 
-import re
 import zlib
 from collections.abc import Sequence
 
 from arenaplan import __version__
+from arenaplan.export.c_header import array_lines, header_guard
 from arenaplan.reader.pte_format import read_program
-
-
-def _guard(name: str) -> str:
-    return "ARENAPLAN_" + re.sub(r"[^A-Za-z0-9]", "_", name).upper() + "_H"
-
-
-def _array(section: str, name: str, size: str) -> list[str]:
-    where = f', section("{section}")' if section else ""
-    return [f"__attribute__((aligned(16){where}))", f"uint8_t {name}[{size}];"]
 
 
 def pools_header(
@@ -49,8 +40,8 @@ def pools_header(
         "   ExecuTorch's memory for this program: its pools (memory ids 1..N, the",
         "   tensors arenaplan planned) and the method allocator (ExecuTorch's own",
         f"   structures for load_method), for build profile {profile}. C and C++. */",
-        f"#ifndef {_guard(name)}",
-        f"#define {_guard(name)}",
+        f"#ifndef {header_guard(name)}",
+        f"#define {header_guard(name)}",
         "#include <stddef.h>",
         "#include <stdint.h>",
         "",
@@ -69,10 +60,6 @@ def pools_header(
         f"/* The method allocator: {words.replace('*/', '* /')}. */",
         f"#define ARENAPLAN_METHOD_ALLOCATOR_BYTES {method_bytes}u",
         "",
-        "#ifdef __cplusplus",
-        'extern "C" {',
-        "#endif",
-        "#ifdef ARENAPLAN_DEFINE_POOLS /* in exactly one source file */",
     ]
     arrays = [
         (sections[k - 1], f"arenaplan_pool_{k}", f"ARENAPLAN_POOL_{k}_BYTES")
@@ -81,13 +68,9 @@ def pools_header(
     arrays.append(
         (method_section, "arenaplan_method_allocator", "ARENAPLAN_METHOD_ALLOCATOR_BYTES")
     )
-    for section, array, size in arrays:
-        lines += _array(section, array, size)
-    lines.append("#else")
-    lines += [f"extern uint8_t {array}[{size}];" for _, array, size in arrays]
-    lines += ["#endif /* ARENAPLAN_DEFINE_POOLS */", "#ifdef __cplusplus", "}", "#endif", ""]
+    lines += array_lines("POOLS", arrays)
     lines += _usage(count)
-    lines += ["", f"#endif /* {_guard(name)} */", ""]
+    lines += ["", f"#endif /* {header_guard(name)} */", ""]
     return "\n".join(lines)
 
 

@@ -23,10 +23,10 @@ persistent data in another memory, ``planner_cpp``'s split arena replaces it.
 
 from __future__ import annotations
 
-import re
 import zlib
 
 from arenaplan import __version__
+from arenaplan.export.c_header import array_lines, header_guard
 from arenaplan.ir.model import Model
 from arenaplan.placement.plan import Plan
 from arenaplan.tflm.kernel_sets import KERNEL_WORDS, REFERENCE, kernel_name
@@ -49,14 +49,6 @@ PROFILE_TEXT = {
 
 def _up16(x: int) -> int:
     return -(-x // 16) * 16
-
-
-def _guard(name: str) -> str:
-    return "ARENAPLAN_" + re.sub(r"[^A-Za-z0-9]", "_", name).upper() + "_H"
-
-
-def _section(section: str) -> str:
-    return f', section("{section}")' if section else ""
 
 
 def firmware_header(
@@ -91,8 +83,8 @@ def firmware_header(
         f"   Sized for TFLM build profile {profile}:",
         f"     {about},",
         *_kernels_text(kernels),
-        f"#ifndef {_guard(name)}",
-        f"#define {_guard(name)}",
+        f"#ifndef {header_guard(name)}",
+        f"#define {header_guard(name)}",
         "#include <stddef.h>",
         "#include <stdint.h>",
         "",
@@ -124,10 +116,6 @@ def firmware_header(
         f"#define ARENAPLAN_PERSISTENT_BYTES {_up16(tail)}u",
         *_original(model, plan, profile, n_planned, x, one_arena, non_persistent, two),
         "",
-        "#ifdef __cplusplus",
-        'extern "C" {',
-        "#endif",
-        "#ifdef ARENAPLAN_DEFINE_ARENAS /* in exactly one source file */",
     ]
     arrays = (
         [
@@ -137,16 +125,12 @@ def firmware_header(
         if two
         else [(arena_section, "arenaplan_arena", "ARENAPLAN_ARENA_BYTES")]
     )
-    for section, array, size in arrays:
-        lines += [f"__attribute__((aligned(16){_section(section)}))", f"uint8_t {array}[{size}];"]
-    lines.append("#else")
-    lines += [f"extern uint8_t {array}[{size}];" for _, array, size in arrays]
-    lines += ["#endif /* ARENAPLAN_DEFINE_ARENAS */", "#ifdef __cplusplus", "}", "#endif", ""]
+    lines += array_lines("ARENAS", arrays)
     if planned_model is not None:
         lines += [*_model_check(), ""]
     lines += _allocator(two, split)
     lines += ["", *resolver_lines(model)]
-    lines += ["", f"#endif /* {_guard(name)} */", ""]
+    lines += ["", f"#endif /* {header_guard(name)} */", ""]
     return "\n".join(lines)
 
 
