@@ -9,7 +9,9 @@ make starts, each buffer going to the first bank (in order) that still packs it
   bank that fits it);
 - by what the first bank saves per byte against the last, most first.
 
-The start of least total cost is kept (ties: the first). Knows nothing of models.
+The start of least total cost is kept (ties: the first). ``first_fit_banks`` is the
+rule itself, for any test of fit (tier placement packs scratch beside the fastest
+memory's tensors). Knows nothing of models.
 """
 
 from __future__ import annotations
@@ -25,6 +27,35 @@ from arenaplan.errors import AllocationError
 Cost = Callable[[int, int], float]  # (buffer, bank) -> cost
 
 
+Fits = Callable[[int, list[int]], bool]  # (bank, the buffers in it) -> they fit there
+
+
+class NoBank(AllocationError):
+    """Buffer ``index`` fits in no bank."""
+
+    def __init__(self, index: int) -> None:
+        super().__init__(f"buffer {index} fits no bank")
+        self.index = index
+
+
+def first_fit_banks(count: int, banks: int, order: Sequence[int], fits: Fits) -> tuple[int, ...]:
+    """The bank of each of ``count`` buffers, taken in ``order``, each to the first
+    bank (fastest) where ``fits`` says the bank's buffers with it still fit;
+    ``NoBank`` when none does."""
+    members: list[list[int]] = [[] for _ in range(banks)]
+    where = [-1] * count
+    for i in order:
+        for k in range(banks):
+            members[k].append(i)
+            if fits(k, members[k]):
+                where[i] = k
+                break
+            members[k].pop()
+        else:
+            raise NoBank(i)
+    return tuple(where)
+
+
 def assign_banks(problem: Problem, capacities: Sequence[int], cost: Cost) -> tuple[int, ...]:
     """The bank of every buffer of ``problem``: each bank's buffers pack within its
     capacity (by first fit; the caller solves each bank's packing)."""
@@ -34,28 +65,21 @@ def assign_banks(problem: Problem, capacities: Sequence[int], cost: Cost) -> tup
     by_saving = sorted(
         range(n), key=lambda i: (-(cost(i, last) - cost(i, 0)) / max(sizes[i], 1), i)
     )
-    starts = [_first_fit_banks(problem, capacities, order) for order in (by_size, by_saving)]
+
+    def fits(k: int, members: list[int]) -> bool:
+        return _packs(problem, members, capacities[k])
+
+    try:
+        starts = [
+            first_fit_banks(n, len(capacities), order, fits) for order in (by_size, by_saving)
+        ]
+    except NoBank as exc:
+        b = problem.buffers[exc.index]
+        raise AllocationError(
+            f"buffer {b.id} ({b.size:,} B) fits no bank: "
+            f"capacities {', '.join(f'{c:,}' for c in capacities)} B"
+        ) from None
     return min(starts, key=lambda banks: sum(cost(i, k) for i, k in enumerate(banks)))
-
-
-def _first_fit_banks(
-    problem: Problem, capacities: Sequence[int], order: list[int]
-) -> tuple[int, ...]:
-    banks: list[list[int]] = [[] for _ in capacities]
-    where = [-1] * len(problem.buffers)
-    for i in order:
-        for k, capacity in enumerate(capacities):
-            banks[k].append(i)
-            if _packs(problem, banks[k], capacity):
-                where[i] = k
-                break
-            banks[k].pop()
-        else:
-            raise AllocationError(
-                f"buffer {problem.buffers[i].id} ({problem.buffers[i].size:,} B) fits no bank: "
-                f"capacities {', '.join(f'{c:,}' for c in capacities)} B"
-            )
-    return tuple(where)
 
 
 def _packs(problem: Problem, members: list[int], capacity: int) -> bool:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from arenaplan.allocation.banks import NoBank, first_fit_banks
 from arenaplan.allocation.bounds import live_bytes_bound
 from arenaplan.allocation.heuristics import ORDERS
 from arenaplan.allocation.packing import pack
@@ -266,16 +267,20 @@ def _evict_cheapest(state: _State) -> dict[TensorKey, str]:
 def _fastest_that_fits(state: _State) -> dict[TensorKey, str]:
     """ExecuTorch's BankedGreedy rule: largest tensor first, each to the fastest
     memory that still packs within its capacity with it."""
-    unplaced = ""  # the memory of a tensor not placed yet: packed nowhere
-    memory_of = dict.fromkeys(state.items.tensors, unplaced)
-    for key in sorted(state.items.tensors, key=lambda k: (-state.buffer[k].size, k)):
-        for m in state.memories:
-            memory_of[key] = m
-            if _fits_in(state, m, memory_of):
-                break
-        else:
-            raise AllocationError(f"banked: tensor {key} fits no memory")
-    return memory_of
+    keys = state.items.tensors
+    order = sorted(range(len(keys)), key=lambda i: (-state.buffer[keys[i]].size, keys[i]))
+
+    def fits(k: int, members: list[int]) -> bool:
+        memory = state.memories[k]
+        memory_of = dict.fromkeys(keys, "")  # "": in no memory yet, packed nowhere
+        memory_of.update((keys[i], memory) for i in members)
+        return _fits_in(state, memory, memory_of)
+
+    try:
+        banks = first_fit_banks(len(keys), len(state.memories), order, fits)
+    except NoBank as exc:
+        raise AllocationError(f"banked: tensor {keys[exc.index]} fits no memory") from None
+    return {key: state.memories[k] for key, k in zip(keys, banks, strict=True)}
 
 
 def place_ours(state: _State) -> TierPlacement:
