@@ -119,13 +119,15 @@ def _figures(
 
 
 def _pools(regions: list[Region]) -> str:
-    """A plan over several memories of a runtime with a pool per memory."""
+    """A plan over several memories of a runtime with a pool per memory: the memories
+    that hold tensors are its pools, memory ids 1, 2, ... (an empty fastest memory,
+    which ``regions`` lists all the same, is none)."""
+    pools = [(m, used) for m, _, used, _ in regions if used > 0]
     parts = ", ".join(
-        f"memory id {k}: {html.escape(m)} {used:,} B"
-        for k, (m, _, used, _) in enumerate(regions, 1)
+        f"memory id {k}: {html.escape(m)} {used:,} B" for k, (m, used) in enumerate(pools, 1)
     )
     return (
-        f"<p>This plan spreads the tensors over {len(regions)} memories, each a pool of its "
+        f"<p>This plan spreads the tensors over {len(pools)} memories, each a pool of its "
         f"own ({parts}); the head figure above is their sum.</p>"
     )
 
