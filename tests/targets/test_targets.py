@@ -34,10 +34,15 @@ holds = ["weights"]
 
 def test_builtin_targets_load_with_their_figures() -> None:
     assert builtin_names() == [
+        "corstone300",
         "cortex_m55_ethos_u55",
         "esp32s3",
         "generic",
         "imxrt1170",
+        "ra6m4",
+        "ra8d1",
+        "stm32h7a3",
+        "stm32l4r5",
         "xcore_ai",
     ]
     rt = load_builtin("imxrt1170")
@@ -63,6 +68,11 @@ def test_targets_name_the_kernels_their_firmware_runs(tmp_path: Path) -> None:
         "generic": "cmsis_nn+dsp",
         "imxrt1170": "cmsis_nn+dsp",
         "xcore_ai": "reference",
+        "corstone300": "cmsis_nn+mve",
+        "ra6m4": "cmsis_nn+dsp",
+        "ra8d1": "cmsis_nn+mve",
+        "stm32h7a3": "cmsis_nn+dsp",
+        "stm32l4r5": "cmsis_nn+dsp",
     }
     path = tmp_path / "mine.toml"
     path.write_text(GOOD)

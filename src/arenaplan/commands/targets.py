@@ -8,6 +8,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from arenaplan.cost.timing import time_model_label
 from arenaplan.errors import UsageError
 from arenaplan.targets import Target, builtin_names, load_builtin, load_target
 
@@ -52,7 +53,15 @@ def _show(console: Console, t: Target) -> None:
         )
     console.print(table)
     rates = ", ".join(f"{k} {v:g}" for k, v in t.macs_per_cycle.items())
-    console.print(f"clock {t.clock_hz / 1e6:g} MHz; MACs per cycle: {rates}")
+    if t.core:
+        console.print(
+            f"clock {t.clock_hz / 1e6:g} MHz; compute: {time_model_label(t)}; "
+            f"MACs per cycle for operators without instruction counts: {rates}"
+        )
+    else:
+        console.print(f"clock {t.clock_hz / 1e6:g} MHz; MACs per cycle: {rates}")
+    for source in t.sources:
+        console.print(f"source: {source}", highlight=False)
 
 
 def run(args: argparse.Namespace, console: Console) -> int:

@@ -79,6 +79,7 @@ from arenaplan.ir.model import Model
 from arenaplan.runtime.records import TensorBytes
 from arenaplan.runtime.registry import runtime_of
 from arenaplan.runtime.spec import KernelSet
+from arenaplan.targets.cores import core_named, data_accesses
 from arenaplan.targets.model import Memory, Target
 
 PERSISTENT = "persistent"  # TFLM's persistent data (op data, nodes, eval tensors)
@@ -250,19 +251,81 @@ def _lines(a: Access, m: Memory) -> float:
 def per_memory(
     op: OpAccesses, where: Mapping[AccessKey, str], persistent: str, target: Target
 ) -> dict[str, Reach]:
-    """What the operator's accesses cost in each memory, after its cache. Kernel
-    scratch lives where ``where[SCRATCH]`` says (default: the fastest memory),
-    flatbuffer bytes with the weights."""
+    """What the operator's accesses cost in each memory, after its cache."""
     out: dict[str, Reach] = defaultdict(lambda: Reach(0, 0, 0))
+    for name, a in _by_memory(op, where, persistent, target):
+        out[name] += reaching(a, target.memory(name))
+    return dict(out)
+
+
+def _by_memory(
+    op: OpAccesses, where: Mapping[AccessKey, str], persistent: str, target: Target
+) -> Iterable[tuple[str, Access]]:
+    """Each access of the operator with the memory it reaches. Kernel scratch lives
+    where ``where[SCRATCH]`` says (default: the fastest memory), flatbuffer bytes
+    with the weights; a tensor in a memory that is not memory-mapped is read from
+    its copy in the fastest (``copy_cycles``)."""
+    for name, a, _ in _by_memory_keys(op, where, persistent, target):
+        yield name, a
+
+
+def _by_memory_keys(
+    op: OpAccesses, where: Mapping[AccessKey, str], persistent: str, target: Target
+) -> Iterable[tuple[str, Access, AccessKey]]:
+    """``_by_memory`` with each access's key."""
     fast = target.fastest().name
     scratch = where.get(SCRATCH, fast)
     others = {PERSISTENT: persistent, SCRATCH: scratch, MODEL: target.weights_memory().name}
     for key, a in op.accesses.items():
         name = others[key] if isinstance(key, str) else where[key]
-        if target.memory(name).read == "copy":
-            name = fast  # not memory-mapped: read from its copy (``copy_cycles``)
-        out[name] += reaching(a, target.memory(name))
-    return dict(out)
+        yield (fast if target.memory(name).read == "copy" else name), a, key
+
+
+def core_stalls(
+    op: OpAccesses,
+    counts: Mapping[str, float],
+    where: Mapping[AccessKey, str],
+    persistent: str,
+    target: Target,
+    constants: frozenset = frozenset(),
+) -> dict[str, float]:
+    """Cycles the operator waits on each memory when its compute is a core's count
+    of instructions at zero wait states (``targets.cores``): every memory charges its
+    whole latency, per access without a cache, per line fill behind one.
+
+    Weights (``constants``): the loads the kernel makes of them
+    (``counts["weight_accesses"]``, ``counts["weight_bytes"]``), shared between
+    the memories holding them by size; behind a cache, a line per line of the
+    weights when they fit it, else per line read. Everything else: the kernel's
+    other data accesses (``cores.data_accesses``), shared by the bytes the traffic
+    model moves in each memory; behind a cache, the traffic model's line fills."""
+    weights: dict[str, float] = defaultdict(float)
+    moved: dict[str, float] = defaultdict(float)
+    reach: dict[str, Reach] = defaultdict(lambda: Reach(0, 0, 0))
+    for name, a, key in _by_memory_keys(op, where, persistent, target):
+        if key in constants:
+            weights[name] += a.footprint or a.load_bytes
+        else:
+            moved[name] += a.bytes
+            reach[name] += reaching(a, target.memory(name))
+    size = sum(weights.values()) or 1.0
+    other = max(data_accesses(counts) - counts.get("weight_accesses", 0.0), 0.0)
+    total = sum(moved.values()) or 1.0
+    out: dict[str, float] = defaultdict(float)
+    for name, held in weights.items():
+        m, share = target.memory(name), held / size
+        if m.cache_bytes <= 0:
+            out[name] += counts.get("weight_accesses", 0.0) * share * m.latency
+            continue
+        read = held if held <= m.cache_bytes else counts.get("weight_bytes", 0.0) * share
+        out[name] += -(-read // m.line_bytes) * m.latency
+    for name, nbytes in moved.items():
+        m = target.memory(name)
+        if m.cache_bytes > 0:
+            out[name] += reach[name].reads * m.latency + reach[name].writes * m.store_latency
+        else:
+            out[name] += other * nbytes / total * m.latency
+    return dict(sorted(out.items()))
 
 
 def copy_cycles(op: OpAccesses, where: Mapping[AccessKey, str], target: Target) -> dict[str, float]:
@@ -323,13 +386,25 @@ class OpCycles:
 
 
 def op_cycles(
-    op: OpAccesses, where: Mapping[TensorKey, str], persistent: str, target: Target
+    op: OpAccesses,
+    where: Mapping[TensorKey, str],
+    persistent: str,
+    target: Target,
+    counts: Mapping[str, float] | None = None,
+    constants: frozenset = frozenset(),
 ) -> OpCycles:
-    compute = work_cycles(target, op.kind, op.opcode, op.work, op.parts)
-    memory = {
-        name: stall_cycles(target, name, reach)
-        for name, reach in sorted(per_memory(op, where, persistent, target).items())
-    }
+    """Cycles of one operator: compute from the target's rates, or with ``counts``
+    (its instructions by class) from the target's core; stalls per memory
+    (``constants``: the model's constant tensors, with ``counts``)."""
+    if counts is not None:
+        compute = core_named(target.core).cycles(dict(counts)) * target.instructions_scale
+        memory = core_stalls(op, counts, where, persistent, target, constants)
+    else:
+        compute = work_cycles(target, op.kind, op.opcode, op.work, op.parts)
+        memory = {
+            name: stall_cycles(target, name, reach)
+            for name, reach in sorted(per_memory(op, where, persistent, target).items())
+        }
     for name, cycles in copy_cycles(op, where, target).items():
         memory[name] = memory.get(name, 0.0) + cycles
     return OpCycles(op, compute, dict(sorted(memory.items())))
@@ -352,10 +427,25 @@ TRAFFIC_WORDS = {
 
 def time_model_label(target: Target) -> str:
     """The time model that makes ``target``'s estimates, in a few words for a label:
-    the roofline, or the stall model and whose memory accesses it counts."""
+    the roofline, the core's model (whose instructions, which core, measured or
+    assumed timings) or the stall model and whose memory accesses it counts."""
     if target.time_model == "roofline":
         return "roofline estimate: compute or transfer, the larger"
+    if target.core:
+        core = core_named(target.core)
+        timings = "assumed" if core.assumed else "documented"
+        scale = target.instructions_scale
+        scale = f", x{scale:g} for the build" if scale != 1 else ""
+        return (
+            f"estimate: CMSIS-NN ({core.level}) instructions measured under QEMU, "
+            f"{core.name} cycles per class ({timings}){scale}, memory wait states"
+        )
     accesses = TRAFFIC_WORDS.get(target.traffic, target.traffic)
+    if target.traffic == "tflm" and target.kernels.library != "reference":
+        return (
+            f"stall-model estimate: compute rates per operator kind (estimated) for "
+            f"{target.kernels.name}, memory accesses of {accesses}"
+        )
     return f"stall-model estimate of {accesses}"
 
 
@@ -370,13 +460,20 @@ class Timer:
         self.work = operator_work(model, target.kernels)
         self.accesses = operator_accesses(model, target.traffic, target.kernels)
         self.persistent = persistent or target.fastest("persistent").name
+        # each operator's instructions by class, when the target names its core
+        runtime = runtime_of(target.kernels)
+        self.counts = runtime.kernel_counts(model, target.kernels) if target.core else None
+        self.constants = frozenset(
+            (sg.index, t.index) for sg in model.subgraphs for t in sg.tensors if t.is_constant
+        )
 
     def op_time(self, i: int, where: Mapping[TensorKey, str]) -> OpTime:
         """Seconds of operator ``i`` (in ``operator_work`` order) and what bounds it."""
         w = self.work[i]
         if self.target.time_model == "roofline":
             return op_time(w, where, self.target)
-        c = op_cycles(self.accesses[i], where, self.persistent, self.target)
+        counts = self.counts[i] if self.counts is not None else None
+        c = op_cycles(self.accesses[i], where, self.persistent, self.target, counts, self.constants)
         return OpTime(w, c.total / self.target.clock_hz, c.bound)
 
     def times(self, where: Mapping[TensorKey, str]) -> list[OpTime]:

@@ -302,6 +302,14 @@ class Runtime(ABC):
         """Source that hands the runtime a plan spread over memories."""
         raise UsageError(f"--planner-cpp: {self.title} has no planner source")
 
+    def kernel_counts(self, model: Model, kernels: KernelSet) -> list[dict[str, float]] | None:
+        """Each operator's instructions by class in ``kernels`` on a Cortex-M, in the
+        order of ``cost.roofline.operator_work`` (classes of ``targets.cores``, plus
+        ``weight_bytes`` and ``weight_accesses``: the constants' bytes read and the
+        loads that takes); None when the runtime has no such measurements (the
+        target's compute rates time the model instead)."""
+        return None
+
     def cascade(self, kernels: KernelSet) -> CascadeKernel | None:
         """The facts of arenaplan's cascade kernel for ``kernels`` (None: the runtime
         has no such kernel: cascades are not offered)."""

@@ -13,6 +13,13 @@ Format (all keys checked; sizes are bytes or strings like "512KiB", "2MB", see
     traffic = "xcore"        # optional: whose kernels' memory accesses the time model
                              # counts: "tflm" (default, TFLM's reference kernels) or
                              # "xcore" (lib_nn on the xcore.ai VPU)
+    core = "cortex-m4"       # optional: compute cycles from CMSIS-NN's measured
+                             # instruction counts and this core's timings
+                             # (targets.cores: cortex-m4, -m7, -m33, -m55, -m85);
+                             # needs kernels "cmsis_nn+dsp" or "cmsis_nn+mve"
+    instructions_scale = 1.0 # optional, with core: the firmware build's instructions
+                             # per instruction of the counted build
+    sources = ["..."]        # optional: where the target's figures come from
     [compute]            # MACs (or elements) per cycle, per opcode or operator kind
     conv = 0.25
     ADD = 0.5                # an opcode's rate is used before its kind's
@@ -61,6 +68,7 @@ from arenaplan.runtime.registry import (
     profile_names,
 )
 from arenaplan.runtime.spec import KernelSet, Profile
+from arenaplan.targets.cores import core_named
 from arenaplan.targets.model import CACHE_WRITES, COPIES, HOLDS, READS, Memory, Target
 from arenaplan.units import parse_size
 
@@ -76,6 +84,9 @@ _TOP_KEYS = {
     "time_model",
     "compute",
     "memory",
+    "core",
+    "instructions_scale",
+    "sources",
 }
 TIME_MODELS = ("stall", "roofline")
 TRAFFIC = ("tflm", "xcore")  # cost.timing.operator_accesses
@@ -252,6 +263,13 @@ def parse_target(data: dict, source: str) -> Target:
         traffic = data.get("traffic", "tflm")
         if traffic not in TRAFFIC:
             raise TargetError(f"traffic must be one of {', '.join(TRAFFIC)}, got {traffic!r}")
+        core = _core(data, kernels)
+        scale = 1.0
+        if "instructions_scale" in data:
+            scale = _number(data, "instructions_scale", "target", limit=RATE_MAX, least=RATE_MIN)
+        sources = data.get("sources", [])
+        if not isinstance(sources, list | tuple) or not all(isinstance(x, str) for x in sources):
+            raise TargetError("sources must be a list of strings")
         time_model = data.get("time_model", "stall")
         if time_model not in TIME_MODELS:
             raise TargetError(
@@ -267,6 +285,9 @@ def parse_target(data: dict, source: str) -> Target:
             time_model,
             kernels,
             traffic,
+            core,
+            scale,
+            tuple(sources),
         )
     except TargetError as exc:
         raise TargetError(f"{source}: {exc}") from None
@@ -292,6 +313,23 @@ def load_builtin(name: str) -> Target:
         raise TargetError(f"unknown target {name!r} (built in: {', '.join(builtin_names())})")
     text = (resources.files("arenaplan.targets") / "builtin" / f"{name}.toml").read_text()
     return parse_target(tomllib.loads(text), f"built-in target {name}")
+
+
+def _core(data: dict, kernels: KernelSet) -> str:
+    """The core named by ``core`` (absent: ""); its CMSIS-NN level must be the
+    kernels'."""
+    name = data.get("core", "")
+    if name == "":
+        return ""
+    if not isinstance(name, str):
+        raise TargetError(f"core must be a string, got {name!r}")
+    core = core_named(name)
+    if kernels.library != "cmsis_nn" or kernels.level != core.level:
+        raise TargetError(
+            f"core {name} times CMSIS-NN built for {core.level}: kernels must be "
+            f'"cmsis_nn+{core.level}", got "{kernels.name}"'
+        )
+    return name
 
 
 def _profile(text: object) -> Profile:

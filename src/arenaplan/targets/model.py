@@ -87,6 +87,13 @@ class Target:
     # "tflm" (TFLM's reference kernels, cost.traffic) or "xcore" (lib_nn on the
     # xcore.ai VPU, cost.traffic_xcore)
     traffic: str = "tflm"
+    # the core whose instruction timings turn the kernels' measured instruction
+    # counts into compute cycles (``targets.cores``; "": the compute rates instead)
+    core: str = ""
+    # instructions the firmware's build executes per instruction of the counted
+    # build (``tflm.kernel_counts``): 1 for a build like the project's
+    instructions_scale: float = 1.0
+    sources: tuple[str, ...] = ()  # where its figures come from (documents, pages)
 
     def memory(self, name: str) -> Memory:
         for m in self.memories:

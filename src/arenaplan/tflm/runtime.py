@@ -35,6 +35,7 @@ from arenaplan.tflm import cascade_steps, firmware, planner_cpp, refusals, scrat
 from arenaplan.tflm.alias_candidates import alias_candidates
 from arenaplan.tflm.cmsis_nn.buffer_sizes import PIXEL_GROUP
 from arenaplan.tflm.cmsis_nn.cascade import chain_work_bytes, windowed
+from arenaplan.tflm.kernel_counts import BUILDS, op_counts
 from arenaplan.tflm.kernel_sets import KERNEL_WORDS, KERNELS, REFERENCE, cmsis_features
 from arenaplan.tflm.lifetimes import compute_lifetimes
 from arenaplan.tflm.offline_plan import with_offline_plan
@@ -224,6 +225,11 @@ class Tflm(Runtime):
 
     def measure_traffic(self, path: Path, build: str) -> dict:
         return traffic_measure.measure_traffic(path, build)
+
+    def kernel_counts(self, model: Model, kernels: KernelSet) -> list[dict[str, float]] | None:
+        if kernels.library != "cmsis_nn" or kernels.level not in BUILDS:
+            return None
+        return op_counts(model, kernels.level)
 
     def cascade(self, kernels: KernelSet) -> CascadeKernel:
         return _cascade(kernels)

@@ -48,7 +48,10 @@ _COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")
 _FUNCTION = re.compile(r"^\s*([\d,]+)\s+(?:\([\d.]+%\)\s+)?(\S.*?)(?:\s+\[.*\])?$")
 OUT_FILE = "cg.out"  # callgrind's output, in the run's folder
 PLUGIN_SOURCE = Path(__file__).resolve().parents[4] / "native" / "qemu_insn_count.c"
+# the plugin that counts instructions by class (``native/qemu_insn_classes.c``)
+CLASSES_SOURCE = PLUGIN_SOURCE.with_name("qemu_insn_classes.c")
 _INSNS = re.compile(r"^insns (\d+)$", re.MULTILINE)
+_CLASS = re.compile(r"^([a-z_]+) (\d+)$", re.MULTILINE)
 
 
 def instructions_available(variant: str = "host-reference") -> str | None:
@@ -74,6 +77,21 @@ def invoke_instructions(model: bytes, seed: int = 0, variant: str = "host-refere
         trials = random_inputs(read_model_bytes(model), 2, seed)
         return _qemu(model, trials, variant) - _qemu(model, trials[:1], variant)
     return _callgrind(model, seed, variant, per_function=False)[0]
+
+
+def invoke_classes(model: bytes, seed: int = 0, variant: str = "arm32-cmsis_nn") -> dict[str, int]:
+    """Instructions of one invoke of ``model`` on an ARM build, by class
+    (``native/qemu_insn_classes.c``: alu, mul, load, load_next, store, multi,
+    multi_regs, branch, taken, lob, vload, vop, div; ``insns`` is their sum)."""
+    why = instructions_available(variant)
+    if why is None and not VARIANTS[variant].arm32:
+        why = f"instruction classes are counted on ARM builds, not {variant}"
+    if why is not None:
+        raise RuntimeUnavailableError(why)
+    trials = random_inputs(read_model_bytes(model), 2, seed)
+    two = _qemu_classes(model, trials, variant)
+    one = _qemu_classes(model, trials[:1], variant)
+    return {k: two[k] - one.get(k, 0) for k in two}
 
 
 def invoke_functions(
@@ -143,17 +161,18 @@ def _annotate(path: Path) -> dict[str, int]:
     return out
 
 
-def plugin_path() -> Path:
-    """The QEMU counting plugin, compiled once per source into the build root."""
-    source = PLUGIN_SOURCE.read_bytes()
-    path = build_root() / f"qemu-insn-count-{hashlib.sha256(source).hexdigest()[:12]}.so"
+def plugin_path(source_path: Path = PLUGIN_SOURCE) -> Path:
+    """A QEMU counting plugin, compiled once per source into the build root."""
+    source = source_path.read_bytes()
+    stem = source_path.stem.replace("_", "-")
+    path = build_root() / f"{stem}-{hashlib.sha256(source).hexdigest()[:12]}.so"
     if path.is_file():
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(f".{os.getpid()}.part")  # one per process: tests run in several
     argv = ["gcc", "-O2", "-shared", "-fPIC", "-fvisibility=hidden", "-o", str(partial)]
     done = subprocess.run(
-        [*argv, str(PLUGIN_SOURCE)], capture_output=True, text=True, timeout=300, check=False
+        [*argv, str(source_path)], capture_output=True, text=True, timeout=300, check=False
     )
     if done.returncode != 0:
         raise RuntimeUnavailableError(f"the QEMU counting plugin did not compile: {done.stderr}")
@@ -163,17 +182,29 @@ def plugin_path() -> Path:
 
 def _qemu(model: bytes, trials: list[list[np.ndarray]], variant: str) -> int:
     """Guest instructions of the whole run of ``model`` over ``trials`` in QEMU."""
+    return int(_qemu_run(model, trials, variant, PLUGIN_SOURCE, _INSNS)[0][1])
+
+
+def _qemu_classes(model: bytes, trials: list[list[np.ndarray]], variant: str) -> dict[str, int]:
+    """Guest instructions of the whole run by class (``CLASSES_SOURCE``)."""
+    return {k: int(v) for k, v in _qemu_run(model, trials, variant, CLASSES_SOURCE, _CLASS)}
+
+
+def _qemu_run(
+    model: bytes, trials: list[list[np.ndarray]], variant: str, plugin: Path, line: re.Pattern
+) -> list[tuple[str, ...]]:
+    """The lines ``line`` matches in what ``plugin`` wrote after the run (its groups)."""
     with tempfile.TemporaryDirectory(prefix="arenaplan-ir-") as tmp:
         d = Path(tmp)
         args = _write_run(d, model, trials)
         argv = command(VARIANTS[variant], runner_path(variant), args)
-        argv[1:1] = ["-plugin", f"{plugin_path()},out={d / 'count.txt'}"]
+        argv[1:1] = ["-plugin", f"{plugin_path(plugin)},out={d / 'count.txt'}"]
         done = subprocess.run(
             argv, cwd=d, capture_output=True, text=True, timeout=TIMEOUT, check=False
         )
         count = d / "count.txt"
-        found = _INSNS.search(count.read_text()) if count.is_file() else None
-        if found is None or _status(d) != "ok":
+        found = line.findall(count.read_text()) if count.is_file() else []
+        if not found or _status(d) != "ok":
             last = (done.stderr.strip().splitlines() or ["no output"])[-1]
             raise RuntimeUnavailableError(f"the model did not run under QEMU: {last}")
-    return int(found.group(1))
+    return [f if isinstance(f, tuple) else (f, f) for f in found]
