@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Write the instructions, by class, that each CMSIS-NN kernel path executes.
 
-    python scripts/gen_kernel_counts.py [--builds arm32-cmsis_nn,m55-cmsis_nn] [--out FILE]
+    python scripts/gen_kernel_counts.py [--builds B1,B2,...] [--out FILE]
 
-For each TFLM build (``BUILDS``: the Cortex-M4 DSP build under qemu-arm, the
-Cortex-M55 MVE build on qemu-system-arm's AN547 board), the script writes one
+For each TFLM build (``BUILDS``: the Cortex-M4 DSP build under qemu-arm, the same
+with every kernel compiled for size, -Os, and the Cortex-M55 MVE build on
+qemu-system-arm's AN547 board), the script writes one
 small int8 model per case of ``cases()`` (one operator each: convolutions 1x1, 1xN
 and im2col, depthwise of each wrapper path, fully connected, pools, ADD, MUL,
 SOFTMAX, RESHAPE, QUANTIZE over a grid of shapes) and counts one invoke of each by
@@ -19,7 +20,8 @@ The table goes to ``src/arenaplan/tflm/data/kernel_counts.json`` with every case
 measured counts (``tests/cost/test_kernel_counts.py`` re-counts some and refits).
 The cases are not the networks the time model is judged on
 (``python benchmarks/latency_boards.py``). Needs the builds (``python
-scripts/build_tflm.py --variants arm32-cmsis_nn,m55-cmsis_nn``), gcc and qemu; a
+scripts/build_tflm.py --variants arm32-cmsis_nn,m55-cmsis_nn,arm32-cmsis_nn-os``),
+gcc and qemu; a
 few minutes. Exit status 0 written, 2 a build is absent.
 """
 
@@ -44,7 +46,7 @@ from arenaplan.tflm.verify.native import VARIANTS, bundle_key  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "src" / "arenaplan" / "tflm" / "data" / "kernel_counts.json"
-BUILDS = {"arm32-cmsis_nn": "dsp", "m55-cmsis_nn": "mve"}
+BUILDS = {"arm32-cmsis_nn": "dsp", "m55-cmsis_nn": "mve", "arm32-cmsis_nn-os": "dsp"}
 SIGNIFICANT = 4
 ABOUT = (
     "Instructions of one invoke of one operator, by class, per CMSIS-NN kernel path and "
@@ -219,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = measure(variant)
         doc["builds"][variant] = {
             "features": BUILDS[variant],
-            "compiler": VARIANTS[variant].name,
+            "make_args": list(VARIANTS[variant].make_args),
             "counter": "QEMU plugin native/qemu_insn_classes.c",
             "paths": fit(rows),
             "samples": rows,

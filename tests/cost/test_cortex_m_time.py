@@ -160,3 +160,46 @@ def test_held_out_networks_within_15_percent(level: str, name: str) -> None:
     predicted = sum(c["insns"] for c in op_counts(_model(name), level))
     counted = invoke_instructions(model_path(f"mlcommons-tiny__{name}").read_bytes(), 0, variant)
     assert abs(predicted / counted - 1) < 0.15
+
+
+def test_an_unmeasured_operator_is_timed_by_the_rates() -> None:
+    """A custom operator (arenaplan's cascade, say) has no measured path: its counts
+    are None and the target's compute rate times it, not a stand-in's counts."""
+    from kits.opmodels import I8, Net
+
+    from arenaplan.cost.roofline import work_cycles
+    from arenaplan.cost.timing import op_cycles
+
+    n = Net("custom")
+    x, y = n.act((1, 8, 8, 4), I8), n.act((1, 8, 8, 4), I8)
+    n.custom("MY_OP", [x], [y])
+    m = read_model_bytes(n.done([x], [y]))
+    assert op_counts(m, "dsp") == [None]
+    t = load_builtin("stm32l4r5")
+    timer = Timer(m, t)
+    assert timer.counts == [None]
+    c = op_cycles(timer.accesses[0], default_memory(m, t), timer.persistent, t, None)
+    op = timer.work[0]
+    assert c.compute == work_cycles(t, op.kind, op.opcode, op.macs, op.parts)
+
+
+def test_a_target_compiled_for_size_counts_the_size_build() -> None:
+    """``compiled_for = "size"`` times the kernels as the -Os build counted them; a
+    kernel set with no such build is refused in one line."""
+    from dataclasses import replace
+
+    t = load_builtin("stm32l4r5")
+    size = replace(t, compiled_for="size")
+    m = _model("kws_ref_model")
+    speed_counts, size_counts = Timer(m, t).counts, Timer(m, size).counts
+    assert speed_counts is not None and size_counts is not None
+    assert size_counts != speed_counts
+    assert op_counts(m, "dsp", "size") == size_counts
+    data = {"name": "x", "clock_hz": 1e8, "kernels": "cmsis_nn+mve", "core": "cortex-m55",
+            "compiled_for": "size", "memory": [{"name": "sram", "capacity": 1024,
+            "read_bandwidth": 1e8, "write_bandwidth": 1e8, "latency": 0,
+            "holds": ["activations"]}]}  # fmt: skip
+    with pytest.raises(TargetError, match="compiled for size"):
+        parse_target(data, "t.toml")
+    with pytest.raises(TargetError, match="compiled_for must be one of"):
+        parse_target(data | {"compiled_for": "fast"}, "t.toml")

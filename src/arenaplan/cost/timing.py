@@ -56,6 +56,13 @@ rate plus its copy latency, once per operator, blocking), and the reads go there
 
 Targets whose memory traffic overlaps compute (an NPU's DMA) keep the roofline
 of ``cost.roofline`` (``Target.time_model == "roofline"``).
+
+A target that names its ``core`` (a Cortex-M running CMSIS-NN) replaces ``work /
+rate`` by the core's cycles for the instructions the runtime measured each operator
+to execute, by class (``Runtime.kernel_counts``, ``targets.cores``), times the
+target's ``instructions_scale``; its memories then charge their whole latency, not
+the part beyond the fastest's (the class costs are at zero wait states), as
+``core_stalls`` says. An operator without measured counts keeps its rate.
 """
 
 from __future__ import annotations
@@ -436,6 +443,8 @@ def time_model_label(target: Target) -> str:
         timings = "assumed" if core.assumed else "documented"
         scale = target.instructions_scale
         scale = f", x{scale:g} for the build" if scale != 1 else ""
+        if target.compiled_for != "speed":
+            scale = f", compiled for {target.compiled_for}{scale}"
         return (
             f"estimate: CMSIS-NN ({core.level}) instructions measured under QEMU, "
             f"{core.name} cycles per class ({timings}){scale}, memory wait states"
@@ -462,7 +471,11 @@ class Timer:
         self.persistent = persistent or target.fastest("persistent").name
         # each operator's instructions by class, when the target names its core
         runtime = runtime_of(target.kernels)
-        self.counts = runtime.kernel_counts(model, target.kernels) if target.core else None
+        self.counts = (
+            runtime.kernel_counts(model, target.kernels, target.compiled_for)
+            if target.core
+            else None
+        )
         self.constants = frozenset(
             (sg.index, t.index) for sg in model.subgraphs for t in sg.tensors if t.is_constant
         )

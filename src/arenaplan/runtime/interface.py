@@ -302,12 +302,20 @@ class Runtime(ABC):
         """Source that hands the runtime a plan spread over memories."""
         raise UsageError(f"--planner-cpp: {self.title} has no planner source")
 
-    def kernel_counts(self, model: Model, kernels: KernelSet) -> list[dict[str, float]] | None:
-        """Each operator's instructions by class in ``kernels`` on a Cortex-M, in the
+    def counts_measured(self, kernels: KernelSet, compiled_for: str) -> bool:
+        """Whether ``kernel_counts`` measures ``kernels`` compiled for ``compiled_for``."""
+        return False
+
+    def kernel_counts(
+        self, model: Model, kernels: KernelSet, compiled_for: str = "speed"
+    ) -> list[dict[str, float] | None] | None:
+        """Each operator's instructions by class in ``kernels`` compiled for
+        ``compiled_for`` ("speed" or "size") on a Cortex-M, in the
         order of ``cost.roofline.operator_work`` (classes of ``targets.cores``, plus
         ``weight_bytes`` and ``weight_accesses``: the constants' bytes read and the
-        loads that takes); None when the runtime has no such measurements (the
-        target's compute rates time the model instead)."""
+        loads that takes; None for an operator it does not measure); None when the
+        runtime has no such measurements (the target's compute rates time the model
+        instead)."""
         return None
 
     def cascade(self, kernels: KernelSet) -> CascadeKernel | None:

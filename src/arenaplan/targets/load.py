@@ -19,6 +19,8 @@ Format (all keys checked; sizes are bytes or strings like "512KiB", "2MB", see
                              # needs kernels "cmsis_nn+dsp" or "cmsis_nn+mve"
     instructions_scale = 1.0 # optional, with core: the firmware build's instructions
                              # per instruction of the counted build
+    compiled_for = "speed"   # optional, with core: kernels built for "speed" (TFLM's
+                             # -O2) or "size" (-Os); picks the counted build
     sources = ["..."]        # optional: where the target's figures come from
     [compute]            # MACs (or elements) per cycle, per opcode or operator kind
     conv = 0.25
@@ -66,10 +68,19 @@ from arenaplan.runtime.registry import (
     kernels_named,
     profile_named,
     profile_names,
+    runtime_of,
 )
 from arenaplan.runtime.spec import KernelSet, Profile
 from arenaplan.targets.cores import core_named
-from arenaplan.targets.model import CACHE_WRITES, COPIES, HOLDS, READS, Memory, Target
+from arenaplan.targets.model import (
+    CACHE_WRITES,
+    COMPILED_FOR,
+    COPIES,
+    HOLDS,
+    READS,
+    Memory,
+    Target,
+)
 from arenaplan.units import parse_size
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # becomes part of C identifiers
@@ -86,6 +97,7 @@ _TOP_KEYS = {
     "memory",
     "core",
     "instructions_scale",
+    "compiled_for",
     "sources",
 }
 TIME_MODELS = ("stall", "roofline")
@@ -264,6 +276,11 @@ def parse_target(data: dict, source: str) -> Target:
         if traffic not in TRAFFIC:
             raise TargetError(f"traffic must be one of {', '.join(TRAFFIC)}, got {traffic!r}")
         core = _core(data, kernels)
+        compiled_for = _choice(data, "compiled_for", COMPILED_FOR, "target")
+        if core and not runtime_of(kernels).counts_measured(kernels, compiled_for):
+            raise TargetError(
+                f"no instruction counts of {kernels.name} compiled for {compiled_for}"
+            )
         scale = 1.0
         if "instructions_scale" in data:
             scale = _number(data, "instructions_scale", "target", limit=RATE_MAX, least=RATE_MIN)
@@ -287,6 +304,7 @@ def parse_target(data: dict, source: str) -> Target:
             traffic,
             core,
             scale,
+            compiled_for,
             tuple(sources),
         )
     except TargetError as exc:

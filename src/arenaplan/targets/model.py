@@ -14,6 +14,7 @@ HOLDS = ("activations", "persistent", "weights")
 READS = ("in-place", "copy")  # how operators read weights held in a memory
 COPIES = ("blocking", "dma")  # what copies them
 CACHE_WRITES = ("back", "through")  # what stores do at a memory's cache
+COMPILED_FOR = ("speed", "size")  # what a firmware's kernels are compiled for
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +94,9 @@ class Target:
     # instructions the firmware's build executes per instruction of the counted
     # build (``tflm.kernel_counts``): 1 for a build like the project's
     instructions_scale: float = 1.0
+    # what the firmware's kernels are compiled for: "speed" (TFLM's -O2) or "size"
+    # (-Os), which picks the counted build
+    compiled_for: str = "speed"
     sources: tuple[str, ...] = ()  # where its figures come from (documents, pages)
 
     def memory(self, name: str) -> Memory:

@@ -20,8 +20,10 @@ from importlib import resources
 from arenaplan.ir.model import Model
 from arenaplan.tflm.cmsis_nn.paths import kernel_call
 
-# the TFLM build whose counts stand for a CMSIS-NN kernel set's instruction level
+# the TFLM build whose counts stand for a CMSIS-NN kernel set's instruction level,
+# compiled as TFLM compiles its kernels (-O2, "speed") or for size (-Os, "size")
 BUILDS = {"dsp": "arm32-cmsis_nn", "mve": "m55-cmsis_nn"}
+SIZE_BUILDS = {"dsp": "arm32-cmsis_nn-os"}
 # Output pixels a convolution's inner kernel computes per pass over the weights
 # (CMSIS-NN's arm_nn_mat_mult kernels: two columns with DSP, four rows with MVE);
 # a depthwise kernel reads its weights again for every output pixel.
@@ -35,25 +37,29 @@ def _table() -> dict:
     return json.loads(text)
 
 
-def has_counts(level: str) -> bool:
-    """Whether the table measures CMSIS-NN built for ``level`` ("dsp", "mve")."""
-    return BUILDS.get(level, "") in _table()["builds"]
+def build_name(level: str, compiled_for: str = "speed") -> str | None:
+    """The TFLM build whose counts stand for ``level`` compiled for ``compiled_for``
+    (None: the table has none)."""
+    name = (SIZE_BUILDS if compiled_for == "size" else BUILDS).get(level)
+    return name if name in _table()["builds"] else None
 
 
-def build_name(level: str) -> str:
-    """The TFLM build whose counts stand for ``level``."""
-    return BUILDS[level]
-
-
-def op_counts(model: Model, level: str) -> list[dict[str, float]]:
+def op_counts(
+    model: Model, level: str, compiled_for: str = "speed"
+) -> list[dict[str, float] | None]:
     """Every operator's instructions by class (``level``'s build), in the order of
-    ``cost.roofline.operator_work``: subgraph by subgraph, in execution order."""
-    paths = _table()["builds"][BUILDS[level]]["paths"]
+    ``cost.roofline.operator_work``: subgraph by subgraph, in execution order; None
+    for an operator whose path the table does not measure (a custom operator such
+    as arenaplan's cascade, an activation): the target's compute rates time it."""
+    paths = _table()["builds"][build_name(level, compiled_for)]["paths"]
     out = []
     for sg in model.subgraphs:
         for op in sg.operators:
             call = kernel_call(sg, op, level)
-            row = paths.get(call.path) or paths["move"]
+            row = paths.get(call.path)
+            if row is None:
+                out.append(None)
+                continue
             x = call.vector()
             counts = {
                 c: sum(a * b for a, b in zip(coef, x, strict=True))
@@ -74,10 +80,3 @@ def _passes(path: str, pixels: int, level: str) -> float:
     if path.startswith("dw"):
         return max(pixels, 1)
     return 1.0
-
-
-def path_fit(level: str) -> dict[str, tuple[int, float]]:
-    """Per path of ``level``'s table: the cases it was fitted on and the fit's worst
-    relative error of the total."""
-    paths = _table()["builds"][BUILDS[level]]["paths"]
-    return {p: (v["cases"], v["worst"]) for p, v in paths.items()}

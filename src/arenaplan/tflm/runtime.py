@@ -35,7 +35,7 @@ from arenaplan.tflm import cascade_steps, firmware, planner_cpp, refusals, scrat
 from arenaplan.tflm.alias_candidates import alias_candidates
 from arenaplan.tflm.cmsis_nn.buffer_sizes import PIXEL_GROUP
 from arenaplan.tflm.cmsis_nn.cascade import chain_work_bytes, windowed
-from arenaplan.tflm.kernel_counts import BUILDS, op_counts
+from arenaplan.tflm.kernel_counts import build_name, op_counts
 from arenaplan.tflm.kernel_sets import KERNEL_WORDS, KERNELS, REFERENCE, cmsis_features
 from arenaplan.tflm.lifetimes import compute_lifetimes
 from arenaplan.tflm.offline_plan import with_offline_plan
@@ -226,10 +226,15 @@ class Tflm(Runtime):
     def measure_traffic(self, path: Path, build: str) -> dict:
         return traffic_measure.measure_traffic(path, build)
 
-    def kernel_counts(self, model: Model, kernels: KernelSet) -> list[dict[str, float]] | None:
-        if kernels.library != "cmsis_nn" or kernels.level not in BUILDS:
+    def counts_measured(self, kernels: KernelSet, compiled_for: str) -> bool:
+        return kernels.library == "cmsis_nn" and build_name(kernels.level, compiled_for) is not None
+
+    def kernel_counts(
+        self, model: Model, kernels: KernelSet, compiled_for: str = "speed"
+    ) -> list[dict[str, float] | None] | None:
+        if not self.counts_measured(kernels, compiled_for):
             return None
-        return op_counts(model, kernels.level)
+        return op_counts(model, kernels.level, compiled_for)
 
     def cascade(self, kernels: KernelSet) -> CascadeKernel:
         return _cascade(kernels)

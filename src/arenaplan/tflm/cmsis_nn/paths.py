@@ -82,6 +82,8 @@ def kernel_call(sg: Subgraph, op: Operator, features: str) -> KernelCall:
     t = sg.tensors
     outs = sum(t[o].elements for o in op.outputs if o >= 0)
     first = t[op.inputs[0]].elements if op.inputs and op.inputs[0] >= 0 else 0
+    if op.is_custom:
+        return KernelCall("custom", 1, 0, outs, 0, first)
     kind = "" if _int8(sg, op) else "_other"
     if op.opcode in ("CONV_2D", "DEPTHWISE_CONV_2D") and len(op.inputs) > 1:
         x, f, y = _dims(sg, op.inputs[0]), _dims(sg, op.inputs[1]), _dims(sg, op.outputs[0])
