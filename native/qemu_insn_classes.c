@@ -1,6 +1,7 @@
 /* qemu_insn_classes: a QEMU TCG plugin that counts the guest instructions a Thumb
- * program executes by class, for arenaplan.tflm.kernel_counts (the per-kernel
- * instruction tables of the Cortex-M time model).
+ * program executes, in all and by class, for arenaplan.tflm.verify.instructions (one
+ * invoke's instructions on the ARM builds; the per-kernel instruction tables of the
+ * Cortex-M time model, scripts/gen_kernel_counts.py).
  *
  * Each instruction is classed once, when its block is translated, from its encoding
  * (ARMv7-M / ARMv8.1-M Thumb; capstone is not used: Debian's knows no MVE):

@@ -313,7 +313,7 @@ def measure(kernels: str) -> dict[str, object]:
     products: list[tuple[int, int]] = []
     rows = list(equations(kernels, variant, products))
     theta, report = fit(rows)
-    counter = "QEMU plugin native/qemu_insn_count.c" if VARIANTS[variant].arm32 else "callgrind"
+    counter = "QEMU plugin native/qemu_insn_classes.c" if VARIANTS[variant].arm32 else "callgrind"
     return {"variant": variant, "compiler": _compiler(variant), "counter": counter,
             "fit": report, "mac_instructions": mac_instructions(products),
             "coefficients": theta}  # fmt: skip

@@ -8,7 +8,7 @@ inputs in a build of ``verify.native``:
   ``invoke_functions`` gives the same count split by the function that executed each
   instruction (exclusive counts, callgrind_annotate's), to see where they go;
 - an ARM build (Cortex-M4 under qemu-arm, Cortex-M55 on qemu-system-arm's board)
-  runs under QEMU with the project's plugin (``native/qemu_insn_count.c``, compiled
+  runs under QEMU with the project's plugin (``native/qemu_insn_classes.c``, compiled
   here once per source into the build root), which counts every guest instruction
   of the program: one invoke is the count with two trials less the count with one
   (the same program, model and first trial; every trial runs the same code).
@@ -47,9 +47,8 @@ _COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")
 # a line of callgrind_annotate's table: "  1,234 (12.3%)  file:function [object]"
 _FUNCTION = re.compile(r"^\s*([\d,]+)\s+(?:\([\d.]+%\)\s+)?(\S.*?)(?:\s+\[.*\])?$")
 OUT_FILE = "cg.out"  # callgrind's output, in the run's folder
-PLUGIN_SOURCE = Path(__file__).resolve().parents[4] / "native" / "qemu_insn_count.c"
-# the plugin that counts instructions by class (``native/qemu_insn_classes.c``)
-CLASSES_SOURCE = PLUGIN_SOURCE.with_name("qemu_insn_classes.c")
+# the plugin that counts instructions, in all and by class
+PLUGIN_SOURCE = Path(__file__).resolve().parents[4] / "native" / "qemu_insn_classes.c"
 _INSNS = re.compile(r"^insns (\d+)$", re.MULTILINE)
 _CLASS = re.compile(r"^([a-z_]+) (\d+)$", re.MULTILINE)
 
@@ -186,8 +185,8 @@ def _qemu(model: bytes, trials: list[list[np.ndarray]], variant: str) -> int:
 
 
 def _qemu_classes(model: bytes, trials: list[list[np.ndarray]], variant: str) -> dict[str, int]:
-    """Guest instructions of the whole run by class (``CLASSES_SOURCE``)."""
-    return {k: int(v) for k, v in _qemu_run(model, trials, variant, CLASSES_SOURCE, _CLASS)}
+    """Guest instructions of the whole run by class."""
+    return {k: int(v) for k, v in _qemu_run(model, trials, variant, PLUGIN_SOURCE, _CLASS)}
 
 
 def _qemu_run(
