@@ -58,6 +58,7 @@ _M4 = {
 _DUAL = {
     "alu": 0.5, "mul": 1, "div": 7, "load": 0.5, "load_next": 0.5, "store": 0.5,
     "multi": 0.5, "multi_regs": 0.5, "branch": 0.5, "taken": 0.5, "lob": 0.5,
+    "vload": 1, "vop": 1,  # FP on the M7 (a core with MVE times these by its beats)
 }  # fmt: skip
 
 # Cortex-M55 (LLVM's ARMScheduleM55.td: single issue, no branch predictor): the

@@ -2,10 +2,12 @@
 follows (``tflm.kernel_counts`` fits each path's counts on them).
 
 A path is the kernel function TFLM's CMSIS-NN wrapper calls for the operator
-(``arm_convolve_wrapper_s8``'s 1x1, 1xN and im2col branches; the depthwise
-wrapper's 3x3, optimised and generic ones; the fully connected, pooling,
-element-wise and softmax kernels); operators CMSIS-NN leaves to TFLM's reference
-kernels share one path per opcode family.
+(``arm_convolve_wrapper_s8``'s 1x1 branch, at stride 1 and strided, and the rest,
+1xN counted with im2col; the depthwise wrapper's 3x3, optimised and generic ones;
+the fully connected, pooling, element-wise and softmax kernels); operators CMSIS-NN
+leaves to TFLM's reference kernels share one path per opcode family. Sources: the
+kernels tensorflow/lite/micro/kernels/cmsis_nn/conv.cc and
+tensorflow/lite/micro/kernels/cmsis_nn/depthwise_conv.cc choose between.
 
 Features of an operator, all counts of elements (int8: bytes):
 
