@@ -260,26 +260,18 @@ def per_memory(
 ) -> dict[str, Reach]:
     """What the operator's accesses cost in each memory, after its cache."""
     out: dict[str, Reach] = defaultdict(lambda: Reach(0, 0, 0))
-    for name, a in _by_memory(op, where, persistent, target):
+    for name, a, _ in _by_memory_keys(op, where, persistent, target):
         out[name] += reaching(a, target.memory(name))
     return dict(out)
-
-
-def _by_memory(
-    op: OpAccesses, where: Mapping[AccessKey, str], persistent: str, target: Target
-) -> Iterable[tuple[str, Access]]:
-    """Each access of the operator with the memory it reaches. Kernel scratch lives
-    where ``where[SCRATCH]`` says (default: the fastest memory), flatbuffer bytes
-    with the weights; a tensor in a memory that is not memory-mapped is read from
-    its copy in the fastest (``copy_cycles``)."""
-    for name, a, _ in _by_memory_keys(op, where, persistent, target):
-        yield name, a
 
 
 def _by_memory_keys(
     op: OpAccesses, where: Mapping[AccessKey, str], persistent: str, target: Target
 ) -> Iterable[tuple[str, Access, AccessKey]]:
-    """``_by_memory`` with each access's key."""
+    """Each access of the operator with the memory it reaches and its key. Kernel
+    scratch lives where ``where[SCRATCH]`` says (default: the fastest memory),
+    flatbuffer bytes with the weights; a tensor in a memory that is not
+    memory-mapped is read from its copy in the fastest (``copy_cycles``)."""
     fast = target.fastest().name
     scratch = where.get(SCRATCH, fast)
     others = {PERSISTENT: persistent, SCRATCH: scratch, MODEL: target.weights_memory().name}
