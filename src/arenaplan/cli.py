@@ -131,12 +131,14 @@ def _inputs(args: argparse.Namespace) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    whole_process = argv is None  # the program itself, not a call from Python
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(named_command(argv))
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version, or a usage error already printed
         return int(exc.code or 0) if not isinstance(exc.code, str) else EXIT_USAGE
+    args.whole_process = whole_process  # time limits then count from the process's start
     from rich.console import Console  # after parsing: --help and usage errors need none
 
     console = Console(highlight=False)

@@ -163,12 +163,28 @@ def test_solve_at_a_vanishing_time_limit_answers_with_the_first_packing(tmp_path
     assert offsets[-1] == 0 and min(offsets[:-1]) >= 64  # the free ones swept above the pinned one
 
 
-def test_the_time_kept_back_grows_with_the_buffers_and_the_writing() -> None:
-    """4 us a buffer for the check, the print and the exit; 1 us more to write a
-    solution file (a million buffers: 4 s and 5 s of a limit, not 8 s)."""
-    kept = []
-    for writing in (False, True):
-        d = Deadline.after(10.0)
-        d.keep_back(1_000_000, writing=writing)
-        kept.append(d.reserve)
-    assert kept == pytest.approx([4.0, 5.0])
+def test_the_time_kept_back_is_the_measured_work_over_the_measured_share() -> None:
+    """The reserve is the CPU seconds the caller measured for the work after the
+    deadline, over the share of a CPU this process has had: a process that
+    waited (here: slept) keeps back more than one that ran."""
+    import time
+
+    from arenaplan.allocation import deadline as dl
+
+    assert Deadline.after(10.0).reserve == 0.0  # nothing measured yet
+    ran, waited = Deadline.after(10.0), Deadline.after(10.0)
+    for d in (ran, waited):
+        d.expect("check", 0.1)
+        d.expect("write", 0.1)
+    end = time.monotonic() + 2 * dl.SETTLED
+    while time.monotonic() < end:
+        pass  # on CPU
+    time.sleep(2 * dl.SETTLED)  # both have waited this long, ``ran`` ran as long before
+    waited.cpu_at_start = time.process_time()  # it had no CPU at all
+    assert waited.share() == dl.MIN_SHARE and 0 < ran.share() <= 1
+    assert waited.reserve == pytest.approx(0.2 / dl.MIN_SHARE + dl.SLACK)
+    assert ran.reserve == pytest.approx(0.2 / ran.share() + dl.SLACK, rel=0.05)
+    assert waited.reserve > ran.reserve
+    before = waited.left()
+    waited.expect("check", 0.0)  # a measure replaces the last one of the same work
+    assert waited.left() > before

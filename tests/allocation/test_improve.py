@@ -88,10 +88,15 @@ def test_minimize_searches_locally_where_the_exact_search_cannot(monkeypatch) ->
 
 def test_capacities_tried_are_multiples_of_the_sizes_gcd() -> None:
     from arenaplan.allocation.minimize import _next_try, _State, _unit
+    from arenaplan.allocation.packing import Columns
 
-    assert _unit(Problem.of([Buffer("a", 0, 1, 3072), Buffer("b", 1, 2, 1024)])) == 1024
-    assert _unit(Problem.of([Buffer("a", 0, 1, 48, 16), Buffer("b", 1, 2, 32, 16)])) == 16
-    assert _unit(Problem.of([Buffer("a", 0, 1, 48, 32), Buffer("b", 1, 2, 32)])) == 1
+    def unit(*buffers: Buffer) -> int:
+        return _unit(Columns.of(Problem.of(buffers)))
+
+    assert unit(Buffer("a", 0, 1, 3072), Buffer("b", 1, 2, 1024)) == 1024
+    assert unit(Buffer("a", 0, 1, 48, 16), Buffer("b", 1, 2, 32, 16)) == 16
+    assert unit(Buffer("a", 0, 1, 48, 32), Buffer("b", 1, 2, 32)) == 1
+    assert unit(Buffer("a", 0, 1, 64, 16, offset=48), Buffer("b", 1, 2, 64, 16)) == 16
     state = _State(lo=986_112, ub=1_025_024, offsets=[], how="", unit=1024)
     first, _ = _next_try(state, None)
     assert first == 986_112

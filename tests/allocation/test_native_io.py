@@ -187,6 +187,28 @@ def test_the_native_check_agrees_with_the_python_sentences(case) -> None:
         assert _check.surely_valid(problem.buffers, offsets, cap) == (verdict == [])
 
 
+@st.composite
+def wide_solutions(draw) -> tuple[Problem, list[int]]:
+    """Hundreds of buffers (the bitmap's summary levels in play), steps from -3,
+    offsets near one another: valid and invalid both common."""
+    seed, n = draw(st.integers(0, 2**32)), draw(st.integers(60, 400))
+    rng = random.Random(seed)
+    buffers, offsets = [], []
+    for i in range(n):
+        first = rng.randrange(-3, 40)
+        buffers.append(Buffer(f"b{i}", first, first + rng.randrange(4), rng.randrange(1, 24)))
+        offsets.append(rng.randrange(0, 64 * n, 16))
+    return Problem.of(buffers), offsets
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(wide_solutions())
+def test_the_native_check_agrees_on_hundreds_of_buffers(case) -> None:
+    problem, offsets = case
+    verdict = _python_verdict(problem, offsets)
+    assert _check.surely_valid(problem.buffers, offsets, -1) == (verdict == [])
+
+
 def test_the_native_check_passes_200k_buffers_and_finds_one_moved_buffer() -> None:
     rng = random.Random(5)
     n = 200_000

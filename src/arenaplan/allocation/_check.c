@@ -8,8 +8,9 @@
  * non-zero size may share a byte while both are live (inclusive steps,
  * half-open bytes), by a sweep over first steps: the live buffers are disjoint
  * while the sweep goes on, so a newcomer can only meet its two neighbours by
- * offset. They are found by rank of offset in a Fenwick tree of counts, and
- * the live ones leave through a min-heap by last step: O(n log n) in all.
+ * offset. They are found by rank of offset in a bitmap of the live ranks with
+ * summary levels, and the live ones leave in order of last step: three radix
+ * sorts and O(n) word operations in all.
  *
  *   bytes ^        +-------+ <- the live neighbour above must start >= hi
  *         |  [lo, hi) new  |
@@ -23,126 +24,148 @@
 #include <Python.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct {
-  int64_t key; /* offset (bytes) or first step */
-  int32_t idx; /* index among the non-empty buffers */
+  uint64_t key; /* offset (bytes) or step, its sign bit flipped: unsigned order */
+  int32_t idx;  /* index among the non-empty buffers */
 } Keyed;
 
-static int by_key(const void *a, const void *b) {
-  const Keyed *x = a, *y = b;
-  if (x->key != y->key) return x->key < y->key ? -1 : 1;
-  return (x->idx > y->idx) - (x->idx < y->idx);
-}
-
-/* Fenwick tree over ranks 1..m: how many live buffers have rank <= r. */
-static void fen_add(int32_t *fen, int32_t m, int32_t r, int32_t d) {
-  for (; r <= m; r += r & -r) fen[r] += d;
-}
-
-static int32_t fen_prefix(const int32_t *fen, int32_t r) {
-  int32_t s = 0;
-  for (; r > 0; r -= r & -r) s += fen[r];
-  return s;
-}
-
-/* The rank of the k-th live buffer by offset (1 <= k <= live count). */
-static int32_t fen_kth(const int32_t *fen, int32_t m, int32_t k) {
-  int32_t pos = 0, step = 1;
-  while (step * 2 <= m) step *= 2;
-  for (; step > 0; step /= 2)
-    if (pos + step <= m && fen[pos + step] < k) {
-      pos += step;
-      k -= fen[pos];
+/* Sort a[0..m) by key, stably (ties keep their order), through tmp: least
+ * significant digit first, 16 bits a pass, a pass skipped when every key has
+ * the same digit. 0, or -1 out of memory. */
+static int radix_sort(Keyed *a, Keyed *tmp, int32_t m) {
+  size_t *count = malloc(65536 * sizeof(size_t));
+  if (!count) return -1;
+  Keyed *src = a, *dst = tmp;
+  for (int shift = 0; shift < 64; shift += 16) {
+    memset(count, 0, 65536 * sizeof(size_t));
+    for (int32_t i = 0; i < m; i++) count[(src[i].key >> shift) & 0xffff]++;
+    if (m == 0 || count[(src[0].key >> shift) & 0xffff] == (size_t)m) continue;
+    size_t at = 0;
+    for (int d = 0; d < 65536; d++) {
+      size_t c = count[d];
+      count[d] = at;
+      at += c;
     }
-  return pos + 1;
-}
-
-/* A min-heap of (last step, rank) for the live buffers. */
-typedef struct {
-  int64_t *last;
-  int32_t *rank, n;
-} Heap;
-
-static void push(Heap *h, int64_t last, int32_t rank) {
-  int32_t i = h->n++;
-  for (; i > 0 && h->last[(i - 1) / 2] > last; i = (i - 1) / 2) {
-    h->last[i] = h->last[(i - 1) / 2];
-    h->rank[i] = h->rank[(i - 1) / 2];
+    for (int32_t i = 0; i < m; i++) dst[count[(src[i].key >> shift) & 0xffff]++] = src[i];
+    Keyed *t = src;
+    src = dst, dst = t;
   }
-  h->last[i] = last;
-  h->rank[i] = rank;
+  if (src != a) memcpy(a, src, (size_t)m * sizeof(Keyed));
+  free(count);
+  return 0;
 }
 
-static int32_t pop(Heap *h) {
-  int32_t top = h->rank[0], i = 0;
-  int64_t last = h->last[--h->n];
-  int32_t rank = h->rank[h->n];
-  for (;;) {
-    int32_t c = 2 * i + 1;
-    if (c >= h->n) break;
-    if (c + 1 < h->n && h->last[c + 1] < h->last[c]) c++;
-    if (h->last[c] >= last) break;
-    h->last[i] = h->last[c];
-    h->rank[i] = h->rank[c];
-    i = c;
-  }
-  h->last[i] = last;
-  h->rank[i] = rank;
-  return top;
+/* The order of the m values, ascending (ties by index), in out. 0, or -1. */
+static int order_of(const int64_t *v, int32_t m, int32_t *out, Keyed *a, Keyed *tmp) {
+  for (int32_t k = 0; k < m; k++) a[k] = (Keyed){(uint64_t)v[k] ^ ((uint64_t)1 << 63), k};
+  if (radix_sort(a, tmp, m) < 0) return -1;
+  for (int32_t k = 0; k < m; k++) out[k] = a[k].idx;
+  return 0;
 }
 
-/* A buffer in the sweep's order, with what the sweep reads of it. */
+/* A set of ranks 0..n as bits, with a summary level above each level (bit i of
+ * level l + 1 set when word i of level l is not zero): its members below and
+ * above a rank are found in a few word operations. */
+#define MAX_LEVELS 7
 typedef struct {
-  int64_t first, last;
-  int32_t rank; /* its place by offset, 1-based */
-} Step;
+  uint64_t *w[MAX_LEVELS];
+  int levels;
+} Bits;
+
+static int bits_make(Bits *b, int64_t n) {
+  b->levels = 0;
+  for (int64_t words = n / 64 + 1;; words = words / 64 + 1) {
+    if (b->levels == MAX_LEVELS) return -1;
+    b->w[b->levels] = calloc((size_t)words, sizeof(uint64_t));
+    if (!b->w[b->levels++]) return -1;
+    if (words == 1) return 0;
+  }
+}
+
+static void bits_free(Bits *b) {
+  for (int l = 0; l < b->levels; l++) free(b->w[l]);
+}
+
+static void bits_set(Bits *b, int64_t x) {
+  for (int l = 0; l < b->levels; l++, x >>= 6) {
+    uint64_t *word = &b->w[l][x >> 6], was = *word;
+    *word |= (uint64_t)1 << (x & 63);
+    if (was) return; /* the levels above know this word already */
+  }
+}
+
+static void bits_clear(Bits *b, int64_t x) {
+  for (int l = 0; l < b->levels; l++, x >>= 6) {
+    uint64_t *word = &b->w[l][x >> 6];
+    *word &= ~((uint64_t)1 << (x & 63));
+    if (*word) return; /* still not empty: the levels above stay */
+  }
+}
+
+/* The largest member below x, or -1. */
+static int64_t bits_below(const Bits *b, int64_t x) {
+  for (int l = 0; l < b->levels; l++, x >>= 6) {
+    uint64_t below = b->w[l][x >> 6] & (((uint64_t)1 << (x & 63)) - 1);
+    if (!below) continue;
+    int64_t pos = (x & ~(int64_t)63) + 63 - __builtin_clzll(below);
+    for (int d = l - 1; d >= 0; d--) pos = pos * 64 + 63 - __builtin_clzll(b->w[d][pos]);
+    return pos;
+  }
+  return -1;
+}
+
+/* The smallest member above x, or -1. */
+static int64_t bits_above(const Bits *b, int64_t x) {
+  for (int l = 0; l < b->levels; l++, x >>= 6) {
+    int sh = (int)(x & 63);
+    uint64_t above = sh == 63 ? 0 : b->w[l][x >> 6] & ~((((uint64_t)1) << (sh + 1)) - 1);
+    if (!above) continue;
+    int64_t pos = (x & ~(int64_t)63) + __builtin_ctzll(above);
+    for (int d = l - 1; d >= 0; d--) pos = pos * 64 + __builtin_ctzll(b->w[d][pos]);
+    return pos;
+  }
+  return -1;
+}
 
 /* 0 when no two of the m rectangles [first, last] x [lo, hi) overlap, 1 when
- * two do, -1 out of memory. The sweep reads its buffers in order (Step) and
- * the live neighbours' bytes by rank (lo_at, hi_at): no scattered reads but
- * the tree's. */
+ * two do, -1 out of memory. Buffers enter in order of first step and leave in
+ * order of last step (a buffer ending before another's first step entered
+ * before it); the live ones are a set of ranks by offset, so a newcomer's
+ * neighbours below and above are the members next to its rank. */
 static int overlapping(int32_t m, const int64_t *first, const int64_t *last, const int64_t *lo,
                        const int64_t *hi) {
   size_t n = (size_t)(m ? m : 1);
-  Keyed *by_lo = malloc(n * sizeof(Keyed)), *by_first = malloc(n * sizeof(Keyed));
-  int32_t *rank = malloc(n * sizeof(int32_t)), *fen = calloc(n + 1, sizeof(int32_t));
-  int64_t *lo_at = malloc((n + 1) * sizeof(int64_t)), *hi_at = malloc((n + 1) * sizeof(int64_t));
-  Step *steps = malloc(n * sizeof(Step));
-  Heap h = {malloc(n * sizeof(int64_t)), malloc(n * sizeof(int32_t)), 0};
+  Keyed *a = malloc(n * sizeof(Keyed)), *tmp = malloc(n * sizeof(Keyed));
+  int32_t *by_lo = malloc(n * sizeof(int32_t)), *by_first = malloc(n * sizeof(int32_t));
+  int32_t *by_last = malloc(n * sizeof(int32_t)), *rank = malloc(n * sizeof(int32_t));
+  int64_t *lo_at = malloc(n * sizeof(int64_t)), *hi_at = malloc(n * sizeof(int64_t));
+  Bits live = {{NULL}, 0};
   int found = -1;
-  if (!by_lo || !by_first || !rank || !fen || !lo_at || !hi_at || !steps || !h.last || !h.rank)
+  if (!a || !tmp || !by_lo || !by_first || !by_last || !rank || !lo_at || !hi_at ||
+      bits_make(&live, (int64_t)n) < 0 || order_of(lo, m, by_lo, a, tmp) < 0 ||
+      order_of(first, m, by_first, a, tmp) < 0 || order_of(last, m, by_last, a, tmp) < 0)
     goto done;
-  for (int32_t k = 0; k < m; k++) {
-    by_lo[k] = (Keyed){lo[k], k};
-    by_first[k] = (Keyed){first[k], k};
-  }
-  qsort(by_lo, n, sizeof(Keyed), by_key);
-  qsort(by_first, n, sizeof(Keyed), by_key);
   for (int32_t r = 0; r < m; r++) {
-    int32_t k = by_lo[r].idx;
-    rank[k] = r + 1;
-    lo_at[r + 1] = lo[k];
-    hi_at[r + 1] = hi[k];
-  }
-  for (int32_t q = 0; q < m; q++) {
-    int32_t k = by_first[q].idx;
-    steps[q] = (Step){first[k], last[k], rank[k]};
+    int32_t k = by_lo[r];
+    rank[k] = r;
+    lo_at[r] = lo[k];
+    hi_at[r] = hi[k];
   }
   found = 0;
-  for (int32_t q = 0; q < m && !found; q++) {
-    const Step *s = &steps[q];
-    int32_t r = s->rank;
-    while (h.n > 0 && h.last[0] < s->first) fen_add(fen, m, pop(&h), -1);
-    int32_t below = fen_prefix(fen, r - 1);
-    if (below > 0 && hi_at[fen_kth(fen, m, below)] > lo_at[r]) found = 1;
-    if (below < h.n && lo_at[fen_kth(fen, m, below + 1)] < hi_at[r]) found = 1;
-    fen_add(fen, m, r, 1);
-    push(&h, s->last, r);
+  for (int32_t q = 0, j = 0; q < m && !found; q++) {
+    int32_t k = by_first[q], r = rank[k];
+    for (; j < m && last[by_last[j]] < first[k]; j++) bits_clear(&live, rank[by_last[j]]);
+    int64_t below = bits_below(&live, r), above = bits_above(&live, r);
+    if (below >= 0 && hi_at[below] > lo_at[r]) found = 1;
+    if (above >= 0 && lo_at[above] < hi_at[r]) found = 1;
+    bits_set(&live, r);
   }
 done:
-  free(by_lo), free(by_first), free(rank), free(fen), free(lo_at), free(hi_at), free(steps);
-  free(h.last), free(h.rank);
+  free(a), free(tmp), free(by_lo), free(by_first), free(by_last), free(rank);
+  free(lo_at), free(hi_at);
+  bits_free(&live);
   return found;
 }
 

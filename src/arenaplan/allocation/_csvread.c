@@ -10,7 +10,8 @@
  * judged here: the row's number and byte range go back to Python, whose reader
  * names the error (or, if it takes the row, reads the whole file itself).
  * A file it cannot split safely (a quote, a lone \r, a NUL or control byte, a
- * byte >= 0x80) goes back whole. Duplicate ids are checked by the caller.
+ * byte >= 0x80) goes back whole. It says whether the ids are all different
+ * (a hash set of their bytes); when they are not, the caller names the row.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -87,7 +88,40 @@ static int plain(const char *t, Py_ssize_t n) {
 
 typedef struct {
   int64_t *first, *last, *size, *align, *fixed; /* columns, bytes / inclusive steps */
+  const char **id;                               /* each row's id, trimmed: id[k]..id_end[k] */
+  const char **id_end;
 } Columns;
+
+static uint64_t hash_bytes(const char *p, const char *e) { /* FNV-1a, 64 bits */
+  uint64_t h = 1469598103934665603ull;
+  for (; p < e; p++) h = (h ^ (uint8_t)*p) * 1099511628211ull;
+  return h;
+}
+
+/* 1 when the n ids are all different, 0 when two are equal, -1 out of memory
+ * (an open-addressing set of row numbers, at most half full). */
+static int ids_unique(const Columns *c, Py_ssize_t n) {
+  size_t slots = 2;
+  while (slots < 2 * (size_t)n) slots *= 2;
+  int64_t *set = malloc(slots * sizeof(int64_t));
+  if (!set) return -1;
+  memset(set, 0xff, slots * sizeof(int64_t)); /* -1: empty */
+  int unique = 1;
+  for (Py_ssize_t k = 0; k < n && unique; k++) {
+    size_t len = (size_t)(c->id_end[k] - c->id[k]);
+    size_t at = (size_t)hash_bytes(c->id[k], c->id_end[k]) & (slots - 1);
+    for (; set[at] >= 0; at = (at + 1) & (slots - 1)) {
+      int64_t j = set[at];
+      if ((size_t)(c->id_end[j] - c->id[j]) == len && !memcmp(c->id[j], c->id[k], len)) {
+        unique = 0;
+        break;
+      }
+    }
+    set[at] = k;
+  }
+  free(set);
+  return unique;
+}
 
 /* One data row [p, e) into the columns at k and a Buffer; 0 ok, -1 a bad row,
  * -2 a Python error. col[c]: the field index of each column (-1: absent). */
@@ -127,6 +161,8 @@ static int parse_row(const char *p, const char *e, const int *col, int width, Py
   }
   if (align < 1 || (align & (align - 1))) return -1;
   if (has_fixed && (fixed < 0 || fixed % align)) return -1;
+  c->id[k] = ip;
+  c->id_end[k] = ie;
   c->first[k] = lower;
   c->last[k] = upper - 1;
   c->size[k] = size;
@@ -152,9 +188,15 @@ static int parse_row(const char *p, const char *e, const int *col, int width, Py
 
 static PyObject *columns_result(Columns *c, Py_ssize_t n, PyObject *buffers) {
   Py_ssize_t bytes = n * (Py_ssize_t)sizeof(int64_t);
-  return Py_BuildValue("(iNy#y#y#y#y#)", READ_OK, buffers, (const char *)c->first, bytes,
+  int unique = ids_unique(c, n);
+  if (unique < 0) {
+    Py_DECREF(buffers);
+    return PyErr_NoMemory();
+  }
+  return Py_BuildValue("(iNy#y#y#y#y#O)", READ_OK, buffers, (const char *)c->first, bytes,
                        (const char *)c->last, bytes, (const char *)c->size, bytes,
-                       (const char *)c->align, bytes, (const char *)c->fixed, bytes);
+                       (const char *)c->align, bytes, (const char *)c->fixed, bytes,
+                       unique ? Py_True : Py_False);
 }
 
 static PyObject *py_read_rows(PyObject *self, PyObject *args) {
@@ -177,9 +219,11 @@ static PyObject *py_read_rows(PyObject *self, PyObject *args) {
   size_t cap = (size_t)(rows ? rows : 1) * sizeof(int64_t);
   c.first = malloc(cap), c.last = malloc(cap), c.size = malloc(cap), c.align = malloc(cap);
   c.fixed = malloc(cap);
+  size_t spans = (size_t)(rows ? rows : 1) * sizeof(const char *);
+  c.id = malloc(spans), c.id_end = malloc(spans);
   PyObject *buffers = PyList_New(0), *result = NULL;
   int gc_was_on = 0;
-  if (!c.first || !c.last || !c.size || !c.align || !c.fixed || !buffers) {
+  if (!c.first || !c.last || !c.size || !c.align || !c.fixed || !c.id || !c.id_end || !buffers) {
     PyErr_NoMemory();
     goto done;
   }
@@ -215,6 +259,7 @@ done:
   if (gc_was_on) PyGC_Enable();
   Py_XDECREF(buffers);
   free(c.first), free(c.last), free(c.size), free(c.align), free(c.fixed);
+  free((void *)c.id), free((void *)c.id_end);
   return result;
 }
 
@@ -222,8 +267,8 @@ PyDoc_STRVAR(read_doc,
              "read_rows(text, start, columns, width, buffer_type) -> result\n"
              "The data rows of text[start:] (UTF-8 bytes). columns: the field index of id,\n"
              "lower, upper, size, alignment, offset (-1: absent); width: fields a row.\n"
-             "(0, buffers, first, last, size, align, fixed) with int64 columns as bytes\n"
-             "(fixed -1 when free); (1, row, begin, end) for the first row this reader does\n"
+             "(0, buffers, first, last, size, align, fixed, ids_unique) with int64 columns\n"
+             "as bytes (fixed -1 when free); (1, row, begin, end) for the first row this reader does\n"
              "not take (numbered as in messages, its byte range); (2,) for a file it does\n"
              "not read.");
 

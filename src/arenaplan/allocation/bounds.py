@@ -22,28 +22,31 @@ def live_bytes_bound(problem: Problem) -> int:
 
 def peak_load(problem: Problem) -> tuple[int, int]:
     """(bytes, step): the largest sum of sizes live at one step, and the first step
-    where it is reached ((0, 0) without buffers). A sweep over interval ends: at
-    one step, frees (of buffers whose last step was the one before) come before
-    allocations."""
-    bufs = problem.buffers
-    n = len(bufs)
-    if n == 0:
+    where it is reached ((0, 0) without buffers). The steps between consecutive
+    interval ends (``Columns``' sections) each have one set of live buffers: the
+    load of a section is the sum of the sizes starting at or before it less those
+    ended before it (O(n), no sort beyond the sections')."""
+    if not problem.buffers:
         return 0, 0
     cols = Columns.of(problem)  # built once per problem, shared with the packers
-    first, last, size = cols.first, cols.last, cols.size
-    steps = np.concatenate((first, last + 1))
-    delta = np.concatenate((size, -size))
-    order = np.lexsort((delta, steps))
-    live = np.cumsum(delta[order])
-    worst = int(np.argmax(live))
-    if live[worst] <= 0:
+    change = np.zeros(cols.n_sections + 1, dtype=np.int64)  # bytes, < 2**62 in all
+    np.add.at(change, cols.sec_lo, cols.size)
+    np.add.at(change, cols.sec_hi, -cols.size)
+    live = np.cumsum(change[:-1])
+    if not len(live) or live.max() <= 0:
         return 0, 0
-    return int(live[worst]), int(steps[order][worst])
+    worst = int(np.argmax(live))
+    start = np.empty(cols.n_sections + 1, dtype=np.int64)  # each section's first step
+    start[cols.sec_lo] = cols.first
+    start[cols.sec_hi] = cols.last + 1
+    return int(live[worst]), int(start[worst])
 
 
 def fixed_bound(problem: Problem) -> int:
     """No solution is lower than the top of a fixed-offset buffer."""
-    return max((b.offset + b.size for b in problem.buffers if b.offset is not None), default=0)
+    cols = Columns.of(problem)
+    fixed = cols.fixed >= 0
+    return int((cols.fixed + cols.size)[fixed].max()) if fixed.any() else 0
 
 
 def lower_bound(problem: Problem) -> int:
@@ -57,7 +60,9 @@ def fixed_overlap(problem: Problem) -> str | None:
     A sweep over first steps keeps the fixed buffers live at the current step in
     a list sorted by offset. They are disjoint (else the sweep would have
     stopped), so a newcomer can only overlap its two neighbours in that list."""
-    fixed = [b for b in problem.buffers if b.offset is not None and b.size > 0]
+    cols = Columns.of(problem)
+    bufs = problem.buffers
+    fixed = [bufs[k] for k in np.flatnonzero((cols.fixed >= 0) & (cols.size > 0)).tolist()]
     fixed.sort(key=lambda b: (b.first, b.offset))
     live: list[tuple[int, int, int]] = []  # (offset, end, index in fixed), by offset
     ending: list[tuple[int, int]] = []  # heap of (last step, index in fixed)

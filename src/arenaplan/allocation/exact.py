@@ -168,7 +168,10 @@ class Prepared:
 def prepare(
     problem: Problem, params: SearchParams = SearchParams(), deadline: Deadline | None = None
 ) -> Prepared | None:
-    """The parts of ``problem`` (None when ``deadline`` passed while preparing)."""
+    """The parts of ``problem`` (None when ``deadline`` passed before or while
+    preparing: splitting a million buffers into parts is half a second)."""
+    if deadline is not None and deadline.expired("preparation"):
+        return None
     members = [i for i, b in enumerate(problem.buffers) if b.size > 0]
     groups = split_parts(problem, members) if params.split_parts else [members]
     parts, too_large = [], []

@@ -64,6 +64,7 @@ def best_greedy(
     capacity: int | None = None,
     deadline: Deadline | None = None,
     cols: Columns | None = None,
+    first: tuple[str, list[int] | None] | None = None,
 ) -> tuple[str, list[int]] | None:
     """The lowest packing over all orders, bottom-up; ties go to the earlier order.
 
@@ -72,13 +73,16 @@ def best_greedy(
     every problem gets it; it is the "start" order's packing when no buffer is
     fixed, else "sweep". The other orders are tried until ``deadline``: the
     best of those finished is returned (None only when none fits ``capacity``
-    or the time ran out before any other fitted)."""
+    or the time ran out before any other fitted). ``first``: (order name,
+    offsets or None) of the first packing when the caller has made it."""
     cols = cols if cols is not None else Columns.of(problem)
     found: dict[str, list[int]] = {}
-    first = "sweep" if (cols.fixed >= 0).any() else "start"
-    status, offsets = first_packing(cols, capacity)
-    if status == DONE and offsets is not None:
-        found[first] = offsets
+    if first is None:
+        name = "sweep" if (cols.fixed >= 0).any() else "start"
+        status, offsets = first_packing(cols, capacity)
+        first = (name, offsets) if status == DONE and offsets is not None else (name, None)
+    if first[1] is not None:
+        found[first[0]] = first[1]
     for name, order in COLUMN_ORDERS.items():
         phase = f"greedy:{name}"
         if name in found:
@@ -91,10 +95,10 @@ def best_greedy(
         elif deadline is not None and deadline.expired(phase):
             break
     best: tuple[int, str, list[int]] | None = None
-    sizes = cols.size.tolist()
-    for name in (first, *COLUMN_ORDERS):  # ties go to the earlier order
+    for name in (first[0], *COLUMN_ORDERS):  # ties go to the earlier order
         if name in found:
-            height = max((o + s for o, s in zip(found[name], sizes, strict=True)), default=0)
+            tops = np.asarray(found[name], dtype=np.int64) + cols.size  # bytes, < 2**63
+            height = int(tops.max()) if len(tops) else 0
             if best is None or height < best[0]:
                 best = (height, name, found[name])
     return None if best is None else (best[1], best[2])

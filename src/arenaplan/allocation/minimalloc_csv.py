@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import csv
 import io
+import time
 from collections.abc import Sequence
+from operator import attrgetter
 from pathlib import Path
 
 import numpy as np
@@ -122,9 +124,10 @@ def _parse_native(text: str, capacity: int | None) -> Problem | None:
         return None  # the C reader is stricter than Python on this row
     if got[0] != NATIVE_OK:
         return None
-    buffers = got[1]
-    first, last, size, align, fixed = (np.frombuffer(b, dtype=np.int64) for b in got[2:])
-    _check_ids(buffers)
+    buffers, unique = got[1], got[7]
+    first, last, size, align, fixed = (np.frombuffer(b, dtype=np.int64) for b in got[2:7])
+    if not unique:
+        _check_ids(buffers)
     _check_total_columns(size, align, fixed)
     problem = Problem(buffers, capacity)
     remember_columns(problem, first, last, size, align, fixed)
@@ -139,7 +142,7 @@ def _padded(row: list[str], width: int, line: int) -> list[str]:
 
 def _check_ids(buffers: tuple[Buffer, ...]) -> None:
     """Ids are unique; else the second of the first repeated pair is named (row k + 2)."""
-    if len({b.id for b in buffers}) == len(buffers):
+    if len(set(map(attrgetter("id"), buffers))) == len(buffers):
         return
     seen: set[str] = set()
     for k, b in enumerate(buffers):
@@ -204,6 +207,18 @@ def read_problem(
 def _needs_quotes(text: str) -> bool:
     """Would the csv module quote this field (a separator, quote or line end)?"""
     return "," in text or '"' in text or "\n" in text or "\r" in text
+
+
+def format_cost(problem: Problem, sample: int = 10_000) -> float:
+    """CPU seconds ``format_solution`` will take on ``problem``: timed on its first
+    ``sample`` rows (sizes standing in for the offsets), scaled to all of them."""
+    n = len(problem.buffers)
+    if n == 0:
+        return 0.0
+    head = problem.buffers[: min(sample, n)]
+    cpu = time.process_time()
+    format_solution(Problem(head), [b.size for b in head])
+    return (time.process_time() - cpu) * n / len(head)
 
 
 def format_solution(problem: Problem, offsets: Sequence[int]) -> str:

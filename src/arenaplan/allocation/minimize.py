@@ -16,10 +16,11 @@ search gets the rest of the time.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from arenaplan.allocation.bounds import check_fixed, lower_bound
 from arenaplan.allocation.deadline import Deadline
@@ -58,6 +59,7 @@ class _State:
     tries: list[Feasibility] = field(default_factory=list)
     note: str = ""  # why the exact search did not run, if it did not
     unit: int = 1  # bytes: some optimal packing's height is a multiple of it (``_unit``)
+    checked: tuple[int, ...] = ()  # the packing last checked (``check_solution``)
 
 
 def _report(progress: Progress | None, state: _State, attempt: Feasibility) -> None:
@@ -99,14 +101,18 @@ def _next_try(state: _State, last: Feasibility | None) -> tuple[int, float]:
     return cap, DESCENT_SLICE
 
 
-def _unit(problem: Problem) -> int:
+def _unit(cols: Columns) -> int:
     """The sizes' (and fixed offsets') gcd, when every alignment divides it: then
     letting buffers drop keeps every offset, so the optimal height, a multiple of
     it; else 1."""
-    values = [b.size for b in problem.buffers if b.size > 0]
-    values += [b.offset for b in problem.buffers if b.offset]
-    g = math.gcd(*values) if values else 1
-    return g if g > 0 and all(g % b.alignment == 0 for b in problem.buffers) else 1
+    values = np.concatenate((cols.size[cols.size > 0], cols.fixed[cols.fixed > 0]))
+    g = int(np.gcd.reduce(values)) if len(values) else 1
+    return g if g > 0 and not (g % cols.align).any() else 1
+
+
+def _height(cols: Columns, offsets: list[int]) -> int:
+    """max(offset + size) in bytes (0 without buffers)."""
+    return int((np.asarray(offsets, dtype=np.int64) + cols.size).max()) if len(offsets) else 0
 
 
 def minimize(
@@ -125,11 +131,10 @@ def minimize(
     first packing (``packing.first_packing``), and ``how`` says so."""
     params = params or SearchParams()
     deadline = deadline if deadline is not None else Deadline.after(seconds)
-    deadline.keep_back(len(problem.buffers))
     check_fixed(problem)
     cols = Columns.of(problem)
     state = _start(problem, cols, deadline, greedy)
-    state.unit = _unit(problem)
+    state.unit = _unit(cols)
     if state.lo < state.ub and is_perfect(problem, state.lo):
         _tile(problem, state, params, deadline)
     prepared = prepare(problem, params, deadline) if state.lo < state.ub else None
@@ -161,7 +166,8 @@ def minimize(
             state.hard = max(state.hard, cap)
             state.misses += 1
         _report(progress, state, last)
-    check_solution(problem, state.offsets)
+    if tuple(state.offsets) != state.checked:
+        check_solution(problem, state.offsets)
     how = state.how if not state.note else f"{state.how} ({state.note})"
     return Solution(tuple(state.offsets), state.ub, min(state.lo, state.ub), how, deadline.ended_by)
 
@@ -191,22 +197,35 @@ def _improve(cols: Columns, state: _State, deadline: Deadline, share: float) -> 
 def _start(
     problem: Problem, cols: Columns, deadline: Deadline, greedy: tuple[str, list[int]] | None
 ) -> _State:
-    """The bounds and the best greedy packing, or the first packing if time ran out first."""
+    """The bounds and the best greedy packing, or the first packing if time ran out
+    first. The starting packing is checked at once: its check's CPU time is what
+    the final check costs, kept back on ``deadline`` (and when nothing betters it,
+    the final check is this one)."""
     lo = lower_bound(problem)
-    if greedy is None and deadline.expired("preparation"):
-        return _fallback(problem, cols, lo)
     if greedy is None:
-        greedy = best_greedy(problem, None, deadline, cols)
-    if greedy is None:
-        return _fallback(problem, cols, lo)
-    how, offsets = greedy
-    return _State(lo, height_of(problem, offsets), offsets, f"greedy:{how}")
+        name = "sweep" if (cols.fixed >= 0).any() else "start"
+        _, first = first_packing(cols)  # no capacity: always done
+        assert first is not None
+        _timed_check(problem, first, deadline)
+        if deadline.expired("preparation"):
+            how = "sweep: the time limit passed before any other first-fit order"
+            return _State(lo, _height(cols, first), first, how, checked=tuple(first))
+        greedy = best_greedy(problem, None, deadline, cols, first=(name, first))
+        assert greedy is not None  # the first packing is among them
+        how, offsets = greedy
+        checked = tuple(first)
+    else:
+        how, offsets = greedy
+        _timed_check(problem, offsets, deadline)
+        checked = tuple(offsets)
+    return _State(lo, _height(cols, offsets), offsets, f"greedy:{how}", checked=checked)
 
 
-def _fallback(problem: Problem, cols: Columns, lo: int) -> _State:
-    _, offsets = first_packing(cols)  # no capacity: always done
-    how = "sweep: the time limit passed before any other first-fit order"
-    return _State(lo, height_of(problem, offsets), offsets, how)
+def _timed_check(problem: Problem, offsets: list[int], deadline: Deadline) -> None:
+    """``check_solution``, its CPU seconds kept back on ``deadline`` for the final check."""
+    cpu = time.process_time()
+    check_solution(problem, offsets)
+    deadline.expect("check", time.process_time() - cpu)
 
 
 def decide(
@@ -233,7 +252,6 @@ def decide(
     phase that found it ("greedy:start", "tiling", "improve", "exact")."""
     params = params or SearchParams()
     deadline = deadline if deadline is not None else Deadline.after(seconds)
-    deadline.keep_back(len(problem.buffers))
     why = fixed_conflict(problem, capacity) or load_conflict(problem, capacity)
     if why:
         return _answer(problem, capacity, deadline, "infeasible", why)

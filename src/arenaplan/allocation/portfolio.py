@@ -36,7 +36,6 @@ class Portfolio:
 
     def solve(self, problem: Problem) -> Solution:
         deadline = Deadline.after(self.seconds)
-        deadline.keep_back(len(problem.buffers))
         check_fixed(problem)
         cols = Columns.of(problem)
         lb = lower_bound(problem)

@@ -21,11 +21,12 @@ from pathlib import Path
 from rich.console import Console
 
 from arenaplan.allocation.bounds import check_fixed
-from arenaplan.allocation.deadline import Deadline
+from arenaplan.allocation.deadline import TEARDOWN, Deadline
 from arenaplan.allocation.exact import Feasibility, SearchParams
 from arenaplan.allocation.minimalloc_csv import LIMIT as CSV_LIMIT
-from arenaplan.allocation.minimalloc_csv import format_solution, read_problem
+from arenaplan.allocation.minimalloc_csv import format_cost, format_solution, read_problem
 from arenaplan.allocation.minimize import decide, minimize
+from arenaplan.allocation.packing import forget_columns
 from arenaplan.allocation.problem import Problem, Solution
 from arenaplan.errors import UsageError
 from arenaplan.export.files import Outputs
@@ -112,12 +113,22 @@ class _Progress:
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
-    deadline = Deadline.after(args.time_limit)
+    try:
+        return _run(args, console)
+    finally:
+        forget_columns()  # the buffers freed now, not at the exit (kept back: TEARDOWN)
+
+
+def _run(args: argparse.Namespace, console: Console) -> int:
+    deadline = Deadline.after(args.time_limit, since_start=args.whole_process)
     outputs = Outputs((args.problem,))
     outputs.claim(args.output, "-o")
     params = _params(args.disable)
+    cpu = time.process_time()
     problem = read_problem(args.problem, deadline=deadline)
-    deadline.keep_back(len(problem.buffers), writing=args.output is not None)
+    deadline.expect("exit", TEARDOWN * (time.process_time() - cpu))
+    if args.output is not None:
+        deadline.expect("write", format_cost(problem))
     if args.capacity is None:
         check_fixed(problem)  # with --capacity: "infeasible", with the two named
     progress = _Progress(console, args.quiet)
