@@ -6,16 +6,18 @@
  * buffers still live at that step (all of them started earlier), so first-fit
  * in that order is a memory allocator run over time: free each buffer after
  * its last step, give each new one the lowest aligned gap that holds it. The
- * free gaps are kept in a treap keyed by offset whose nodes know the longest
- * gap below them, so a request costs O(log gaps) (plus gaps whose alignment
- * wastes too much, stepped over in offset order); the last gap reaches
- * "infinity" (the top). Offsets equal those of packing.first_fit with no probe
+ * free gaps are kept by offset in chunks of up to CHUNK, the chunks in address
+ * order with a max tree of their longest gaps: a request finds its chunk in
+ * O(log chunks) and scans it, a free finds its neighbours by binary search;
+ * both touch a few contiguous lines where a tree of single gaps (a treap,
+ * before) took a cache miss a level. The last gap reaches "infinity" (the top). Offsets equal those of packing.first_fit with no probe
  * cap on the same order. All sizes and offsets are bytes (int64).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "_native.h"
@@ -25,149 +27,235 @@
 enum { SW_DONE = 0, SW_OVER = 2, SW_DEADLINE = 3, SW_MEMORY = 4 };
 
 typedef struct {
-  int64_t lo, len, best; /* gap [lo, lo + len); best: longest gap in the subtree */
-  int32_t left, right;
-  uint32_t prio;
+  int64_t lo, len; /* a free gap [lo, lo + len) */
 } Gap;
 
+#define CHUNK 256 /* gaps a chunk holds; a full one splits in two */
+
 typedef struct {
-  Gap *g;
-  int32_t n, cap, free_list;
-  uint32_t seed;
-} Treap;
+  int32_t n;
+  Gap g[CHUNK]; /* by offset */
+} Chunk;
 
-static uint32_t next_prio(Treap *t) { /* xorshift: fixed seed, same tree every run */
-  t->seed ^= t->seed << 13;
-  t->seed ^= t->seed >> 17;
-  t->seed ^= t->seed << 5;
-  return t->seed;
-}
+/* The free gaps by offset, in chunks: ``at`` lists the chunks in address order
+ * (positions 0..m), ``lo`` each one's first offset, and ``best`` is a max tree
+ * over positions (leaves from ``leaves``) of each chunk's longest gap. */
+typedef struct {
+  Chunk *c;
+  int32_t n_chunks, cap_chunks, free_chunk; /* the pool; free ones linked by n */
+  int32_t *at, m, cap_m;
+  int64_t *lo, *best;
+  int32_t leaves;
+} Gaps;
 
-static int32_t new_gap(Treap *t, int64_t lo, int64_t len) {
-  int32_t k;
-  if (t->free_list >= 0) {
-    k = t->free_list;
-    t->free_list = t->g[k].left;
-  } else {
-    if (t->n == t->cap) {
-      int32_t cap = t->cap ? 2 * t->cap : 1024;
-      Gap *g = realloc(t->g, (size_t)cap * sizeof(Gap));
-      if (!g) return -1;
-      t->g = g;
-      t->cap = cap;
-    }
-    k = t->n++;
-  }
-  t->g[k] = (Gap){lo, len, len, -1, -1, next_prio(t)};
-  return k;
-}
-
-static void drop_gap(Treap *t, int32_t k) {
-  t->g[k].left = t->free_list;
-  t->free_list = k;
-}
-
-static int64_t best_of(const Treap *t, int32_t k) { return k < 0 ? -1 : t->g[k].best; }
-
-static void update(Treap *t, int32_t k) {
-  int64_t b = t->g[k].len, l = best_of(t, t->g[k].left), r = best_of(t, t->g[k].right);
-  t->g[k].best = b > l ? (b > r ? b : r) : (l > r ? l : r);
-}
-
-/* Split k into gaps with lo < key (*a) and lo >= key (*b). */
-static void split(Treap *t, int32_t k, int64_t key, int32_t *a, int32_t *b) {
-  if (k < 0) {
-    *a = *b = -1;
-    return;
-  }
-  if (t->g[k].lo < key) {
-    split(t, t->g[k].right, key, &t->g[k].right, b);
-    *a = k;
-  } else {
-    split(t, t->g[k].left, key, a, &t->g[k].left);
-    *b = k;
-  }
-  update(t, k);
-}
-
-/* Join a and b, every lo of a below every lo of b. */
-static int32_t join(Treap *t, int32_t a, int32_t b) {
-  if (a < 0) return b;
-  if (b < 0) return a;
-  if (t->g[a].prio > t->g[b].prio) {
-    t->g[a].right = join(t, t->g[a].right, b);
-    update(t, a);
-    return a;
-  }
-  t->g[b].left = join(t, a, t->g[b].left);
-  update(t, b);
+static int64_t longest(const Chunk *c) {
+  int64_t b = -1;
+  for (int32_t i = 0; i < c->n; i++) b = c->g[i].len > b ? c->g[i].len : b;
   return b;
 }
 
-/* The lowest gap where size bytes fit at an aligned offset, or -1. */
-static int32_t lowest_fit(const Treap *t, int32_t k, int64_t size, int64_t align) {
-  if (k < 0 || t->g[k].best < size) return -1;
-  int32_t found = lowest_fit(t, t->g[k].left, size, align);
-  if (found >= 0) return found;
-  const Gap *g = &t->g[k];
-  if (g->len >= size && align_up(g->lo, align) + size <= g->lo + g->len) return k;
-  return lowest_fit(t, t->g[k].right, size, align);
+/* Position p's chunk changed: its first offset and the max tree above it. */
+static void refresh(Gaps *s, int32_t p) {
+  const Chunk *c = &s->c[s->at[p]];
+  s->lo[p] = c->n ? c->g[0].lo : INT64_MAX;
+  int32_t k = s->leaves + p;
+  s->best[k] = longest(c);
+  for (k /= 2; k >= 1; k /= 2)
+    s->best[k] = s->best[2 * k] > s->best[2 * k + 1] ? s->best[2 * k] : s->best[2 * k + 1];
 }
 
-/* Take [off, off + size) out of the free gaps (it lies inside one of them). */
-static int take(Treap *t, int32_t *root, int64_t off, int64_t size, int64_t glo) {
-  int32_t a, mid, c;
-  split(t, *root, glo, &a, &mid);
-  split(t, mid, glo + 1, &mid, &c); /* mid: the gap starting at glo */
-  int64_t end = t->g[mid].lo + t->g[mid].len;
-  drop_gap(t, mid);
-  if (off > glo) {
-    int32_t k = new_gap(t, glo, off - glo);
-    if (k < 0) return -1;
-    a = join(t, a, k);
+/* Every position from p on moved: their first offsets and the whole tree. */
+static int rebuild(Gaps *s, int32_t p) {
+  if (s->m > s->leaves) {
+    int32_t leaves = s->leaves;
+    while (leaves < s->m) leaves *= 2;
+    int64_t *best = realloc(s->best, (size_t)leaves * 2 * sizeof(int64_t));
+    if (!best) return -1;
+    s->best = best, s->leaves = leaves, p = 0;
   }
-  if (end > off + size) {
-    int32_t k = new_gap(t, off + size, end - off - size);
-    if (k < 0) return -1;
-    c = join(t, k, c);
+  for (int32_t q = p; q < s->m; q++) {
+    const Chunk *c = &s->c[s->at[q]];
+    s->lo[q] = c->n ? c->g[0].lo : INT64_MAX;
+    s->best[s->leaves + q] = longest(c);
   }
-  *root = join(t, a, c);
+  for (int32_t q = s->m; q < s->leaves; q++) s->best[s->leaves + q] = -1;
+  for (int32_t k = s->leaves - 1; k >= 1; k--)
+    s->best[k] = s->best[2 * k] > s->best[2 * k + 1] ? s->best[2 * k] : s->best[2 * k + 1];
   return 0;
+}
+
+static int32_t new_chunk(Gaps *s) {
+  if (s->free_chunk >= 0) {
+    int32_t k = s->free_chunk;
+    s->free_chunk = s->c[k].n;
+    s->c[k].n = 0;
+    return k;
+  }
+  if (s->n_chunks == s->cap_chunks) {
+    int32_t cap = s->cap_chunks ? 2 * s->cap_chunks : 64;
+    Chunk *c = realloc(s->c, (size_t)cap * sizeof(Chunk));
+    if (!c) return -1;
+    s->c = c, s->cap_chunks = cap;
+  }
+  s->c[s->n_chunks].n = 0;
+  return s->n_chunks++;
+}
+
+/* Room for one more position after p: chunk k goes there. */
+static int insert_position(Gaps *s, int32_t p, int32_t k) {
+  if (s->m == s->cap_m) {
+    int32_t cap = 2 * s->cap_m;
+    int32_t *at = realloc(s->at, (size_t)cap * sizeof(int32_t));
+    if (!at) return -1;
+    s->at = at;
+    int64_t *lo = realloc(s->lo, (size_t)cap * sizeof(int64_t));
+    if (!lo) return -1;
+    s->lo = lo, s->cap_m = cap;
+  }
+  memmove(&s->at[p + 2], &s->at[p + 1], (size_t)(s->m - p - 1) * sizeof(int32_t));
+  s->at[p + 1] = k;
+  s->m++;
+  return rebuild(s, p);
+}
+
+/* Gap g goes in at index i of position p's chunk (a full chunk splits first). */
+static int insert_gap(Gaps *s, int32_t p, int32_t i, Gap g) {
+  Chunk *c = &s->c[s->at[p]];
+  if (c->n == CHUNK) {
+    int32_t k = new_chunk(s);
+    if (k < 0) return -1;
+    c = &s->c[s->at[p]]; /* the pool may have moved */
+    Chunk *d = &s->c[k];
+    d->n = CHUNK / 2;
+    memcpy(d->g, &c->g[CHUNK / 2], (CHUNK / 2) * sizeof(Gap));
+    c->n = CHUNK / 2;
+    if (insert_position(s, p, k) < 0) return -1;
+    if (i > CHUNK / 2) p++, i -= CHUNK / 2, c = d;
+  }
+  memmove(&c->g[i + 1], &c->g[i], (size_t)(c->n - i) * sizeof(Gap));
+  c->g[i] = g;
+  c->n++;
+  refresh(s, p);
+  return 0;
+}
+
+/* The gap at index i of position p's chunk goes (an emptied chunk with it). */
+static int remove_gap(Gaps *s, int32_t p, int32_t i) {
+  int32_t k = s->at[p];
+  Chunk *c = &s->c[k];
+  memmove(&c->g[i], &c->g[i + 1], (size_t)(c->n - i - 1) * sizeof(Gap));
+  if (--c->n > 0 || s->m == 1) {
+    refresh(s, p);
+    return 0;
+  }
+  c->n = s->free_chunk;
+  s->free_chunk = k;
+  memmove(&s->at[p], &s->at[p + 1], (size_t)(s->m - p - 1) * sizeof(int32_t));
+  s->m--;
+  return rebuild(s, p);
+}
+
+/* The first position at or after p whose chunk has a gap of len >= size, or -1. */
+static int32_t first_from(const Gaps *s, int32_t node, int32_t l, int32_t r, int32_t p,
+                          int64_t size) {
+  if (r <= p || s->best[node] < size) return -1;
+  if (r - l == 1) return l;
+  int32_t mid = (l + r) / 2;
+  int32_t f = first_from(s, 2 * node, l, mid, p, size);
+  return f >= 0 ? f : first_from(s, 2 * node + 1, mid, r, p, size);
+}
+
+/* The lowest gap where size bytes fit at an aligned offset: its position and
+ * index (the top gap always fits). */
+static void lowest_fit(const Gaps *s, int64_t size, int64_t align, int32_t *pos, int32_t *idx) {
+  for (int32_t p = first_from(s, 1, 0, s->leaves, 0, size); p >= 0;
+       p = first_from(s, 1, 0, s->leaves, p + 1, size)) {
+    const Chunk *c = &s->c[s->at[p]];
+    for (int32_t i = 0; i < c->n; i++) {
+      const Gap *g = &c->g[i];
+      if (g->len >= size && align_up(g->lo, align) + size <= g->lo + g->len) {
+        *pos = p, *idx = i;
+        return;
+      }
+    }
+  }
+  *pos = s->m - 1, *idx = s->c[s->at[s->m - 1]].n - 1; /* not reached: the top fits */
+}
+
+/* Take [off, off + size) out of the gap at (p, i), which holds it. */
+static int take(Gaps *s, int32_t p, int32_t i, int64_t off, int64_t size) {
+  Gap *g = &s->c[s->at[p]].g[i];
+  int64_t lo = g->lo, end = g->lo + g->len;
+  if (off == lo && end == off + size) return remove_gap(s, p, i);
+  if (off == lo) {
+    g->lo = off + size, g->len = end - off - size;
+  } else {
+    g->len = off - lo;
+    if (end > off + size) return insert_gap(s, p, i + 1, (Gap){off + size, end - off - size});
+  }
+  refresh(s, p);
+  return 0;
+}
+
+/* The last position whose chunk starts below off (-1: none). */
+static int32_t position_below(const Gaps *s, int64_t off) {
+  int32_t a = 0, b = s->m; /* answer in [a - 1, b) */
+  while (a < b) {
+    int32_t mid = (a + b) / 2;
+    if (s->lo[mid] < off) a = mid + 1;
+    else b = mid;
+  }
+  return a - 1;
 }
 
 /* Give [off, off + size) back, merged with the gaps it touches. */
-static int give(Treap *t, int32_t *root, int64_t off, int64_t size) {
-  int32_t a, c;
-  split(t, *root, off, &a, &c);
-  int64_t lo = off, end = off + size;
-  if (a >= 0) { /* the gap just below: take it out of a if it ends at off */
-    int32_t rest, last;
-    int32_t k = a;
-    while (t->g[k].right >= 0) k = t->g[k].right;
-    if (t->g[k].lo + t->g[k].len == off) {
-      split(t, a, t->g[k].lo, &rest, &last);
-      lo = t->g[last].lo;
-      drop_gap(t, last);
-      a = rest;
+static int give(Gaps *s, int64_t off, int64_t size) {
+  int32_t p = position_below(s, off), i = -1; /* the gap below: (p, i) */
+  if (p >= 0) {
+    const Chunk *c = &s->c[s->at[p]];
+    int32_t a = 0, b = c->n;
+    while (a < b) {
+      int32_t mid = (a + b) / 2;
+      if (c->g[mid].lo < off) a = mid + 1;
+      else b = mid;
     }
+    i = a - 1;
   }
-  if (c >= 0) { /* the gap just above, if it starts at end */
-    int32_t k = c;
-    while (t->g[k].left >= 0) k = t->g[k].left;
-    if (t->g[k].lo == end) {
-      int32_t first, rest;
-      split(t, c, end + 1, &first, &rest);
-      end = t->g[first].lo + t->g[first].len;
-      drop_gap(t, first);
-      c = rest;
-    }
-  }
+  int32_t up_p = p, up_i = i + 1; /* the gap above */
+  if (up_p < 0) up_p = 0, up_i = 0;
+  if (up_i == s->c[s->at[up_p]].n) up_p++, up_i = 0;
+  Gap *below = p >= 0 ? &s->c[s->at[p]].g[i] : NULL;
+  Gap *above = up_p < s->m ? &s->c[s->at[up_p]].g[up_i] : NULL;
+  int joins_below = below && below->lo + below->len == off;
+  int joins_above = above && above->lo == off + size;
+  int64_t lo = joins_below ? below->lo : off, end = joins_above ? above->lo + above->len : off + size;
   int64_t len = end >= TOP_LEN ? TOP_LEN : end - lo;
-  int32_t k = new_gap(t, lo, len);
-  if (k < 0) return -1;
-  *root = join(t, join(t, a, k), c);
-  return 0;
+  if (joins_below && joins_above) {
+    below->len = len;
+    refresh(s, p);
+    return remove_gap(s, up_p, up_i);
+  }
+  if (joins_below || joins_above) {
+    Gap *g = joins_below ? below : above;
+    g->lo = lo, g->len = len;
+    refresh(s, joins_below ? p : up_p);
+    return 0;
+  }
+  return insert_gap(s, p < 0 ? 0 : p, p < 0 ? 0 : i + 1, (Gap){lo, len});
 }
+
+static int gaps_init(Gaps *s) {
+  *s = (Gaps){NULL, 0, 0, -1, malloc(64 * sizeof(int32_t)), 1, 64, malloc(64 * sizeof(int64_t)),
+              malloc(2 * sizeof(int64_t)), 1};
+  int32_t k = s->at && s->lo && s->best ? new_chunk(s) : -1;
+  if (k < 0) return -1;
+  s->at[0] = k;
+  s->c[k].n = 1;
+  s->c[k].g[0] = (Gap){0, TOP_LEN};
+  return rebuild(s, 0);
+}
+
+static void gaps_free(Gaps *s) { free(s->c), free(s->at), free(s->lo), free(s->best); }
 
 /* Live buffers, a binary min-heap by last step. */
 typedef struct {
@@ -209,37 +297,38 @@ static int32_t heap_pop(Heap *h) {
 static int sweep(const int64_t *first, const int64_t *last, const int64_t *size,
                  const int64_t *align, const int32_t *order, int32_t n, int64_t capacity,
                  double deadline, int64_t *offset) {
-  Treap t = {NULL, 0, 0, -1, 0x9E3779B9u};
+  Gaps s;
   Heap h = {malloc((size_t)(n ? n : 1) * sizeof(int64_t)),
             malloc((size_t)(n ? n : 1) * sizeof(int32_t)), 0};
   int code = SW_DONE;
-  int32_t root = new_gap(&t, 0, TOP_LEN);
-  if (!h.last || !h.buf || root < 0) code = SW_MEMORY;
+  if (gaps_init(&s) < 0 || !h.last || !h.buf) code = SW_MEMORY;
   for (int32_t q = 0; q < n && code == SW_DONE; q++) {
     if ((q & 4095) == 4095 && deadline > 0 && now_seconds() > deadline) {
       code = SW_DEADLINE;
       break;
     }
     int32_t b = order[q];
-    while (h.n > 0 && h.last[0] < first[b]) {
+    while (h.n > 0 && h.last[0] < first[b] && code == SW_DONE) {
       int32_t done = heap_pop(&h);
-      if (give(&t, &root, offset[done], size[done]) < 0) code = SW_MEMORY;
+      if (give(&s, offset[done], size[done]) < 0) code = SW_MEMORY;
     }
+    if (code != SW_DONE) break;
     if (size[b] == 0) {
       offset[b] = 0;
       continue;
     }
-    int32_t k = lowest_fit(&t, root, size[b], align[b]);
-    int64_t off = align_up(t.g[k].lo, align[b]); /* the top gap always fits */
+    int32_t p, i;
+    lowest_fit(&s, size[b], align[b], &p, &i);
+    int64_t off = align_up(s.c[s.at[p]].g[i].lo, align[b]);
     if (capacity >= 0 && off + size[b] > capacity) {
       code = SW_OVER;
       break;
     }
     offset[b] = off;
-    if (take(&t, &root, off, size[b], t.g[k].lo) < 0) code = SW_MEMORY;
+    if (take(&s, p, i, off, size[b]) < 0) code = SW_MEMORY;
     heap_push(&h, last[b], b);
   }
-  free(t.g);
+  gaps_free(&s);
   free(h.last);
   free(h.buf);
   return code;
