@@ -188,3 +188,21 @@ def test_the_time_kept_back_is_the_measured_work_over_the_measured_share() -> No
     before = waited.left()
     waited.expect("check", 0.0)  # a measure replaces the last one of the same work
     assert waited.left() > before
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(
+    st.lists(st.tuples(st.integers(-(2**40), 2**40), st.integers(0, 2**62 - 1)), max_size=300),
+    st.integers(0, 3),
+)
+def test_the_start_order_is_lexsorts(rows: list[tuple[int, int]], repeat: int) -> None:
+    """By first step, larger first among equals, then by index: what
+    ``np.lexsort((-size, first))`` gives, from the radix sort in C."""
+    import numpy as np
+
+    from arenaplan.allocation.packing import start_order
+
+    rows = rows * (repeat + 1)  # ties in both keys
+    first = np.array([f for f, _ in rows], dtype=np.int64)
+    size = np.array([s for _, s in rows], dtype=np.int64)
+    assert start_order(first, size).tolist() == np.lexsort((-size, first)).tolist()

@@ -135,7 +135,7 @@ def minimize(
     cols = Columns.of(problem)
     state = _start(problem, cols, deadline, greedy)
     state.unit = _unit(cols)
-    if state.lo < state.ub and is_perfect(problem, state.lo):
+    if state.lo < state.ub and not deadline.expired("tiling") and is_perfect(problem, state.lo):
         _tile(problem, state, params, deadline)
     prepared = prepare(problem, params, deadline) if state.lo < state.ub else None
     if prepared is not None and (prepared.too_large or len(problem.buffers) >= LARGE):

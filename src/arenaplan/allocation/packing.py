@@ -177,6 +177,13 @@ def sweep_fit(
     return DONE, np.frombuffer(raw, dtype=np.int64).tolist()
 
 
+def start_order(first: np.ndarray, size: np.ndarray) -> np.ndarray:
+    """Indices by first step, larger sizes first among equals, then by index: the
+    order of ``np.lexsort((-size, first))``, by a radix sort in C."""
+    raw = _sweep.start_order(np.ascontiguousarray(first), np.ascontiguousarray(size))
+    return np.frombuffer(raw, dtype=np.int32)
+
+
 def first_packing(cols: Columns, capacity: int | None = None) -> tuple[int, list[int] | None]:
     """The packing every solve has before any other phase, whatever its time
     limit: first-fit by first step (ties: larger first) as a sweep (``_sweep.c``,
@@ -194,7 +201,7 @@ def first_packing(cols: Columns, capacity: int | None = None) -> tuple[int, list
     if capacity is not None and capacity < base:
         return OVER_CAPACITY, None
     room = -1 if capacity is None else capacity - base  # < 0: no limit
-    order = free[np.lexsort((-cols.size[free], cols.first[free]))]
+    order = free[start_order(cols.first[free], cols.size[free])]
     code, raw = _sweep.sweep_fit(
         cols.first[order], cols.last[order], cols.size[order], cols.align[order],
         np.arange(len(order), dtype=np.int32), room, 0.0,
