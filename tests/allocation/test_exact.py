@@ -137,12 +137,22 @@ def test_readme_example_and_infeasibility_reasons() -> None:
 
 def test_a_time_limit_returns_the_best_so_far() -> None:
     problem = read_problem(shared_path("benchmarks/minimalloc/D.1048576.csv"))
-    solution = minimize(problem, seconds=0.5)
+    solution = minimize(problem, SearchParams(tiling=False), seconds=0.5)
     check_solution(problem, solution.offsets)
     assert solution.lower_bound == 986112 < solution.height
     assert not solution.optimal
     unknown = check_capacity(problem, 986112, seconds=0.2)
     assert unknown.status == "unknown" and unknown.reason == "time limit reached"
+
+
+def test_d_packs_at_its_max_load_bound_by_the_tiling_rebuild() -> None:
+    """MiniMalloc's D: 986,112 bytes, the max-load bound, so optimal (the best known
+    height in ../shared's table is 1,029,120); the rebuild merges its buffers into
+    blocks the exact search places at the bound, unfolded and validated."""
+    problem = read_problem(shared_path("benchmarks/minimalloc/D.1048576.csv"))
+    solution = minimize(problem, seconds=30)
+    check_solution(problem, solution.offsets)
+    assert solution.optimal and solution.height == 986112 and solution.allocator == "tiling"
 
 
 @pytest.mark.parametrize("name", ["A", "C", "E", "G", "I", "K"])

@@ -206,3 +206,18 @@ def test_the_start_order_is_lexsorts(rows: list[tuple[int, int]], repeat: int) -
     first = np.array([f for f, _ in rows], dtype=np.int64)
     size = np.array([s for _, s in rows], dtype=np.int64)
     assert start_order(first, size).tolist() == np.lexsort((-size, first)).tolist()
+
+
+def test_a_limit_since_the_start_counts_the_process_age() -> None:
+    """``arenaplan solve`` as a program counts its limit from the process's start
+    (the interpreter's start-up included); a call from Python counts from the call."""
+    import time
+
+    from arenaplan.allocation.deadline import process_age
+
+    age = process_age()
+    assert age > 0  # this test process has run a while (Linux's /proc)
+    whole, call = Deadline.after(10.0, since_start=True), Deadline.after(10.0)
+    assert whole.at is not None and call.at is not None
+    assert call.at - whole.at == pytest.approx(age, abs=0.1)
+    assert whole.cpu_at_start == 0.0 and call.cpu_at_start <= time.process_time()

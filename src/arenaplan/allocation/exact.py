@@ -37,6 +37,7 @@ class SearchParams:
     dynamic_split: bool = True
     repreorder: bool = True
     split_parts: bool = True
+    tiling: bool = True  # before the search: the packing rebuilt as a tiling (``tiling``)
     preorders: tuple[str, ...] = ("WAT", "TAW", "TWA")
 
     def flags(self) -> int:

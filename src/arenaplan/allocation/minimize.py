@@ -46,6 +46,8 @@ DESCENT_SLICE = 0.08  # share for a try below the best packing
 LARGE = 2_000  # buffers from which the local search runs before the exact search
 IMPROVE_SLICE = 0.3  # share of the time left it gets then
 TILING_SLICE = 0.5  # share of the time left for a perfect packing (``tiling``)
+LOOSE_TILING_SLICE = 0.25  # the same when the bound would leave bytes free
+TILED_FROM, TILED_UP_TO = 200, 20_000  # buffers: a tiling rebuilt then (Python, ~1 s at 1,000)
 
 
 @dataclass
@@ -135,7 +137,7 @@ def minimize(
     cols = Columns.of(problem)
     state = _start(problem, cols, deadline, greedy)
     state.unit = _unit(cols)
-    if state.lo < state.ub and not deadline.expired("tiling") and is_perfect(problem, state.lo):
+    if state.lo < state.ub:
         _tile(problem, state, params, deadline)
     prepared = prepare(problem, params, deadline) if state.lo < state.ub else None
     if prepared is not None and (prepared.too_large or len(problem.buffers) >= LARGE):
@@ -173,9 +175,21 @@ def minimize(
 
 
 def _tile(problem: Problem, state: _State, params: SearchParams, deadline: Deadline) -> None:
-    """A packing at the bound of a problem that leaves no byte free (``tiling``)."""
+    """A packing at the bound rebuilt as a tiling (``tiling``): for half the time
+    left when a packing there would leave no byte free; for a quarter when it
+    would not but the problem is of tiling size (TILED_FROM to TILED_UP_TO
+    buffers: a tiling stacked on part of another, or tilings one after another
+    in time, rebuild the same way)."""
+    if not params.tiling or deadline.expired("tiling"):
+        return
+    if is_perfect(problem, state.lo):
+        share = TILING_SLICE
+    elif TILED_FROM <= len(problem.buffers) <= TILED_UP_TO:
+        share = LOOSE_TILING_SLICE
+    else:
+        return
     left = deadline.left()
-    own = deadline if left is None else Deadline.after(left * TILING_SLICE)
+    own = deadline if left is None else Deadline.after(left * share)
     offsets = perfect_packing(problem, state.lo, own, params)
     if offsets is not None:
         state.offsets, state.ub, state.how = offsets, state.lo, "tiling"
@@ -260,7 +274,7 @@ def decide(
     if quick is not None:
         return _answer(problem, capacity, deadline, "feasible", "greedy:start", quick)
     state = _start(problem, cols, deadline, None)
-    if state.ub > capacity and state.lo < state.ub and is_perfect(problem, state.lo):
+    if state.ub > capacity and state.lo < state.ub:
         _tile(problem, state, params, deadline)
     prepared = prepare(problem, params, deadline) if state.ub > capacity else None
     if prepared is not None and (prepared.too_large or len(problem.buffers) >= LARGE):

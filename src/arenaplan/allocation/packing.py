@@ -160,7 +160,7 @@ def sweep_fit(
     deadline: Deadline | None = None,
 ) -> tuple[int, list[int] | None] | None:
     """First-fit in ``order`` sorted by first step, as a sweep over time (``_sweep.c``:
-    free gaps in a treap, O(n log n), no probe cap): the offsets ``first_fit`` gives
+    free gaps in chunks by offset, O(n log n), no probe cap): the offsets ``first_fit`` gives
     with no probe cap. None when it does not apply (fixed buffers, or ``order`` not
     by first step or not every buffer); else as ``first_fit``."""
     order = np.ascontiguousarray(order, dtype=np.int32)
