@@ -223,7 +223,8 @@ static PyObject *py_read_rows(PyObject *self, PyObject *args) {
   c.id = malloc(spans), c.id_end = malloc(spans);
   PyObject *buffers = PyList_New(0), *result = NULL;
   int gc_was_on = 0;
-  if (!c.first || !c.last || !c.size || !c.align || !c.fixed || !c.id || !c.id_end || !buffers) {
+  if (!c.first || !c.last || !c.size || !c.align || !c.fixed || !c.id || !c.id_end ||
+      !buffers) {
     PyErr_NoMemory();
     goto done;
   }
@@ -268,9 +269,9 @@ PyDoc_STRVAR(read_doc,
              "The data rows of text[start:] (UTF-8 bytes). columns: the field index of id,\n"
              "lower, upper, size, alignment, offset (-1: absent); width: fields a row.\n"
              "(0, buffers, first, last, size, align, fixed, ids_unique) with int64 columns\n"
-             "as bytes (fixed -1 when free); (1, row, begin, end) for the first row this reader does\n"
-             "not take (numbered as in messages, its byte range); (2,) for a file it does\n"
-             "not read.");
+             "as bytes (fixed -1 when free); (1, row, begin, end) for the first row this\n"
+             "reader does not take (numbered as in messages, its byte range); (2,) for a\n"
+             "file it does not read.");
 
 static PyMethodDef methods[] = {{"read_rows", py_read_rows, METH_VARARGS, read_doc},
                                 {NULL, NULL, 0, NULL}};

@@ -10,8 +10,9 @@
  * order with a max tree of their longest gaps: a request finds its chunk in
  * O(log chunks) and scans it, a free finds its neighbours by binary search;
  * both touch a few contiguous lines where a tree of single gaps (a treap,
- * before) took a cache miss a level. The last gap reaches "infinity" (the top). Offsets equal those of packing.first_fit with no probe
- * cap on the same order. All sizes and offsets are bytes (int64).
+ * before) took a cache miss a level. The last gap reaches "infinity" (the
+ * top). Offsets equal those of packing.first_fit with no probe cap on the same
+ * order. All sizes and offsets are bytes (int64).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -235,7 +236,8 @@ static int give(Gaps *s, int64_t off, int64_t size) {
   Gap *above = up_p < s->m ? &s->c[s->at[up_p]].g[up_i] : NULL;
   int joins_below = below && below->lo + below->len == off;
   int joins_above = above && above->lo == off + size;
-  int64_t lo = joins_below ? below->lo : off, end = joins_above ? above->lo + above->len : off + size;
+  int64_t lo = joins_below ? below->lo : off;
+  int64_t end = joins_above ? above->lo + above->len : off + size;
   int64_t len = end >= TOP_LEN ? TOP_LEN : end - lo;
   if (joins_below && joins_above) {
     below->len = len;
@@ -265,7 +267,33 @@ static int gaps_init(Gaps *s) {
 
 static void gaps_free(Gaps *s) { free(s->c), free(s->at), free(s->lo), free(s->best); }
 
-static int radix_by(const uint64_t *key, int32_t *idx, int32_t *tmp, int32_t n);
+/* An int64 as a uint64 of the same order (its sign bit flipped), for radix_by. */
+static uint64_t ordered(int64_t x) { return (uint64_t)x ^ ((uint64_t)1 << 63); }
+
+/* idx[0..n) stably sorted by key[idx[i]] (unsigned), through tmp: 16 bits a
+ * pass from the lowest, a pass skipped when every key has the same digit. */
+static int radix_by(const uint64_t *key, int32_t *idx, int32_t *tmp, int32_t n) {
+  size_t *count = malloc(65536 * sizeof(size_t));
+  if (!count) return -1;
+  int32_t *src = idx, *dst = tmp;
+  for (int shift = 0; shift < 64; shift += 16) {
+    memset(count, 0, 65536 * sizeof(size_t));
+    for (int32_t i = 0; i < n; i++) count[(key[src[i]] >> shift) & 0xffff]++;
+    if (n == 0 || count[(key[src[0]] >> shift) & 0xffff] == (size_t)n) continue;
+    size_t at = 0;
+    for (int d = 0; d < 65536; d++) {
+      size_t c = count[d];
+      count[d] = at;
+      at += c;
+    }
+    for (int32_t i = 0; i < n; i++) dst[count[(key[src[i]] >> shift) & 0xffff]++] = src[i];
+    int32_t *t = src;
+    src = dst, dst = t;
+  }
+  if (src != idx) memcpy(idx, src, (size_t)n * sizeof(int32_t));
+  free(count);
+  return 0;
+}
 
 /* Placed in order of first step, the buffers leave in order of last step: one
  * ending before a newcomer starts was placed before it. */
@@ -280,7 +308,7 @@ static int sweep(const int64_t *first, const int64_t *last, const int64_t *size,
   if (gaps_init(&s) < 0 || !key || !by_last || !tmp) code = SW_MEMORY;
   for (int32_t i = 0; i < n && code == SW_DONE; i++) {
     by_last[i] = i;
-    key[i] = (uint64_t)last[i] ^ ((uint64_t)1 << 63);
+    key[i] = ordered(last[i]);
   }
   if (code == SW_DONE && radix_by(key, by_last, tmp, n) < 0) code = SW_MEMORY;
   for (int32_t q = 0, j = 0; q < n && code == SW_DONE; q++) {
@@ -364,31 +392,6 @@ done:
   return result;
 }
 
-/* idx[0..n) stably sorted by key[idx[i]] (unsigned), through tmp: 16 bits a
- * pass from the lowest, a pass skipped when every key has the same digit. */
-static int radix_by(const uint64_t *key, int32_t *idx, int32_t *tmp, int32_t n) {
-  size_t *count = malloc(65536 * sizeof(size_t));
-  if (!count) return -1;
-  int32_t *src = idx, *dst = tmp;
-  for (int shift = 0; shift < 64; shift += 16) {
-    memset(count, 0, 65536 * sizeof(size_t));
-    for (int32_t i = 0; i < n; i++) count[(key[src[i]] >> shift) & 0xffff]++;
-    if (n == 0 || count[(key[src[0]] >> shift) & 0xffff] == (size_t)n) continue;
-    size_t at = 0;
-    for (int d = 0; d < 65536; d++) {
-      size_t c = count[d];
-      count[d] = at;
-      at += c;
-    }
-    for (int32_t i = 0; i < n; i++) dst[count[(key[src[i]] >> shift) & 0xffff]++] = src[i];
-    int32_t *t = src;
-    src = dst, dst = t;
-  }
-  if (src != idx) memcpy(idx, src, (size_t)n * sizeof(int32_t));
-  free(count);
-  return 0;
-}
-
 static PyObject *py_start_order(PyObject *self, PyObject *args) {
   (void)self;
   PyObject *o[2];
@@ -411,10 +414,10 @@ static PyObject *py_start_order(PyObject *self, PyObject *args) {
   }
   for (Py_ssize_t i = 0; i < n; i++) {
     idx[i] = (int32_t)i;
-    key[i] = ~((uint64_t)size[i] ^ ((uint64_t)1 << 63)); /* larger first */
+    key[i] = ~ordered(size[i]); /* larger first */
   }
   int bad = radix_by(key, idx, tmp, (int32_t)n);
-  for (Py_ssize_t i = 0; i < n && !bad; i++) key[i] = (uint64_t)first[i] ^ ((uint64_t)1 << 63);
+  for (Py_ssize_t i = 0; i < n && !bad; i++) key[i] = ordered(first[i]);
   if (bad || radix_by(key, idx, tmp, (int32_t)n) < 0) {
     PyErr_NoMemory();
     goto done;

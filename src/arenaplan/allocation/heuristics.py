@@ -11,7 +11,7 @@ from collections.abc import Callable
 import numpy as np
 
 from arenaplan.allocation.deadline import Deadline
-from arenaplan.allocation.packing import DONE, Columns, first_fit, first_packing
+from arenaplan.allocation.packing import DONE, Columns, first_fit, first_packing, start_order
 from arenaplan.allocation.problem import Problem
 
 ColumnOrder = Callable[[Columns], np.ndarray]
@@ -45,7 +45,7 @@ def _area_order(cols: Columns) -> np.ndarray:
 # np.lexsort sorts by the last key first; it is stable, so ties keep index order.
 COLUMN_ORDERS: dict[str, ColumnOrder] = {
     "size": lambda c: np.lexsort((c.first, -c.size)),
-    "start": lambda c: np.lexsort((-c.size, c.first)),
+    "start": lambda c: start_order(c.first, c.size),
     "length": lambda c: np.lexsort((-c.size, c.first - c.last)),
     "area": _area_order,
     "conflicts": lambda c: np.lexsort((-c.size, -conflict_weight(c))),
@@ -97,8 +97,7 @@ def best_greedy(
     best: tuple[int, str, list[int]] | None = None
     for name in (first[0], *COLUMN_ORDERS):  # ties go to the earlier order
         if name in found:
-            tops = np.asarray(found[name], dtype=np.int64) + cols.size  # bytes, < 2**63
-            height = int(tops.max()) if len(tops) else 0
+            height = cols.height(found[name])
             if best is None or height < best[0]:
                 best = (height, name, found[name])
     return None if best is None else (best[1], best[2])

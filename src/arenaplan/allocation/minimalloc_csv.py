@@ -12,7 +12,6 @@ import csv
 import io
 import time
 from collections.abc import Sequence
-from operator import attrgetter
 from pathlib import Path
 
 import numpy as np
@@ -141,9 +140,8 @@ def _padded(row: list[str], width: int, line: int) -> list[str]:
 
 
 def _check_ids(buffers: tuple[Buffer, ...]) -> None:
-    """Ids are unique; else the second of the first repeated pair is named (row k + 2)."""
-    if len(set(map(attrgetter("id"), buffers))) == len(buffers):
-        return
+    """Name the second of the first repeated pair of ids (row k + 2), if any (the C
+    reader has said there is one)."""
     seen: set[str] = set()
     for k, b in enumerate(buffers):
         if b.id in seen:

@@ -112,11 +112,6 @@ def _unit(cols: Columns) -> int:
     return g if g > 0 and not (g % cols.align).any() else 1
 
 
-def _height(cols: Columns, offsets: list[int]) -> int:
-    """max(offset + size) in bytes (0 without buffers)."""
-    return int((np.asarray(offsets, dtype=np.int64) + cols.size).max()) if len(offsets) else 0
-
-
 def minimize(
     problem: Problem,
     params: SearchParams | None = None,
@@ -223,7 +218,7 @@ def _start(
         _timed_check(problem, first, deadline)
         if deadline.expired("preparation"):
             how = "sweep: the time limit passed before any other first-fit order"
-            return _State(lo, _height(cols, first), first, how, checked=tuple(first))
+            return _State(lo, cols.height(first), first, how, checked=tuple(first))
         greedy = best_greedy(problem, None, deadline, cols, first=(name, first))
         assert greedy is not None  # the first packing is among them
         how, offsets = greedy
@@ -232,7 +227,7 @@ def _start(
         how, offsets = greedy
         _timed_check(problem, offsets, deadline)
         checked = tuple(offsets)
-    return _State(lo, _height(cols, offsets), offsets, f"greedy:{how}", checked=checked)
+    return _State(lo, cols.height(offsets), offsets, f"greedy:{how}", checked=checked)
 
 
 def _timed_check(problem: Problem, offsets: list[int], deadline: Deadline) -> None:

@@ -74,6 +74,12 @@ class Columns:
             _remember(problem, made)
         return made
 
+    def height(self, offsets: Sequence[int] | np.ndarray) -> int:
+        """max(offset + size) in bytes over the buffers (0 without any); every
+        offset and size is below 2**62, so the sums fit int64."""
+        tops = np.asarray(offsets, dtype=np.int64) + self.size
+        return int(tops.max()) if len(tops) else 0
+
     @classmethod
     def from_arrays(
         cls,
