@@ -1,5 +1,5 @@
 """Builds the C extensions: the exact search of the offset solver, the sweep
-first-fit of large problems, the CSV reader and the solution checker."""
+first-fit of large problems, the CSV reader and writer and the solution checker."""
 
 from setuptools import Extension, setup
 
@@ -20,6 +20,11 @@ setup(
         Extension(
             "arenaplan.allocation._csvread",
             sources=["src/arenaplan/allocation/_csvread.c"],
+            extra_compile_args=["-O2", "-std=c99"],
+        ),
+        Extension(
+            "arenaplan.allocation._csvwrite",
+            sources=["src/arenaplan/allocation/_csvwrite.c"],
             extra_compile_args=["-O2", "-std=c99"],
         ),
         Extension(

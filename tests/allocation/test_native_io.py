@@ -1,8 +1,11 @@
-"""The CSV reader and the solution checker at native speed: the same answers and
-the same one-line errors as the row-by-row Python code they stand in front of."""
+"""The CSV reader and writer and the solution checker at native speed: the same
+answers and the same one-line errors as the row-by-row Python code they stand in
+front of."""
 
 from __future__ import annotations
 
+import csv
+import io
 import random
 import re
 from pathlib import Path
@@ -12,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arenaplan.allocation import Buffer, Problem, _check, solution_problems
+from arenaplan.allocation import Buffer, Problem, _check, _csvwrite, solution_problems
 from arenaplan.allocation import minimalloc_csv as mcsv
 from arenaplan.allocation.packing import Columns
 from arenaplan.allocation.validate import _all_overlaps, _buffer_problems
@@ -261,3 +264,59 @@ def test_any_plain_text_gets_the_row_by_row_answer_or_error(head, rows, end) -> 
     text = end.join([head, *rows]) + end
     native = _outcome(mcsv.parse_problem, text)
     assert native == _outcome(lambda t: mcsv._parse_rows(t, None, None), text)
+
+
+def _written_by_the_csv_module(problem: Problem, offsets: list[int]) -> bytes:
+    with_align = any(b.alignment != 1 for b in problem.buffers)
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow([*mcsv.REQUIRED, *(["alignment"] if with_align else []), "offset"])
+    for b, off in zip(problem.buffers, offsets, strict=True):
+        align = [b.alignment] if with_align else []
+        writer.writerow([b.id, b.first, b.last + 1, b.size, *align, off])
+    return out.getvalue().encode()
+
+
+BIG = (1 << 62) - 1  # the largest magnitude the reader takes
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["b", "é", "名前", " pad ", "x y", "a,b", 'q"', "l\nm", ""]),
+            st.integers(-BIG, BIG - 1),
+            st.integers(0, 3),
+            st.sampled_from([0, 1, 7, BIG]),
+            st.sampled_from([1, 1, 2, 64]),
+            st.sampled_from([0, 5, -3, BIG]),
+        ),
+        max_size=12,
+    )
+)
+def test_the_native_writer_writes_what_the_csv_module_writes(rows) -> None:
+    buffers = [
+        Buffer(f"{name}{k}", first, min(first + width, BIG - 1), size, align)
+        for k, (name, first, width, size, align, _) in enumerate(rows)
+    ]
+    problem = Problem(tuple(buffers))
+    offsets = [off for *_, off in rows]
+    assert mcsv.solution_bytes(problem, offsets) == _written_by_the_csv_module(problem, offsets)
+    assert (
+        mcsv.format_solution(problem, offsets)
+        == _written_by_the_csv_module(problem, offsets).decode()
+    )
+
+
+def test_the_native_writer_answers_unless_an_id_needs_quotes() -> None:
+    def written(name: str) -> bytes | None:
+        problem = Problem((Buffer(name, 0, 1, 8, 1), Buffer("b", 1, 2, 8, 1)))
+        cols = Columns.of(problem)
+        at = np.array([0, 8], dtype=np.int64)
+        return _csvwrite.write_rows(
+            b"h\n", problem.buffers, cols.first, cols.last, cols.size, None, at
+        )
+
+    assert written("a b") == b"h\na b,0,2,8,0\nb,1,3,8,8\n"
+    assert written("é") == "h\né,0,2,8,0\nb,1,3,8,8\n".encode()
+    assert [written(name) for name in ("a,b", 'a"', "a\nb", "a\rb")] == [None] * 4

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
-from arenaplan.allocation import _csvread
+from arenaplan.allocation import _csvread, _csvwrite
 from arenaplan.allocation.deadline import Deadline
-from arenaplan.allocation.packing import remember_columns
+from arenaplan.allocation.packing import Columns, remember_columns
 from arenaplan.allocation.problem import Buffer, Problem
 from arenaplan.errors import AllocationError
 from arenaplan.inputs import read_text_input
@@ -202,11 +202,6 @@ def read_problem(
         raise AllocationError(f"{path}: {exc}") from None
 
 
-def _needs_quotes(text: str) -> bool:
-    """Would the csv module quote this field (a separator, quote or line end)?"""
-    return "," in text or '"' in text or "\n" in text or "\r" in text
-
-
 def format_cost(problem: Problem, sample: int = 10_000) -> float:
     """CPU seconds ``format_solution`` will take on ``problem``: timed on its first
     ``sample`` rows (sizes standing in for the offsets), scaled to all of them."""
@@ -220,20 +215,28 @@ def format_cost(problem: Problem, sample: int = 10_000) -> float:
 
 
 def format_solution(problem: Problem, offsets: Sequence[int]) -> str:
-    """The problem's rows with an ``offset`` column (alignment kept where not 1)."""
-    with_align = any(b.alignment != 1 for b in problem.buffers)
-    if not any(_needs_quotes(b.id) for b in problem.buffers):  # a million rows in ~1 s
-        head = ",".join([*REQUIRED, *(["alignment"] if with_align else []), "offset"])
-        rows = zip(problem.buffers, offsets, strict=True)
-        if with_align:
-            lines = [f"{b.id},{b.first},{b.last + 1},{b.size},{b.alignment},{o}" for b, o in rows]
-        else:
-            lines = [f"{b.id},{b.first},{b.last + 1},{b.size},{o}" for b, o in rows]
-        return "\n".join([head, *lines, ""])
+    """The problem's rows with an ``offset`` column (alignment kept where not 1),
+    as the csv module writes them."""
+    return solution_bytes(problem, offsets).decode()
+
+
+def solution_bytes(problem: Problem, offsets: Sequence[int]) -> bytes:
+    """``format_solution`` as UTF-8: in C (``_csvwrite.c``) unless an id needs
+    quotes, then by the csv module."""
+    cols = Columns.of(problem)
+    with_align = bool((cols.align != 1).any())
+    names = [*REQUIRED, *(["alignment"] if with_align else []), "offset"]
+    head = (",".join(names) + "\n").encode()
+    at = np.asarray(offsets, dtype=np.int64)
+    align = cols.align if with_align else None
+    rows = (problem.buffers, cols.first, cols.last, cols.size, align, at)
+    written = _csvwrite.write_rows(head, *rows)
+    if written is not None:
+        return written
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow([*REQUIRED, *(["alignment"] if with_align else []), "offset"])
+    writer.writerow(names)
     for b, off in zip(problem.buffers, offsets, strict=True):
-        align = [b.alignment] if with_align else []
-        writer.writerow([b.id, b.first, b.last + 1, b.size, *align, off])
-    return out.getvalue()
+        align_field = [b.alignment] if with_align else []
+        writer.writerow([b.id, b.first, b.last + 1, b.size, *align_field, off])
+    return out.getvalue().encode()

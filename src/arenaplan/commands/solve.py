@@ -24,7 +24,7 @@ from arenaplan.allocation.bounds import check_fixed
 from arenaplan.allocation.deadline import TEARDOWN, Deadline
 from arenaplan.allocation.exact import Feasibility, SearchParams
 from arenaplan.allocation.minimalloc_csv import LIMIT as CSV_LIMIT
-from arenaplan.allocation.minimalloc_csv import format_cost, format_solution, read_problem
+from arenaplan.allocation.minimalloc_csv import format_cost, read_problem, solution_bytes
 from arenaplan.allocation.minimize import decide, minimize
 from arenaplan.allocation.packing import forget_columns
 from arenaplan.allocation.problem import Problem, Solution
@@ -142,7 +142,7 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         if progress.status is not None:
             progress.status.stop()
     if args.output is not None:
-        outputs.add(args.output, format_solution(problem, solution.offsets).encode())
+        outputs.add(args.output, solution_bytes(problem, solution.offsets))
         outputs.write_all()
     seconds = time.monotonic() - deadline.started
     if args.json:
@@ -205,7 +205,7 @@ def _decide(
         print(json.dumps(_decision(problem, answer, deadline, seconds)))
     if answer.status == "feasible" and answer.offsets is not None:
         if args.output is not None:
-            outputs.add(args.output, format_solution(problem, answer.offsets).encode())
+            outputs.add(args.output, solution_bytes(problem, answer.offsets))
             outputs.write_all()
         if not args.quiet:
             console.print(f"feasible at {args.capacity:,} ({answer.reason}; {seconds:.2f} s)")
