@@ -70,6 +70,26 @@ static void refresh(Gaps *s, int32_t p) {
   up_from(s, s->leaves + p);
 }
 
+/* Position p's chunk gained a gap of length len (or one grew to it): its
+ * first offset, and its longest gap if len beats it. */
+static void grew(Gaps *s, int32_t p, int64_t len) {
+  Chunk *c = &s->c[s->at[p]];
+  s->lo[p] = c->g[0].lo;
+  if (len > c->best) {
+    c->best = len;
+    s->best[s->leaves + p] = len;
+    up_from(s, s->leaves + p);
+  }
+}
+
+/* Position p's chunk lost a gap of length old (or one shrank from it): its
+ * first offset, and its longest gap looked for again only if old was it. */
+static void shrank(Gaps *s, int32_t p, int64_t old) {
+  Chunk *c = &s->c[s->at[p]];
+  if (old >= c->best) refresh(s, p);
+  else s->lo[p] = c->n ? c->g[0].lo : INT64_MAX;
+}
+
 /* The chunks from position p on moved by one (their ``best`` kept): their first
  * offsets, leaves, and the tree's nodes above those leaves. */
 static int rebuild(Gaps *s, int32_t p) {
@@ -143,7 +163,7 @@ static int insert_gap(Gaps *s, int32_t p, int32_t i, Gap g) {
   memmove(&c->g[i + 1], &c->g[i], (size_t)(c->n - i) * sizeof(Gap));
   c->g[i] = g;
   c->n++;
-  refresh(s, p);
+  grew(s, p, g.len);
   return 0;
 }
 
@@ -151,9 +171,10 @@ static int insert_gap(Gaps *s, int32_t p, int32_t i, Gap g) {
 static int remove_gap(Gaps *s, int32_t p, int32_t i) {
   int32_t k = s->at[p];
   Chunk *c = &s->c[k];
+  int64_t old = c->g[i].len;
   memmove(&c->g[i], &c->g[i + 1], (size_t)(c->n - i - 1) * sizeof(Gap));
   if (--c->n > 0 || s->m == 1) {
-    refresh(s, p);
+    shrank(s, p, old);
     return 0;
   }
   c->n = s->free_chunk;
@@ -193,16 +214,16 @@ static void lowest_fit(const Gaps *s, int64_t size, int64_t align, int32_t *pos,
 /* Take [off, off + size) out of the gap at (p, i), which holds it. */
 static int take(Gaps *s, int32_t p, int32_t i, int64_t off, int64_t size) {
   Gap *g = &s->c[s->at[p]].g[i];
-  int64_t lo = g->lo, end = g->lo + g->len;
+  int64_t lo = g->lo, old = g->len, end = g->lo + g->len;
   if (off == lo && end == off + size) return remove_gap(s, p, i);
   if (off == lo) {
     g->lo = off + size, g->len = end - off - size;
-  } else {
-    g->len = off - lo;
-    if (end > off + size) return insert_gap(s, p, i + 1, (Gap){off + size, end - off - size});
+    shrank(s, p, old);
+    return 0;
   }
-  refresh(s, p);
-  return 0;
+  g->len = off - lo;
+  shrank(s, p, old);
+  return end > off + size ? insert_gap(s, p, i + 1, (Gap){off + size, end - off - size}) : 0;
 }
 
 /* The last position whose chunk starts below off (-1: none). */
@@ -216,19 +237,19 @@ static int32_t position_below(const Gaps *s, int64_t off) {
   return a - 1;
 }
 
+/* The index of the last gap of chunk c starting below off (c starts below it):
+ * a search without branches, as offsets freed come in no order the branch
+ * predictor could learn. */
+static int32_t last_below(const Chunk *c, int64_t off) {
+  const Gap *g = c->g;
+  for (int32_t n = c->n; n > 1; n -= n / 2) g = g[n / 2].lo < off ? g + n / 2 : g;
+  return (int32_t)(g - c->g);
+}
+
 /* Give [off, off + size) back, merged with the gaps it touches. */
 static int give(Gaps *s, int64_t off, int64_t size) {
   int32_t p = position_below(s, off), i = -1; /* the gap below: (p, i) */
-  if (p >= 0) {
-    const Chunk *c = &s->c[s->at[p]];
-    int32_t a = 0, b = c->n;
-    while (a < b) {
-      int32_t mid = (a + b) / 2;
-      if (c->g[mid].lo < off) a = mid + 1;
-      else b = mid;
-    }
-    i = a - 1;
-  }
+  if (p >= 0) i = last_below(&s->c[s->at[p]], off);
   int32_t up_p = p, up_i = i + 1; /* the gap above */
   if (up_p < 0) up_p = 0, up_i = 0;
   if (up_i == s->c[s->at[up_p]].n) up_p++, up_i = 0;
@@ -241,13 +262,13 @@ static int give(Gaps *s, int64_t off, int64_t size) {
   int64_t len = end >= TOP_LEN ? TOP_LEN : end - lo;
   if (joins_below && joins_above) {
     below->len = len;
-    refresh(s, p);
+    grew(s, p, len);
     return remove_gap(s, up_p, up_i);
   }
   if (joins_below || joins_above) {
     Gap *g = joins_below ? below : above;
     g->lo = lo, g->len = len;
-    refresh(s, joins_below ? p : up_p);
+    grew(s, joins_below ? p : up_p, len);
     return 0;
   }
   return insert_gap(s, p < 0 ? 0 : p, p < 0 ? 0 : i + 1, (Gap){lo, len});
@@ -296,7 +317,10 @@ static int radix_by(const uint64_t *key, int32_t *idx, int32_t *tmp, int32_t n) 
 }
 
 /* Placed in order of first step, the buffers leave in order of last step: one
- * ending before a newcomer starts was placed before it. */
+ * ending before a newcomer starts was placed before it. What the leaving needs
+ * (last step, size, offset) is laid out in leaving order, so that it reads
+ * memory in sequence where reading by buffer index missed the cache thrice a
+ * buffer. */
 static int sweep(const int64_t *first, const int64_t *last, const int64_t *size,
                  const int64_t *align, const int32_t *order, int32_t n, int64_t capacity,
                  double deadline, int64_t *offset) {
@@ -304,26 +328,31 @@ static int sweep(const int64_t *first, const int64_t *last, const int64_t *size,
   size_t items = (size_t)(n ? n : 1);
   uint64_t *key = malloc(items * sizeof(uint64_t));
   int32_t *by_last = malloc(items * sizeof(int32_t)), *tmp = malloc(items * sizeof(int32_t));
+  int64_t *leave_size = malloc(items * sizeof(int64_t)), *leave_off = malloc(items * sizeof(int64_t));
   int code = SW_DONE;
-  if (gaps_init(&s) < 0 || !key || !by_last || !tmp) code = SW_MEMORY;
+  if (gaps_init(&s) < 0 || !key || !by_last || !tmp || !leave_size || !leave_off) code = SW_MEMORY;
   for (int32_t i = 0; i < n && code == SW_DONE; i++) {
     by_last[i] = i;
     key[i] = ordered(last[i]);
   }
   if (code == SW_DONE && radix_by(key, by_last, tmp, n) < 0) code = SW_MEMORY;
+  int64_t *leave_last = (int64_t *)key; /* the keys, sorted, are no longer needed */
+  int32_t *rank = tmp;                  /* rank[b]: where buffer b leaves */
+  for (int32_t j = 0; j < n && code == SW_DONE; j++) {
+    int32_t d = by_last[j];
+    leave_last[j] = last[d], leave_size[j] = size[d], rank[d] = j;
+  }
   for (int32_t q = 0, j = 0; q < n && code == SW_DONE; q++) {
     if ((q & 4095) == 4095 && deadline > 0 && now_seconds() > deadline) {
       code = SW_DEADLINE;
       break;
     }
     int32_t b = order[q];
-    for (; j < n && last[by_last[j]] < first[b] && code == SW_DONE; j++) {
-      int32_t done = by_last[j];
-      if (size[done] > 0 && give(&s, offset[done], size[done]) < 0) code = SW_MEMORY;
-    }
+    for (; j < n && leave_last[j] < first[b] && code == SW_DONE; j++)
+      if (leave_size[j] > 0 && give(&s, leave_off[j], leave_size[j]) < 0) code = SW_MEMORY;
     if (code != SW_DONE) break;
     if (size[b] == 0) {
-      offset[b] = 0;
+      offset[b] = leave_off[rank[b]] = 0;
       continue;
     }
     int32_t p, i;
@@ -333,11 +362,11 @@ static int sweep(const int64_t *first, const int64_t *last, const int64_t *size,
       code = SW_OVER;
       break;
     }
-    offset[b] = off;
+    offset[b] = leave_off[rank[b]] = off;
     if (take(&s, p, i, off, size[b]) < 0) code = SW_MEMORY;
   }
   gaps_free(&s);
-  free(key), free(by_last), free(tmp);
+  free(key), free(by_last), free(tmp), free(leave_size), free(leave_off);
   return code;
 }
 
