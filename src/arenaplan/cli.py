@@ -132,6 +132,10 @@ def _inputs(args: argparse.Namespace) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     whole_process = argv is None  # the program itself, not a call from Python
+    if whole_process:  # before numpy loads: its OpenBLAS would start a thread a core
+        # that spins waiting for work; arenaplan does no linear algebra, and on a
+        # busy machine those threads take CPU from the run
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(named_command(argv))
     try:

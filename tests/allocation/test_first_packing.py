@@ -9,11 +9,12 @@ import io
 import json
 import random
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arenaplan.allocation import Buffer, Problem, check_solution
+from arenaplan.allocation import Buffer, Problem, check_solution, packing
 from arenaplan.allocation.bounds import fixed_overlap
 from arenaplan.allocation.deadline import Deadline
 from arenaplan.allocation.minimalloc_csv import REQUIRED, format_solution
@@ -221,3 +222,18 @@ def test_a_limit_since_the_start_counts_the_process_age() -> None:
     assert whole.at is not None and call.at is not None
     assert call.at - whole.at == pytest.approx(age, abs=0.1)
     assert whole.cpu_at_start == 0.0 and call.cpu_at_start <= time.process_time()
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(st.lists(st.tuples(st.integers(-50, 10**6), st.integers(0, 3000)), min_size=1, max_size=40))
+def test_sections_are_numbered_alike_by_table_and_by_sorting(lives) -> None:
+    first = np.array([f for f, _ in lives], dtype=np.int64)
+    last = first + np.array([w for _, w in lives], dtype=np.int64)
+    bounds = np.unique(np.concatenate((first, last + 1)))
+    expected = (np.searchsorted(bounds, first), np.searchsorted(bounds, last + 1), len(bounds) - 1)
+    for table in (0, 10**9):  # by sorting, then by a table
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(packing, "SPAN_TABLE", table)
+            lo, hi, n = packing._sections(first, last)
+        assert lo.tolist() == expected[0].tolist() and hi.tolist() == expected[1].tolist()
+        assert n == expected[2] and lo.dtype == hi.dtype == np.int32

@@ -153,7 +153,9 @@ def _check_total_columns(size: np.ndarray, align: np.ndarray, fixed: np.ndarray)
     """As ``_check_total``, on columns (Python ints: the sum may pass int64)."""
     if not len(size):
         return
-    total = sum(size.tolist()) + max(int(fixed.max()), 0) + int(align.max())
+    small = int(np.abs(size).max()) < LIMIT // len(size)  # so their int64 sum cannot overflow
+    sizes = int(size.sum()) if small else sum(size.tolist())
+    total = sizes + max(int(fixed.max()), 0) + int(align.max())
     if total >= LIMIT:
         raise AllocationError(
             f"the sizes add up to {total:,} bytes, beyond what the solver handles (2**62)"
