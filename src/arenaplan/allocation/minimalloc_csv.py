@@ -205,15 +205,17 @@ def read_problem(
 
 
 def format_cost(problem: Problem, sample: int = 10_000) -> float:
-    """CPU seconds ``format_solution`` will take on ``problem``: timed on its first
+    """CPU seconds ``solution_bytes`` will take on ``problem``: timed on its first
     ``sample`` rows (sizes standing in for the offsets), scaled to all of them."""
     n = len(problem.buffers)
     if n == 0:
         return 0.0
-    head = problem.buffers[: min(sample, n)]
+    k = min(sample, n)
+    cols = Columns.of(problem)
+    head = (problem.buffers[:k], cols.first[:k], cols.last[:k], cols.size[:k], cols.align[:k])
     cpu = time.process_time()
-    format_solution(Problem(head), [b.size for b in head])
-    return (time.process_time() - cpu) * n / len(head)
+    _rows(*head, cols.size[:k].tolist())
+    return (time.process_time() - cpu) * n / k
 
 
 def format_solution(problem: Problem, offsets: Sequence[int]) -> str:
@@ -223,22 +225,34 @@ def format_solution(problem: Problem, offsets: Sequence[int]) -> str:
 
 
 def solution_bytes(problem: Problem, offsets: Sequence[int]) -> bytes:
-    """``format_solution`` as UTF-8: in C (``_csvwrite.c``) unless an id needs
-    quotes, then by the csv module."""
+    """``format_solution`` as UTF-8."""
     cols = Columns.of(problem)
-    with_align = bool((cols.align != 1).any())
+    return _rows(problem.buffers, cols.first, cols.last, cols.size, cols.align, offsets)
+
+
+def _rows(
+    buffers: Sequence[Buffer],
+    first: np.ndarray,
+    last: np.ndarray,
+    size: np.ndarray,
+    align: np.ndarray,
+    offsets: Sequence[int],
+) -> bytes:
+    """The header and a row a buffer: in C (``_csvwrite.c``) unless an id needs
+    quotes, then by the csv module."""
+    with_align = bool((align != 1).any())
     names = [*REQUIRED, *(["alignment"] if with_align else []), "offset"]
     head = (",".join(names) + "\n").encode()
     at = np.asarray(offsets, dtype=np.int64)
-    align = cols.align if with_align else None
-    rows = (problem.buffers, cols.first, cols.last, cols.size, align, at)
-    written = _csvwrite.write_rows(head, *rows)
+    written = _csvwrite.write_rows(
+        head, tuple(buffers), first, last, size, align if with_align else None, at
+    )
     if written is not None:
         return written
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(names)
-    for b, off in zip(problem.buffers, offsets, strict=True):
+    for b, off in zip(buffers, offsets, strict=True):
         align_field = [b.alignment] if with_align else []
         writer.writerow([b.id, b.first, b.last + 1, b.size, *align_field, off])
     return out.getvalue().encode()
