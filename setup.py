@@ -1,5 +1,6 @@
 """Builds the C extensions: the exact search of the offset solver, the sweep
-first-fit of large problems, the CSV reader and writer and the solution checker."""
+first-fit of large problems, the tiling rebuild's rules, the CSV reader and
+writer and the solution checker."""
 
 from setuptools import Extension, setup
 
@@ -14,6 +15,12 @@ setup(
         Extension(
             "arenaplan.allocation._sweep",
             sources=["src/arenaplan/allocation/_sweep.c"],
+            depends=["src/arenaplan/allocation/_native.h"],
+            extra_compile_args=["-O2", "-std=c99"],
+        ),
+        Extension(
+            "arenaplan.allocation._tiling",
+            sources=["src/arenaplan/allocation/_tiling.c"],
             depends=["src/arenaplan/allocation/_native.h"],
             extra_compile_args=["-O2", "-std=c99"],
         ),

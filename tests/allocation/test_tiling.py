@@ -3,19 +3,70 @@ where there is none."""
 
 from __future__ import annotations
 
+import random
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from kits import tiling_rules
 from kits.tilings import tiling_pieces
 
 from arenaplan.allocation import Buffer, Problem, check_solution
 from arenaplan.allocation.bounds import live_bytes_bound
 from arenaplan.allocation.deadline import Deadline
 from arenaplan.allocation.minimize import minimize
-from arenaplan.allocation.tiling import is_perfect, perfect_packing, reduce_blocks
+from arenaplan.allocation.tiling import ATTEMPTS, Blocks, is_perfect, perfect_packing, reduce_blocks
 
 
 def _tiling(n: int, seed: int, pinwheel: bool, height: int = 1 << 16) -> Problem:
     pieces = tiling_pieces(n, seed, pinwheel, 400, height)
     return Problem.of([Buffer(f"p{i}", t0, t1, h) for i, (t0, t1, h) in enumerate(pieces)])
+
+
+def _rows(blocks: Blocks) -> list[tuple[int, int, int]]:
+    return list(zip(blocks.first.tolist(), blocks.last.tolist(), blocks.size.tolist(), strict=True))
+
+
+def _oracle(problem: Problem, stack: str) -> tuple[list, list[int], list[int]]:
+    """The Python rules' blocks, and each buffer's block and offset in it."""
+    found = tiling_rules.reduce_blocks(problem, stack)
+    block, at = [-1] * len(problem.buffers), [0] * len(problem.buffers)
+    for k, b in enumerate(found):
+        inside: list[int | None] = [None] * len(problem.buffers)
+        tiling_rules._unfold(b, 0, inside)
+        for i, off in enumerate(inside):
+            if off is not None:
+                block[i], at[i] = k, off
+    return [(b.first, b.last, b.size) for b in found], block, at
+
+
+@st.composite
+def tilings(draw) -> Problem:
+    """Tilings, some with holes (pieces dropped away from one step), some with
+    buffers of size 0, in a shuffled order."""
+    n, seed = draw(st.integers(2, 160)), draw(st.integers(0, 10**6))
+    pieces = tiling_pieces(n, seed, draw(st.booleans()), draw(st.sampled_from([7, 40, 400])), 256)
+    rng = random.Random(seed)
+    if draw(st.booleans()):
+        peak = rng.randrange(400)
+        pieces = [p for p in pieces if p[0] <= peak <= p[1] or rng.random() > 0.2]
+    pieces += [(0, rng.randrange(7), 0)] * draw(st.integers(0, 2))
+    rng.shuffle(pieces)
+    return Problem.of([Buffer(f"p{i}", *p) for i, p in enumerate(pieces)])
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(tilings(), st.sampled_from(list(ATTEMPTS)))
+def test_the_native_rules_merge_as_the_python_rules(problem: Problem, stack: str) -> None:
+    got = reduce_blocks(problem, stack, Deadline(None))
+    assert got is not None
+    assert (_rows(got), got.block.tolist(), got.at.tolist()) == _oracle(problem, stack)
+
+
+def test_the_rules_stop_at_the_deadline() -> None:
+    deadline = Deadline.after(1e-9)
+    assert reduce_blocks(_tiling(200, 3, pinwheel=True), "earliest", deadline) is None
+    assert deadline.ended_by == "tiling"
 
 
 @pytest.mark.parametrize("pinwheel", [False, True])
@@ -34,7 +85,8 @@ def test_a_pinwheel_is_rebuilt_into_its_rectangle() -> None:
     problem = Problem.of([Buffer(f"p{i}", *p) for i, p in enumerate(pieces)])
     assert is_perfect(problem, 12)
     blocks = reduce_blocks(problem, "", Deadline(None))
-    assert [(b.first, b.last, b.size, b.kind) for b in blocks] == [(0, 9, 12, "pinwheel")]
+    assert blocks is not None and _rows(blocks) == [(0, 9, 12)]  # the five, one rectangle
+    assert blocks.block.tolist() == [0] * 5 and blocks.at.tolist() == [0, 0, 7, 3, 3]
     offsets = perfect_packing(problem, 12, Deadline(None))
     assert offsets == [0, 0, 7, 3, 3]
     check_solution(Problem(problem.buffers, 12), offsets)
@@ -62,7 +114,8 @@ def test_a_long_chain_unfolds_without_recursion() -> None:
     problem = Problem.of(bufs)
     assert is_perfect(problem, 128)
     blocks = reduce_blocks(problem, "", Deadline(None))
-    assert sorted(b.size for b in blocks) == [64, 64]  # the 5,000 steps chained into one
+    assert blocks is not None
+    assert sorted(blocks.size.tolist()) == [64, 64]  # the 5,000 steps chained into one
     offsets = perfect_packing(problem, 128, Deadline(None))
     assert offsets is not None
     check_solution(Problem(problem.buffers, 128), offsets)

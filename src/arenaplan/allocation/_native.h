@@ -1,5 +1,6 @@
 /*
- * Helpers shared by the allocation module's C extensions (_search.c, _sweep.c).
+ * Helpers shared by the allocation module's C extensions (_search.c, _sweep.c,
+ * _tiling.c).
  * Include after Python.h. Sizes and offsets are bytes (int64).
  */
 #ifndef ARENAPLAN_NATIVE_H

@@ -142,7 +142,7 @@ def remember_columns(problem: Problem, *arrays: np.ndarray) -> None:
     _remember(problem, tuple(arrays))
 
 
-def _seconds(deadline: Deadline | None) -> float:
+def seconds_left(deadline: Deadline | None) -> float:
     """The time left for the C code, which reads <= 0 as "no deadline"."""
     if deadline is None or deadline.at is None:
         return 0.0
@@ -170,7 +170,7 @@ def first_fit(
         order,
         cols.n_sections,
         -1 if capacity is None else capacity,
-        _seconds(deadline),
+        seconds_left(deadline),
         probes,
     )
     if code != DONE:
@@ -195,7 +195,7 @@ def sweep_fit(
         return None
     code, raw = _sweep.sweep_fit(
         cols.first, cols.last, cols.size, cols.align, order,
-        -1 if capacity is None else capacity, _seconds(deadline),
+        -1 if capacity is None else capacity, seconds_left(deadline),
     )  # fmt: skip
     if code != DONE:
         return code, None

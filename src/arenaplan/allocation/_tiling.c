@@ -1,0 +1,600 @@
+/*
+ * The tiling rebuild's merging rules (tiling.py says what each one does and
+ * why), at native speed: buffers are merged into blocks, rectangles whose
+ * inside is fixed, until no rule applies. What comes back is the blocks left
+ * and, for each buffer, the block holding it and its offset inside that block,
+ * so a packing of the blocks unfolds to buffer offsets by one addition. The
+ * packing is found and checked in Python (the exact search, then the
+ * validator), as for any other phase.
+ *
+ * Rules are tried in a fixed order and the first that merges restarts the
+ * round; inside a rule, blocks are visited in the order they were made and
+ * groups by their key, so the same problem always gives the same blocks.
+ * Steps are inclusive; sizes and offsets are bytes (int64).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "_native.h"
+
+#define DP_BITS ((int64_t)1 << 22) /* largest subset-sum target, in units of the gcd */
+#define DP_ITEMS 64                /* most blocks a subset-sum looks at */
+
+enum { LEAF, STACK, CHAIN, PINWHEEL };
+enum { BY_NONE, BY_EARLIEST, BY_LATEST, BY_SHORTEST }; /* the last rule's order */
+
+typedef struct {
+  int64_t first, last, size;
+  int32_t kind, part0, nparts; /* parts: parts[part0 ..]; a leaf's part0 is its buffer */
+} Node;
+
+typedef struct {
+  Node *node;
+  int32_t n, cap;
+  int32_t *parts, nparts, cap_parts;
+  uint8_t *live;
+  int32_t *stamp, clock; /* stamp[k] == clock: node k merged in this rule's pass */
+  int nomem;
+} Pool;
+
+typedef struct {
+  int64_t k1, k2;
+  int32_t pos, node; /* pos: the node's place in the live order (ties) */
+} Keyed;
+
+static int grow(void **p, int32_t *cap, int32_t need, size_t item) {
+  if (need <= *cap) return 0;
+  int32_t c = *cap ? *cap : 64;
+  while (c < need) c *= 2;
+  void *q = realloc(*p, (size_t)c * item);
+  if (!q) return -1;
+  *p = q, *cap = c;
+  return 0;
+}
+
+/* A new node over parts[0 .. m) (not live); -1 when out of memory. */
+static int32_t add_node(Pool *P, int kind, int64_t first, int64_t last, int64_t size,
+                        const int32_t *parts, int32_t m) {
+  int32_t cap = P->cap;
+  if (grow((void **)&P->node, &cap, P->n + 1, sizeof(Node)) < 0) return P->nomem = 1, -1;
+  if (cap != P->cap) {
+    uint8_t *live = realloc(P->live, (size_t)cap);
+    int32_t *stamp = realloc(P->stamp, (size_t)cap * sizeof(int32_t));
+    if (live) P->live = live;
+    if (stamp) P->stamp = stamp;
+    if (!live || !stamp) return P->nomem = 1, -1;
+    P->cap = cap;
+  }
+  if (grow((void **)&P->parts, &P->cap_parts, P->nparts + m, sizeof(int32_t)) < 0)
+    return P->nomem = 1, -1;
+  if (m) memcpy(&P->parts[P->nparts], parts, (size_t)m * sizeof(int32_t));
+  P->node[P->n] = (Node){first, last, size, kind, P->nparts, m};
+  P->live[P->n] = 0, P->stamp[P->n] = 0;
+  P->nparts += m;
+  return P->n++;
+}
+
+/* Parts leave the pool, node k joins it (last in the order of making). */
+static void merge(Pool *P, const int32_t *parts, int32_t m, int32_t k) {
+  for (int32_t i = 0; i < m; i++) P->live[parts[i]] = 0, P->stamp[parts[i]] = P->clock;
+  if (k >= 0) P->live[k] = 1;
+}
+
+/* A stack of parts (the first lowest), or the one part itself. */
+static int32_t stacked(Pool *P, const int32_t *parts, int32_t m) {
+  if (m == 1) return parts[0];
+  int64_t size = 0;
+  for (int32_t i = 0; i < m; i++) size += P->node[parts[i]].size;
+  const Node *a = &P->node[parts[0]];
+  return add_node(P, STACK, a->first, a->last, size, parts, m);
+}
+
+static int32_t chained(Pool *P, int32_t a, int32_t b) {
+  int32_t two[2] = {a, b};
+  const Node *x = &P->node[a], *y = &P->node[b];
+  return add_node(P, CHAIN, x->first, y->last, x->size, two, 2);
+}
+
+static int used(const Pool *P, int32_t k) { return P->stamp[k] == P->clock; }
+
+static int by_key(const void *a, const void *b) {
+  const Keyed *x = a, *y = b;
+  if (x->k1 != y->k1) return x->k1 < y->k1 ? -1 : 1;
+  if (x->k2 != y->k2) return x->k2 < y->k2 ? -1 : 1;
+  return x->pos - y->pos;
+}
+
+enum { K_END_SIZE, K_START_SIZE, K_END, K_START, K_LAST, K_FIRST, K_LIFE, K_LATEST, K_SHORTEST };
+
+static void key_of(const Node *b, int which, int64_t *k1, int64_t *k2) {
+  switch (which) {
+    case K_END_SIZE: *k1 = b->last + 1, *k2 = b->size; break;
+    case K_START_SIZE: *k1 = b->first, *k2 = b->size; break;
+    case K_END: *k1 = b->last + 1, *k2 = 0; break;
+    case K_START: *k1 = b->first, *k2 = 0; break;
+    case K_LAST: *k1 = b->last, *k2 = 0; break;
+    case K_FIRST: *k1 = b->first, *k2 = 0; break;
+    case K_LIFE: *k1 = b->first, *k2 = b->last; break;
+    case K_LATEST: *k1 = -b->last, *k2 = -b->first; break;
+    default: *k1 = b->last - b->first, *k2 = b->first; break; /* then last: the same */
+  }
+}
+
+/* nodes[0 .. m) (in order) sorted by key into out (stable): groups are runs. */
+static void sort_keyed(const Pool *P, const int32_t *nodes, int32_t m, int which, Keyed *out) {
+  for (int32_t i = 0; i < m; i++) {
+    key_of(&P->node[nodes[i]], which, &out[i].k1, &out[i].k2);
+    out[i].pos = i, out[i].node = nodes[i];
+  }
+  qsort(out, (size_t)m, sizeof(Keyed), by_key);
+}
+
+/* The live nodes in the order they were made. */
+static int32_t live_nodes(const Pool *P, int32_t *out) {
+  int32_t m = 0;
+  for (int32_t k = 0; k < P->n; k++)
+    if (P->live[k]) out[m++] = k;
+  return m;
+}
+
+/* End of the run of equal keys starting at i. */
+static int32_t run_end(const Keyed *s, int32_t i, int32_t m) {
+  int32_t j = i + 1;
+  while (j < m && s[j].k1 == s[i].k1 && s[j].k2 == s[i].k2) j++;
+  return j;
+}
+
+/* The run with key (k1, k2) in s: [*lo, *hi), empty when none. */
+static void find_run(const Keyed *s, int32_t m, int64_t k1, int64_t k2, int32_t *lo, int32_t *hi) {
+  int32_t a = 0, b = m;
+  while (a < b) {
+    int32_t mid = (a + b) / 2;
+    if (s[mid].k1 < k1 || (s[mid].k1 == k1 && s[mid].k2 < k2)) a = mid + 1;
+    else b = mid;
+  }
+  *lo = a, *hi = a < m && s[a].k1 == k1 && s[a].k2 == k2 ? run_end(s, a, m) : a;
+}
+
+typedef struct {
+  Pool *P;
+  int32_t *live;          /* scratch: live nodes */
+  Keyed *s1, *s2, *s3, *s4; /* scratch: sorted views */
+  int32_t *ids;           /* scratch: node lists */
+  uint64_t *bits;         /* scratch: subset-sum layers */
+  size_t nbits;
+} Work;
+
+static int chain_rule(Work *w) {
+  Pool *P = w->P;
+  int32_t m = live_nodes(P, w->live);
+  sort_keyed(P, w->live, m, K_END_SIZE, w->s1);
+  sort_keyed(P, w->live, m, K_START_SIZE, w->s2);
+  int merged = 0;
+  for (int32_t i = 0, ie; i < m && !P->nomem; i = ie) {
+    ie = run_end(w->s1, i, m);
+    int32_t j, je;
+    find_run(w->s2, m, w->s1[i].k1, w->s1[i].k2, &j, &je);
+    int32_t two[2] = {w->s1[i].node, j < m ? w->s2[j].node : -1};
+    if (ie - i != 1 || je - j != 1 || used(P, two[0]) || used(P, two[1])) continue;
+    int32_t k = chained(P, two[0], two[1]);
+    if (k < 0) return merged;
+    merge(P, two, 2, k);
+    merged = 1;
+  }
+  return merged;
+}
+
+static int64_t gcd64(int64_t a, int64_t b) {
+  while (b) {
+    int64_t t = a % b;
+    a = b, b = t;
+  }
+  return a;
+}
+
+/* dst = (src | src << s) over words bits (the top word masked by top); dst may
+ * be src (words are written from the top, after the lower ones they read). */
+static void shift_or(uint64_t *dst, const uint64_t *src, size_t words, int64_t s, uint64_t top) {
+  size_t ws = (size_t)(s / 64);
+  int bs = (int)(s % 64);
+  for (size_t i = words; i-- > 0;) {
+    uint64_t v = 0;
+    if (i >= ws) {
+      v = src[i - ws] << bs;
+      if (bs && i > ws) v |= src[i - ws - 1] >> (64 - bs);
+    }
+    dst[i] = src[i] | v;
+  }
+  dst[words - 1] &= top;
+}
+
+static int bit(const uint64_t *layer, int64_t k) { return (int)((layer[k / 64] >> (k % 64)) & 1); }
+
+/* At least two of items (first DP_ITEMS of those no larger than target) whose
+ * sizes add up to target, into out (the later items first); their count, or 0. */
+static int32_t subset_sum(Work *w, const int32_t *items, int32_t n, int64_t target, int32_t *out) {
+  const Pool *P = w->P;
+  int32_t it[DP_ITEMS], m = 0;
+  int64_t sum = 0, g = 0;
+  for (int32_t i = 0; i < n && m < DP_ITEMS; i++)
+    if (P->node[items[i]].size <= target) it[m++] = items[i];
+  for (int32_t i = 0; i < m; i++) sum += P->node[it[i]].size, g = gcd64(g, P->node[it[i]].size);
+  if (m < 2 || sum < target || target % g || target / g > DP_BITS) return 0;
+  int64_t goal = target / g;
+  size_t words = (size_t)(goal / 64 + 1);
+  uint64_t top = (goal % 64) == 63 ? ~(uint64_t)0 : (((uint64_t)1 << (goal % 64 + 1)) - 1);
+  size_t need = words * (size_t)(m + 1);
+  if (need > w->nbits) {
+    uint64_t *b = realloc(w->bits, need * sizeof(uint64_t));
+    if (!b) return w->P->nomem = 1, 0;
+    w->bits = b, w->nbits = need;
+  }
+  memset(w->bits, 0, words * sizeof(uint64_t)); /* first in one layer, in place: reachable? */
+  w->bits[0] = 1;
+  int reachable = 0;
+  int64_t most = 0; /* the largest sum reachable so far: the words above it are 0 */
+  for (int32_t i = 0; i < m && !reachable; i++) {
+    most += P->node[it[i]].size / g;
+    size_t upto = most < goal ? (size_t)(most / 64 + 1) : words;
+    shift_or(w->bits, w->bits, upto, P->node[it[i]].size / g, upto == words ? top : ~(uint64_t)0);
+    reachable = bit(w->bits, goal);
+  }
+  if (!reachable) return 0;
+  memset(w->bits, 0, words * sizeof(uint64_t)); /* then a layer an item, to choose */
+  w->bits[0] = 1;
+  for (int32_t i = 0; i < m; i++)
+    shift_or(w->bits + words * (i + 1), w->bits + words * i, words, P->node[it[i]].size / g, top);
+  if (!bit(w->bits + words * m, goal)) return 0;
+  int32_t c = 0;
+  int64_t rest = goal;
+  for (int32_t i = m; i >= 1; i--)
+    if (!bit(w->bits + words * (i - 1), rest)) out[c++] = it[i - 1], rest -= P->node[it[i - 1]].size / g;
+  return c >= 2 && rest == 0 ? c : 0;
+}
+
+/* One side of a boundary: blocks x of side matched by a subset of one group of
+ * other (grouped by key which, groups of two or more). */
+static int match_side(Work *w, const int32_t *side, int32_t ns, const int32_t *other, int32_t no,
+                      int which, Keyed *s) {
+  Pool *P = w->P;
+  int merged = 0;
+  sort_keyed(P, other, no, which, s);
+  int32_t found[DP_ITEMS], free_ids[DP_ITEMS * 4];
+  for (int32_t q = 0; q < ns; q++) {
+    int32_t x = side[q];
+    if (used(P, x)) continue;
+    for (int32_t i = 0; i < no;) {
+      int32_t e = run_end(s, i, no);
+      if (e - i > 1) {
+        int64_t total = 0;
+        for (int32_t r = i; r < e; r++) total += P->node[s[r].node].size;
+        if (total >= P->node[x].size) {
+          int32_t nf = 0, *fr = e - i <= DP_ITEMS * 4 ? free_ids : malloc((size_t)(e - i) * 4);
+          if (!fr) return P->nomem = 1, merged;
+          for (int32_t r = i; r < e; r++)
+            if (!used(P, s[r].node)) fr[nf++] = s[r].node;
+          int32_t c = nf > 1 ? subset_sum(w, fr, nf, P->node[x].size, found) : 0;
+          if (fr != free_ids) free(fr);
+          if (c) {
+            int32_t k = stacked(P, found, c);
+            if (k < 0) return merged;
+            merge(P, found, c, k);
+            merged = 1;
+            break;
+          }
+        }
+      }
+      i = e;
+    }
+  }
+  return merged;
+}
+
+static int stack_to_match_rule(Work *w) {
+  Pool *P = w->P;
+  int32_t m = live_nodes(P, w->live);
+  sort_keyed(P, w->live, m, K_END, w->s1);
+  sort_keyed(P, w->live, m, K_START, w->s2);
+  int merged = 0;
+  for (int32_t i = 0, j = 0; i < m && !P->nomem;) {
+    int32_t ie = run_end(w->s1, i, m);
+    while (j < m && w->s2[j].k1 < w->s1[i].k1) j = run_end(w->s2, j, m);
+    if (j < m && w->s2[j].k1 == w->s1[i].k1) {
+      int32_t je = run_end(w->s2, j, m), ne = ie - i, ns = je - j;
+      int32_t *ends = w->ids, *starts = w->ids + ne;
+      for (int32_t r = 0; r < ne; r++) ends[r] = w->s1[i + r].node;
+      for (int32_t r = 0; r < ns; r++) starts[r] = w->s2[j + r].node;
+      merged |= match_side(w, ends, ne, starts, ns, K_LAST, w->s3);
+      merged |= match_side(w, starts, ns, ends, ne, K_FIRST, w->s3);
+    }
+    i = ie;
+  }
+  return merged;
+}
+
+/* Right reaches the centre's top; both sides reach the same height. */
+static int pinwheel_sizes(const Node *b, const Node *r, const Node *t, const Node *l,
+                          const Node *c) {
+  return r->size == b->size + c->size && b->size + l->size == r->size + t->size;
+}
+
+/* (bottom, right, top, left, centre) of a pinwheel around centre into five. */
+static int pinwheel_around(Work *w, int32_t m, int32_t centre, int32_t five[5]) {
+  const Pool *P = w->P;
+  const Node *c = &P->node[centre];
+  int32_t b0, b1, l0, l1, t0, t1, r0, r1;
+  find_run(w->s1, m, c->last, 0, &b0, &b1); /* s1: by last, s2: by first, s3: by life */
+  for (int32_t bi = b0; bi < b1; bi++) {
+    const Node *bottom = &P->node[w->s1[bi].node];
+    if (bottom->first >= c->first) continue;
+    find_run(w->s3, m, bottom->first, c->first - 1, &l0, &l1);
+    for (int32_t li = l0; li < l1; li++) {
+      find_run(w->s2, m, c->first, 0, &t0, &t1);
+      for (int32_t ti = t0; ti < t1; ti++) {
+        const Node *top = &P->node[w->s2[ti].node];
+        if (top->last <= c->last) continue;
+        find_run(w->s3, m, c->last + 1, top->last, &r0, &r1);
+        for (int32_t ri = r0; ri < r1; ri++) {
+          int32_t f[5] = {w->s1[bi].node, w->s3[ri].node, w->s2[ti].node, w->s3[li].node, centre};
+          int distinct = 1;
+          for (int a = 0; a < 5; a++)
+            for (int b = a + 1; b < 5; b++) distinct &= f[a] != f[b];
+          if (distinct && pinwheel_sizes(&P->node[f[0]], &P->node[f[1]], &P->node[f[2]],
+                                         &P->node[f[3]], &P->node[f[4]])) {
+            memcpy(five, f, sizeof f);
+            return 1;
+          }
+        }
+      }
+    }
+  }
+  return 0;
+}
+
+static int pinwheel_rule(Work *w) {
+  Pool *P = w->P;
+  int32_t m = live_nodes(P, w->live);
+  sort_keyed(P, w->live, m, K_LAST, w->s1);
+  sort_keyed(P, w->live, m, K_FIRST, w->s2);
+  sort_keyed(P, w->live, m, K_LIFE, w->s3);
+  int merged = 0;
+  for (int32_t q = 0; q < m; q++) {
+    int32_t five[5];
+    if (used(P, w->live[q]) || !pinwheel_around(w, m, w->live[q], five)) continue;
+    int clash = 0;
+    for (int a = 0; a < 5; a++) clash |= used(P, five[a]);
+    if (clash) continue;
+    const Node *bottom = &P->node[five[0]], *top = &P->node[five[2]], *left = &P->node[five[3]];
+    int32_t k = add_node(P, PINWHEEL, bottom->first, top->last, bottom->size + left->size, five, 5);
+    if (k < 0) return merged;
+    merge(P, five, 5, k);
+    merged = 1;
+  }
+  return merged;
+}
+
+static int group_match_rule(Work *w) {
+  Pool *P = w->P;
+  int32_t m = live_nodes(P, w->live);
+  sort_keyed(P, w->live, m, K_LIFE, w->s1);
+  /* s4: one entry a lifetime (its run's start in s1), by (last, first) */
+  int32_t g = 0;
+  for (int32_t i = 0; i < m; i = run_end(w->s1, i, m)) {
+    const Node *b = &P->node[w->s1[i].node];
+    w->s4[g++] = (Keyed){b->last, b->first, i, w->s1[i].node};
+  }
+  qsort(w->s4, (size_t)g, sizeof(Keyed), by_key);
+  for (int32_t i = 0; i < m;) {
+    int32_t ie = run_end(w->s1, i, m), lo, hi;
+    find_run(w->s4, g, w->s1[i].k1 - 1, INT64_MIN, &lo, &hi); /* first entry with that last */
+    for (int32_t q = lo; q < g && w->s4[q].k1 == w->s1[i].k1 - 1; q++) {
+      int32_t bi = w->s4[q].pos, be = run_end(w->s1, bi, m);
+      if ((be - bi) + (ie - i) < 3) continue;
+      int64_t before = 0, after = 0;
+      for (int32_t r = bi; r < be; r++) before += P->node[w->s1[r].node].size;
+      for (int32_t r = i; r < ie; r++) after += P->node[w->s1[r].node].size;
+      if (before != after) continue;
+      int32_t *parts = w->ids, n = 0;
+      for (int32_t r = bi; r < be; r++) parts[n++] = w->s1[r].node;
+      for (int32_t r = i; r < ie; r++) parts[n++] = w->s1[r].node;
+      int32_t a = stacked(P, parts, be - bi);
+      int32_t b = a < 0 ? -1 : stacked(P, parts + (be - bi), ie - i);
+      int32_t k = b < 0 ? -1 : chained(P, a, b);
+      if (k < 0) return 0;
+      merge(P, parts, n, k);
+      return 1;
+    }
+    i = ie;
+  }
+  return 0;
+}
+
+static int stack_lifetime_rule(Work *w, int order) {
+  Pool *P = w->P;
+  int32_t m = live_nodes(P, w->live);
+  sort_keyed(P, w->live, m, K_LIFE, w->s1);
+  int32_t g = 0; /* s4: one entry a lifetime of two or more blocks, by the order's key */
+  for (int32_t i = 0, e; i < m; i = e) {
+    e = run_end(w->s1, i, m);
+    if (e - i < 2) continue;
+    Keyed k = {0, 0, i, e - i};
+    key_of(&P->node[w->s1[i].node], order == BY_EARLIEST   ? K_LIFE
+                                    : order == BY_LATEST ? K_LATEST
+                                                         : K_SHORTEST,
+           &k.k1, &k.k2);
+    w->s4[g++] = k;
+  }
+  if (!g) return 0;
+  qsort(w->s4, (size_t)g, sizeof(Keyed), by_key); /* keys differ: lifetimes differ */
+  int32_t at = w->s4[0].pos, n = w->s4[0].node;
+  for (int32_t r = 0; r < n; r++) w->ids[r] = w->s1[at + r].node;
+  int32_t k = stacked(P, w->ids, n);
+  if (k < 0) return 0;
+  merge(P, w->ids, n, k);
+  return 1;
+}
+
+/* Rules until none applies: 0 done, 1 deadline, -1 out of memory. */
+static int reduce(Work *w, int order, double deadline) {
+  Pool *P = w->P;
+  for (;;) {
+    if (deadline > 0 && now_seconds() > deadline) return 1;
+    int merged = 0;
+    for (int rule = 0; rule < 5 && !merged && !P->nomem; rule++) {
+      P->clock++;
+      switch (rule) {
+        case 0: merged = chain_rule(w); break;
+        case 1: merged = stack_to_match_rule(w); break;
+        case 2: merged = pinwheel_rule(w); break;
+        case 3: merged = group_match_rule(w); break;
+        default: merged = order != BY_NONE && stack_lifetime_rule(w, order);
+      }
+    }
+    if (P->nomem) return -1;
+    if (!merged) return 0;
+  }
+}
+
+/* Each buffer's block (its place among the blocks left) and offset in it: an
+ * explicit stack, as chains of chains nest as deep as the buffers. */
+static int unfold(const Pool *P, const int32_t *blocks, int32_t nb, int32_t *root, int64_t *rel) {
+  int32_t cap = 64, top = 0;
+  int32_t *node = malloc((size_t)cap * sizeof(int32_t));
+  int64_t *base = malloc((size_t)cap * sizeof(int64_t));
+  if (!node || !base) return free(node), free(base), -1;
+  for (int32_t j = 0; j < nb; j++) {
+    node[top] = blocks[j], base[top++] = 0;
+    while (top) {
+      int32_t k = node[--top];
+      int64_t at = base[top];
+      const Node *b = &P->node[k];
+      if (b->kind == LEAF) {
+        root[b->part0] = j, rel[b->part0] = at;
+        continue;
+      }
+      if (top + b->nparts > cap) {
+        while (top + b->nparts > cap) cap *= 2;
+        int32_t *n2 = realloc(node, (size_t)cap * sizeof(int32_t));
+        if (n2) node = n2;
+        int64_t *b2 = realloc(base, (size_t)cap * sizeof(int64_t));
+        if (b2) base = b2;
+        if (!n2 || !b2) return free(node), free(base), -1;
+      }
+      const int32_t *p = &P->parts[b->part0];
+      int64_t up = at;
+      for (int32_t i = 0; i < b->nparts; i++, top++) {
+        node[top] = p[i], base[top] = at;
+        if (b->kind == STACK) base[top] = up, up += P->node[p[i]].size;
+      }
+      if (b->kind == PINWHEEL) { /* bottom, right at the base; top above right; left, centre above bottom */
+        base[top - 3] = at + P->node[p[1]].size;
+        base[top - 2] = base[top - 1] = at + P->node[p[0]].size;
+      }
+    }
+  }
+  free(node), free(base);
+  return 0;
+}
+
+static PyObject *blocks_result(const Pool *P, const int32_t *blocks, int32_t nb, const int32_t *root,
+                               const int64_t *rel, Py_ssize_t n) {
+  int64_t *col = malloc((size_t)(nb ? nb : 1) * 3 * sizeof(int64_t));
+  if (!col) return PyErr_NoMemory();
+  for (int32_t j = 0; j < nb; j++) {
+    const Node *b = &P->node[blocks[j]];
+    col[j] = b->first, col[nb + j] = b->last, col[2 * nb + j] = b->size;
+  }
+  Py_ssize_t w = (Py_ssize_t)nb * 8;
+  PyObject *r = Py_BuildValue("(y#y#y#y#y#)", (const char *)col, w, (const char *)(col + nb), w,
+                              (const char *)(col + 2 * nb), w, (const char *)root, n * 4,
+                              (const char *)rel, n * 8);
+  free(col);
+  return r;
+}
+
+static PyObject *py_reduce(PyObject *self, PyObject *args) {
+  (void)self;
+  PyObject *o[3];
+  int order;
+  double seconds;
+  if (!PyArg_ParseTuple(args, "OOOid", &o[0], &o[1], &o[2], &order, &seconds)) return NULL;
+  if (order < BY_NONE || order > BY_SHORTEST) {
+    PyErr_SetString(PyExc_ValueError, "reduce: order is 0 (none) to 3");
+    return NULL;
+  }
+  Py_buffer v[3];
+  if (PyObject_GetBuffer(o[0], &v[0], PyBUF_C_CONTIGUOUS) < 0) return NULL;
+  Py_ssize_t n = v[0].len / 8;
+  int got = 1;
+  PyObject *result = NULL;
+  Pool P = {0};
+  Work w = {&P};
+  int32_t *root = NULL;
+  int64_t *rel = NULL;
+  if (get_buf(o[1], &v[1], 8, n, "last") < 0) goto done;
+  got = 2;
+  if (get_buf(o[2], &v[2], 8, n, "size") < 0) goto done;
+  got = 3;
+  const int64_t *first = v[0].buf, *last = v[1].buf, *size = v[2].buf;
+  size_t items = (size_t)(n ? n : 1);
+  w.live = malloc(items * sizeof(int32_t)), w.ids = malloc(2 * items * sizeof(int32_t));
+  w.s1 = malloc(items * sizeof(Keyed)), w.s2 = malloc(items * sizeof(Keyed));
+  w.s3 = malloc(items * sizeof(Keyed)), w.s4 = malloc(items * sizeof(Keyed));
+  root = malloc(items * sizeof(int32_t)), rel = calloc(items, sizeof(int64_t));
+  if (n > INT32_MAX / 4 || !w.live || !w.ids || !w.s1 || !w.s2 || !w.s3 || !w.s4 || !root ||
+      !rel) {
+    PyErr_NoMemory();
+    goto done;
+  }
+  for (Py_ssize_t i = 0; i < n; i++) {
+    if (size[i] < 0 || last[i] < first[i]) {
+      PyErr_SetString(PyExc_ValueError, "reduce: a size below 0 or a last step before the first");
+      goto done;
+    }
+    if (add_node(&P, LEAF, first[i], last[i], size[i], NULL, 0) < 0) break;
+    P.node[i].part0 = (int32_t)i; /* a leaf's part0 is its buffer */
+    P.live[i] = size[i] > 0;
+    root[i] = -1;
+  }
+  double deadline = seconds > 0 ? now_seconds() + seconds : 0;
+  int code = P.nomem ? -1 : reduce(&w, order, deadline);
+  if (code < 0) {
+    PyErr_NoMemory();
+    goto done;
+  }
+  if (code == 1) {
+    result = Py_NewRef(Py_None);
+    goto done;
+  }
+  int32_t nb = live_nodes(&P, w.live);
+  if (unfold(&P, w.live, nb, root, rel) < 0) {
+    PyErr_NoMemory();
+    goto done;
+  }
+  result = blocks_result(&P, w.live, nb, root, rel, n);
+done:
+  for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
+  free(P.node), free(P.parts), free(P.live), free(P.stamp);
+  free(w.live), free(w.ids), free(w.s1), free(w.s2), free(w.s3), free(w.s4), free(w.bits);
+  free(root), free(rel);
+  return result;
+}
+
+PyDoc_STRVAR(reduce_doc,
+             "reduce(first, last, size, order, seconds) -> None | (first, last, size, block, at)\n"
+             "The tiling rebuild's rules on the buffers (int64 columns) until none applies;\n"
+             "order: the last rule's lifetime order (0: no such rule, 1 earliest, 2 latest,\n"
+             "3 shortest). None when seconds (> 0) passed first. Else the blocks left (int64\n"
+             "columns) and, a buffer, its block (int32, -1 for a size of 0) and its offset in\n"
+             "that block (int64 bytes).");
+
+static PyMethodDef methods[] = {{"reduce", py_reduce, METH_VARARGS, reduce_doc},
+                                {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_tiling",
+                                    "The tiling rebuild's merging rules.", -1, methods};
+
+PyMODINIT_FUNC PyInit__tiling(void) { return PyModule_Create(&module); }
