@@ -14,6 +14,7 @@ from arenaplan.allocation import Buffer, Problem, check_solution
 from arenaplan.allocation.exact import SearchParams, check_capacity
 from arenaplan.allocation.minimalloc_csv import read_problem
 from arenaplan.allocation.minimize import minimize
+from arenaplan.allocation.sections import make_part, preorder
 from arenaplan.errors import AllocationError
 
 SWITCHES = [f.name for f in dataclasses.fields(SearchParams) if f.type == "bool"]
@@ -162,3 +163,39 @@ def test_public_hard_instances_reach_their_optimum(name: str) -> None:
     check_solution(problem, solution.offsets)
     assert solution.optimal
     assert solution.height == {"C": 1039360}.get(name, 1048576)
+
+
+def _preorder_by_statement(part, heuristic: str) -> list[int]:
+    """The exact search's preorder as its docstring states it, key by key."""
+    keys = []
+    for k in range(len(part.buffers)):
+        lo, hi = part.sec_lo[k], part.sec_hi[k]
+        first, last = part.steps[k]
+        width = last - first + 1
+        data = {
+            "W": width,
+            "A": width * part.size[k],
+            "Z": part.size[k],
+            "C": hi - lo,
+            "T": max(part.loads[lo:hi], default=0),
+            "L": first,
+            "U": last,
+            "O": part.ov_start[k + 1] - part.ov_start[k],
+        }
+        keys.append((*(-data[c] for c in heuristic), k))
+    return sorted(range(len(part.buffers)), key=lambda k: keys[k])
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(
+    st.lists(
+        st.tuples(st.integers(-5, 30), st.integers(0, 9), st.sampled_from([1, 2, 8, 1 << 58])),
+        min_size=1,
+        max_size=30,
+    ),
+    st.sampled_from(["WAT", "TAW", "TWA", "ZCLUO", "OUL", "A", "T"]),
+)
+def test_the_preorders_sort_by_their_stated_keys(rows, heuristic: str) -> None:
+    problem = Problem.of([Buffer(f"b{i}", f, f + w, z) for i, (f, w, z) in enumerate(rows)])
+    part = make_part(problem, list(range(len(rows))))
+    assert list(preorder(part, heuristic)) == _preorder_by_statement(part, heuristic)

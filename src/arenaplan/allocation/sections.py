@@ -152,22 +152,63 @@ def preorder(part: Part, heuristic: str) -> array:
 
     W width (steps), A area (bytes x steps), T the largest load of its sections,
     Z size, C sections spanned, L first step, U last step, O time-neighbours.
+    Ties: by index. Keys as numpy columns (a stable sort on each, the last
+    letter first); areas past int64 are compared as Python integers.
     """
     n = len(part.buffers)
-    keys = []
-    for k in range(n):
-        lo, hi = part.sec_lo[k], part.sec_hi[k]
-        first, last = part.steps[k]
-        width = last - first + 1
-        data = {
-            "W": width,
-            "A": width * part.size[k],
-            "Z": part.size[k],
-            "C": hi - lo,
-            "T": max(part.loads[lo:hi], default=0),
-            "L": first,
-            "U": last,
-            "O": part.ov_start[k + 1] - part.ov_start[k],
-        }
-        keys.append((*(-data[c] for c in heuristic), k))
-    return array("i", sorted(range(n), key=lambda k: keys[k]))
+    first = np.frombuffer(part.first, dtype=np.int64)
+    last = np.frombuffer(part.last, dtype=np.int64)
+    size = np.frombuffer(part.size, dtype=np.int64)
+    lo = np.frombuffer(part.sec_lo, dtype=np.int32)
+    hi = np.frombuffer(part.sec_hi, dtype=np.int32)
+    ov = np.frombuffer(part.ov_start, dtype=np.int32)
+    width = last - first + 1
+    columns = {
+        "W": lambda: width,
+        "A": lambda: _areas(width, size),
+        "Z": lambda: size,
+        "C": lambda: (hi - lo).astype(np.int64),
+        "T": lambda: _range_max(np.asarray(part.loads, dtype=np.int64), lo, hi),
+        "L": lambda: first,
+        "U": lambda: last,
+        "O": lambda: (ov[1:] - ov[:-1]).astype(np.int64),
+    }
+    order = np.arange(n)
+    for c in reversed(heuristic):  # the first letter sorts last: it leads
+        order = _descending(columns[c](), order)
+    return array("i", order.astype(np.int32).tobytes())
+
+
+def _descending(key: np.ndarray | list[int], order: np.ndarray) -> np.ndarray:
+    """``order`` stably sorted by ``key`` (of each index), largest first."""
+    if isinstance(key, list):  # Python integers (areas past int64)
+        return np.array(sorted(order.tolist(), key=lambda i: -key[i]), dtype=np.int64)
+    return order[np.argsort(~key[order], kind="stable")]  # ~x = -x - 1: no overflow
+
+
+def _areas(width: np.ndarray, size: np.ndarray) -> np.ndarray | list[int]:
+    """width x size a buffer (bytes x steps), int64 when every product fits."""
+    if not len(size) or int(width.max()) * int(size.max()) < 1 << 63:
+        return width * size
+    return [w * z for w, z in zip(width.tolist(), size.tolist(), strict=True)]
+
+
+def _range_max(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """max(values[lo[k]:hi[k]]) for each k (0 for an empty range), by a sparse
+    table: level j holds the maxima of runs of 2**j values."""
+    out = np.zeros(len(lo), dtype=np.int64)
+    span = (hi - lo).astype(np.int64)
+    some = span > 0
+    if not some.any():
+        return out
+    levels = [values]
+    while 1 << len(levels) <= int(span.max()):
+        prev, half = levels[-1], 1 << (len(levels) - 1)
+        levels.append(np.maximum(prev[:-half], prev[half:]))
+    j = np.zeros(len(lo), dtype=np.int64)
+    j[some] = np.floor(np.log2(span[some])).astype(np.int64)
+    for level in np.unique(j[some]):
+        k = np.flatnonzero(some & (j == level))
+        table = levels[level]
+        out[k] = np.maximum(table[lo[k]], table[hi[k] - (1 << int(level))])
+    return out
