@@ -167,11 +167,17 @@ typedef struct {
   size_t nbits;
 } Work;
 
+/* The live nodes, sorted by key a into s1 and by key b into s2; their count. */
+static int32_t two_views(Work *w, int a, int b) {
+  int32_t m = live_nodes(w->P, w->live);
+  sort_keyed(w->P, w->live, m, a, w->s1);
+  sort_keyed(w->P, w->live, m, b, w->s2);
+  return m;
+}
+
 static int chain_rule(Work *w) {
   Pool *P = w->P;
-  int32_t m = live_nodes(P, w->live);
-  sort_keyed(P, w->live, m, K_END_SIZE, w->s1);
-  sort_keyed(P, w->live, m, K_START_SIZE, w->s2);
+  int32_t m = two_views(w, K_END_SIZE, K_START_SIZE);
   int merged = 0;
   for (int32_t i = 0, ie; i < m && !P->nomem; i = ie) {
     ie = run_end(w->s1, i, m);
@@ -295,9 +301,7 @@ static int match_side(Work *w, const int32_t *side, int32_t ns, const int32_t *o
 
 static int stack_to_match_rule(Work *w) {
   Pool *P = w->P;
-  int32_t m = live_nodes(P, w->live);
-  sort_keyed(P, w->live, m, K_END, w->s1);
-  sort_keyed(P, w->live, m, K_START, w->s2);
+  int32_t m = two_views(w, K_END, K_START);
   int merged = 0;
   for (int32_t i = 0, j = 0; i < m && !P->nomem;) {
     int32_t ie = run_end(w->s1, i, m);
@@ -356,9 +360,7 @@ static int pinwheel_around(Work *w, int32_t m, int32_t centre, int32_t five[5]) 
 
 static int pinwheel_rule(Work *w) {
   Pool *P = w->P;
-  int32_t m = live_nodes(P, w->live);
-  sort_keyed(P, w->live, m, K_LAST, w->s1);
-  sort_keyed(P, w->live, m, K_FIRST, w->s2);
+  int32_t m = two_views(w, K_LAST, K_FIRST);
   sort_keyed(P, w->live, m, K_LIFE, w->s3);
   int merged = 0;
   for (int32_t q = 0; q < m; q++) {
