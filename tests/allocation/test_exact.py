@@ -170,7 +170,7 @@ def _preorder_by_statement(part, heuristic: str) -> list[int]:
     keys = []
     for k in range(len(part.buffers)):
         lo, hi = part.sec_lo[k], part.sec_hi[k]
-        first, last = part.steps[k]
+        first, last = part.first[k], part.last[k]
         width = last - first + 1
         data = {
             "W": width,

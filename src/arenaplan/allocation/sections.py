@@ -39,8 +39,7 @@ class Part:
     sb: array
     loads: tuple[int, ...]
     starts: tuple[int, ...]  # first step of each section (for messages)
-    steps: tuple[tuple[int, int], ...]  # each buffer's inclusive [first, last]
-    first: array  # int64 copies of the steps, for the C search
+    first: array  # int64: each buffer's inclusive [first, last] steps
     last: array
 
     @property
@@ -141,7 +140,6 @@ def make_part(problem: Problem, members: list[int]) -> Part:
         sb=sb,
         loads=tuple(loads.tolist()),
         starts=tuple(bounds[:-1].tolist()),
-        steps=tuple(zip(first.tolist(), last.tolist(), strict=True)),
         first=array("q", first.tobytes()),
         last=array("q", last.tobytes()),
     )
