@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from arenaplan.allocation import Buffer, Problem, check_solution, packing
 from arenaplan.allocation.bounds import fixed_overlap
 from arenaplan.allocation.deadline import Deadline
-from arenaplan.allocation.minimalloc_csv import REQUIRED, format_solution
+from arenaplan.allocation.minimalloc_csv import REQUIRED, format_solution, solution_bytes
 from arenaplan.allocation.minimize import minimize
 from arenaplan.allocation.packing import DONE, OVER_CAPACITY, Columns, first_packing
 from arenaplan.allocation.portfolio import Portfolio
@@ -142,6 +142,34 @@ def test_solutions_are_written_as_the_csv_module_writes_them(problem: Problem, n
     )
     offsets = list(range(len(renamed.buffers)))
     assert format_solution(renamed, offsets) == _csv_module(renamed, offsets)
+
+
+BIG = (1 << 62) - 1  # the largest magnitude the reader takes
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["b", "é", "名前", " pad ", "x y", "a,b", 'q"', "l\nm", ""]),
+            st.integers(-BIG, BIG - 1),
+            st.integers(0, 3),
+            st.sampled_from([0, 1, 7, BIG]),
+            st.sampled_from([1, 1, 2, 64]),
+            st.sampled_from([0, 5, -3, BIG]),
+        ),
+        max_size=12,
+    )
+)
+def test_the_native_writer_writes_what_the_csv_module_writes(rows) -> None:
+    buffers = [
+        Buffer(f"{name}{k}", first, min(first + width, BIG - 1), size, align)
+        for k, (name, first, width, size, align, _) in enumerate(rows)
+    ]
+    problem = Problem(tuple(buffers))
+    offsets = [off for *_, off in rows]
+    assert solution_bytes(problem, offsets) == _csv_module(problem, offsets).encode()
+    assert format_solution(problem, offsets) == _csv_module(problem, offsets)
 
 
 def test_solve_at_a_vanishing_time_limit_answers_with_the_first_packing(tmp_path, capsys) -> None:

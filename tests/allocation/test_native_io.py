@@ -4,8 +4,6 @@ front of."""
 
 from __future__ import annotations
 
-import csv
-import io
 import random
 import re
 from pathlib import Path
@@ -264,48 +262,6 @@ def test_any_plain_text_gets_the_row_by_row_answer_or_error(head, rows, end) -> 
     text = end.join([head, *rows]) + end
     native = _outcome(mcsv.parse_problem, text)
     assert native == _outcome(lambda t: mcsv._parse_rows(t, None, None), text)
-
-
-def _written_by_the_csv_module(problem: Problem, offsets: list[int]) -> bytes:
-    with_align = any(b.alignment != 1 for b in problem.buffers)
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow([*mcsv.REQUIRED, *(["alignment"] if with_align else []), "offset"])
-    for b, off in zip(problem.buffers, offsets, strict=True):
-        align = [b.alignment] if with_align else []
-        writer.writerow([b.id, b.first, b.last + 1, b.size, *align, off])
-    return out.getvalue().encode()
-
-
-BIG = (1 << 62) - 1  # the largest magnitude the reader takes
-
-
-@settings(max_examples=150, deadline=None, derandomize=True)
-@given(
-    st.lists(
-        st.tuples(
-            st.sampled_from(["b", "é", "名前", " pad ", "x y", "a,b", 'q"', "l\nm", ""]),
-            st.integers(-BIG, BIG - 1),
-            st.integers(0, 3),
-            st.sampled_from([0, 1, 7, BIG]),
-            st.sampled_from([1, 1, 2, 64]),
-            st.sampled_from([0, 5, -3, BIG]),
-        ),
-        max_size=12,
-    )
-)
-def test_the_native_writer_writes_what_the_csv_module_writes(rows) -> None:
-    buffers = [
-        Buffer(f"{name}{k}", first, min(first + width, BIG - 1), size, align)
-        for k, (name, first, width, size, align, _) in enumerate(rows)
-    ]
-    problem = Problem(tuple(buffers))
-    offsets = [off for *_, off in rows]
-    assert mcsv.solution_bytes(problem, offsets) == _written_by_the_csv_module(problem, offsets)
-    assert (
-        mcsv.format_solution(problem, offsets)
-        == _written_by_the_csv_module(problem, offsets).decode()
-    )
 
 
 def test_the_native_writer_answers_unless_an_id_needs_quotes() -> None:
