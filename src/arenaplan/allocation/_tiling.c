@@ -331,12 +331,12 @@ static int pinwheel_around(Work *w, int32_t m, int32_t centre, int32_t five[5]) 
   const Node *c = &P->node[centre];
   int32_t b0, b1, l0, l1, t0, t1, r0, r1;
   find_run(w->s1, m, c->last, 0, &b0, &b1); /* s1: by last, s2: by first, s3: by life */
+  find_run(w->s2, m, c->first, 0, &t0, &t1);
   for (int32_t bi = b0; bi < b1; bi++) {
     const Node *bottom = &P->node[w->s1[bi].node];
     if (bottom->first >= c->first) continue;
     find_run(w->s3, m, bottom->first, c->first - 1, &l0, &l1);
     for (int32_t li = l0; li < l1; li++) {
-      find_run(w->s2, m, c->first, 0, &t0, &t1);
       for (int32_t ti = t0; ti < t1; ti++) {
         const Node *top = &P->node[w->s2[ti].node];
         if (top->last <= c->last) continue;
