@@ -34,6 +34,7 @@ from arenaplan.errors import RuntimeUnavailableError
 from arenaplan.reader import read_model_bytes
 from arenaplan.tflm.verify.inputs import random_inputs
 from arenaplan.tflm.verify.native import (
+    QEMU_CPU,
     VARIANTS,
     build_root,
     command,
@@ -207,3 +208,22 @@ def _qemu_run(
             last = (done.stderr.strip().splitlines() or ["no output"])[-1]
             raise RuntimeUnavailableError(f"the model did not run under QEMU: {last}")
     return [f if isinstance(f, tuple) else (f, f) for f in found]
+
+
+def qemu_user_classes(program: Path, args: list[str], cwd: Path) -> dict[str, int]:
+    """Guest instructions by class of a whole run of an ARM ``program`` (linked as
+    the qemu-user builds are) under qemu-arm, in ``cwd`` (semihosting opens files
+    relative to it)."""
+    if shutil.which("qemu-arm") is None:
+        raise RuntimeUnavailableError("qemu-arm is absent: apt-get install qemu-user")
+    count = cwd / "count.txt"
+    argv = ["qemu-arm", "-cpu", QEMU_CPU, "-plugin", f"{plugin_path()},out={count}"]
+    done = subprocess.run(
+        [*argv, str(program), *args],
+        cwd=cwd, capture_output=True, text=True, timeout=TIMEOUT, check=False,
+    )  # fmt: skip
+    found = _CLASS.findall(count.read_text()) if count.is_file() else []
+    if done.returncode != 0 or not found:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeUnavailableError(f"{program.name} did not run under QEMU: {last}")
+    return {k: int(v) for k, v in found}
