@@ -418,7 +418,9 @@ static int stack_lifetime_rule(Work *w, int order) {
   Pool *P = w->P;
   int32_t m = live_nodes(P, w->live);
   sort_keyed(P, w->live, m, K_LIFE, w->s1);
-  int32_t g = 0; /* s4: one entry a lifetime of two or more blocks, by the order's key */
+  /* s4: one entry a lifetime of two or more blocks, by the order's key; in these
+     entries pos is the group's first place in s1 and node its number of blocks */
+  int32_t g = 0;
   for (int32_t i = 0, e; i < m; i = e) {
     e = run_end(w->s1, i, m);
     if (e - i < 2) continue;
