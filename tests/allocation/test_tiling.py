@@ -14,8 +14,16 @@ from kits.tilings import tiling_pieces
 from arenaplan.allocation import Buffer, Problem, check_solution
 from arenaplan.allocation.bounds import live_bytes_bound
 from arenaplan.allocation.deadline import Deadline
+from arenaplan.allocation.exact import SearchParams, check_capacity
 from arenaplan.allocation.minimize import minimize
-from arenaplan.allocation.tiling import ATTEMPTS, Blocks, is_perfect, perfect_packing, reduce_blocks
+from arenaplan.allocation.tiling import (
+    ATTEMPTS,
+    Blocks,
+    block_problem,
+    is_perfect,
+    perfect_packing,
+    reduce_blocks,
+)
 
 
 def _tiling(n: int, seed: int, pinwheel: bool, height: int = 1 << 16) -> Problem:
@@ -27,9 +35,9 @@ def _rows(blocks: Blocks) -> list[tuple[int, int, int]]:
     return list(zip(blocks.first.tolist(), blocks.last.tolist(), blocks.size.tolist(), strict=True))
 
 
-def _oracle(problem: Problem, stack: str) -> tuple[list, list[int], list[int]]:
+def _oracle(problem: Problem, stack: str, match: bool) -> tuple[list, list[int], list[int]]:
     """The Python rules' blocks, and each buffer's block and offset in it."""
-    found = tiling_rules.reduce_blocks(problem, stack)
+    found = tiling_rules.reduce_blocks(problem, stack, match)
     block, at = [-1] * len(problem.buffers), [0] * len(problem.buffers)
     for k, b in enumerate(found):
         inside: list[int | None] = [None] * len(problem.buffers)
@@ -56,11 +64,13 @@ def tilings(draw) -> Problem:
 
 
 @settings(max_examples=150, deadline=None, derandomize=True)
-@given(tilings(), st.sampled_from(list(ATTEMPTS)))
-def test_the_native_rules_merge_as_the_python_rules(problem: Problem, stack: str) -> None:
-    got = reduce_blocks(problem, stack, Deadline(None))
+@given(tilings(), st.sampled_from(list(ATTEMPTS)), st.booleans())
+def test_the_native_rules_merge_as_the_python_rules(
+    problem: Problem, stack: str, match: bool
+) -> None:
+    got = reduce_blocks(problem, stack, Deadline(None), match)
     assert got is not None
-    assert (_rows(got), got.block.tolist(), got.at.tolist()) == _oracle(problem, stack)
+    assert (_rows(got), got.block.tolist(), got.at.tolist()) == _oracle(problem, stack, match)
 
 
 def test_the_rules_stop_at_the_deadline() -> None:
@@ -78,6 +88,23 @@ def test_tilings_are_packed_at_their_bound(seed: int, pinwheel: bool) -> None:
     sol = minimize(problem, seconds=20)
     check_solution(problem, sol.offsets)
     assert sol.height == bound == sol.lower_bound
+
+
+def test_a_tiling_stack_to_match_misbuilds_is_packed_in_two_passes() -> None:
+    """A guillotine tiling where stack-to-match stacks buffers that no packing keeps
+    together: with it, every lifetime order's blocks are proven not to fit the
+    bound; without it they fit; the two-pass attempt packs the tiling at its bound."""
+    problem = _tiling(500, 12, pinwheel=False)
+    bound = live_bytes_bound(problem)
+    for stack in ("earliest", "latest", "shortest"):
+        for match, status in ((True, "infeasible"), (False, "feasible")):
+            blocks = reduce_blocks(problem, stack, Deadline(None), match)
+            assert blocks is not None
+            found = check_capacity(block_problem(problem, blocks), bound, SearchParams(), 30.0)
+            assert found.status == status, (stack, match)
+    offsets = perfect_packing(problem, bound, Deadline.after(30.0))
+    assert offsets is not None
+    check_solution(Problem(problem.buffers, bound), offsets)
 
 
 def test_a_pinwheel_is_rebuilt_into_its_rectangle() -> None:

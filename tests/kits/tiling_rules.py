@@ -54,9 +54,10 @@ def _unfold(block: Block, base: int, out: list[int]) -> None:
             todo += [(left, at + bottom.size), (centre, at + bottom.size)]
 
 
-def reduce_blocks(problem: Problem, stack: str) -> list[Block]:
+def reduce_blocks(problem: Problem, stack: str, match: bool = True) -> list[Block]:
     """The blocks left when no rule applies; ``stack``: which lifetime the last
-    rule stacks first, or "" for no such rule."""
+    rule stacks first, or "" for no such rule; ``match``: whether stack-to-match
+    runs."""
     blocks = {
         i: Block(b.first, b.last, b.size, "buffer", i)
         for i, b in enumerate(problem.buffers)
@@ -64,6 +65,8 @@ def reduce_blocks(problem: Problem, stack: str) -> list[Block]:
     }
     pool = _Pool(blocks)
     rules = [_chain, _stack_to_match, _pinwheel, _group_match]
+    if not match:
+        rules.remove(_stack_to_match)
     if stack:
         rules.append(lambda pool: _stack_lifetime(pool, LIFETIME_ORDERS[stack]))
     while any(rule(pool) for rule in rules):

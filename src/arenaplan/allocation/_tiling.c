@@ -442,7 +442,7 @@ static int stack_lifetime_rule(Work *w, int order) {
 }
 
 /* Rules until none applies: 0 done, 1 deadline, -1 out of memory. */
-static int reduce(Work *w, int order, double deadline) {
+static int reduce(Work *w, int order, int match, double deadline) {
   Pool *P = w->P;
   for (;;) {
     if (deadline > 0 && now_seconds() > deadline) return 1;
@@ -451,7 +451,7 @@ static int reduce(Work *w, int order, double deadline) {
       P->clock++;
       switch (rule) {
         case 0: merged = chain_rule(w); break;
-        case 1: merged = stack_to_match_rule(w); break;
+        case 1: merged = match && stack_to_match_rule(w); break;
         case 2: merged = pinwheel_rule(w); break;
         case 3: merged = group_match_rule(w); break;
         default: merged = order != BY_NONE && stack_lifetime_rule(w, order);
@@ -522,9 +522,10 @@ static PyObject *blocks_result(const Pool *P, const int32_t *blocks, int32_t nb,
 static PyObject *py_reduce(PyObject *self, PyObject *args) {
   (void)self;
   PyObject *o[3];
-  int order;
+  int order, match = 1;
   double seconds;
-  if (!PyArg_ParseTuple(args, "OOOid", &o[0], &o[1], &o[2], &order, &seconds)) return NULL;
+  if (!PyArg_ParseTuple(args, "OOOid|p", &o[0], &o[1], &o[2], &order, &seconds, &match))
+    return NULL;
   if (order < BY_NONE || order > BY_SHORTEST) {
     PyErr_SetString(PyExc_ValueError, "reduce: order is 0 (none) to 3");
     return NULL;
@@ -564,7 +565,7 @@ static PyObject *py_reduce(PyObject *self, PyObject *args) {
     root[i] = -1;
   }
   double deadline = seconds > 0 ? now_seconds() + seconds : 0;
-  int code = P.nomem ? -1 : reduce(&w, order, deadline);
+  int code = P.nomem ? -1 : reduce(&w, order, match, deadline);
   if (code < 0) {
     PyErr_NoMemory();
     goto done;
@@ -588,10 +589,12 @@ done:
 }
 
 PyDoc_STRVAR(reduce_doc,
-             "reduce(first, last, size, order, seconds) -> None | (first, last, size, block, at)\n"
+             "reduce(first, last, size, order, seconds, match=True)\n"
+             "    -> None | (first, last, size, block, at)\n"
              "The tiling rebuild's rules on the buffers (int64 columns) until none applies;\n"
              "order: the last rule's lifetime order (0: no such rule, 1 earliest, 2 latest,\n"
-             "3 shortest). None when seconds (> 0) passed first. Else the blocks left (int64\n"
+             "3 shortest); match: whether the stack-to-match rule runs. None when seconds\n"
+             "(> 0) passed first. Else the blocks left (int64\n"
              "columns) and, a buffer, its block (int32, -1 for a size of 0) and its offset in\n"
              "that block (int64 bytes).");
 

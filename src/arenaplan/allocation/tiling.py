@@ -23,15 +23,19 @@ wrong merge can only make the bound unreachable, never a packing invalid):
 - *stack a lifetime*: the blocks sharing a lifetime (the first such lifetime
   in an order that differs from one attempt to the next).
 
-Four attempts: with the last rule (fewer blocks, may merge too much), taking
-lifetimes in three orders, then without it. The rules run in C (``_tiling.c``):
-an attempt takes a tenth to a half of a second at 2,000 buffers. A packing of
-the blocks is found by the greedy orders or the exact search, unfolded to buffer
-offsets and checked by the validator before it is returned.
+Five attempts: with the last rule (fewer blocks, may merge too much), taking
+lifetimes in three orders, then without it; last, in two passes: the rules but
+stack-to-match first (its subset sums can stack blocks that no packing keeps
+together while the buffers are still small), then the four attempts on the
+blocks that pass leaves. The rules run in C (``_tiling.c``): an attempt takes a
+tenth to a half of a second at 2,000 buffers. A packing of the blocks is found
+by the greedy orders or the exact search, unfolded to buffer offsets and checked
+by the validator before it is returned.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,6 +52,7 @@ from arenaplan.allocation.validate import check_solution
 # lifetimes from the earliest, from the latest, from the shortest; then without
 # it. The number is what _tiling.reduce calls the order.
 ATTEMPTS = {"earliest": 1, "latest": 2, "shortest": 3, "": 0}
+TWO_PASS = "two-pass"  # the last attempt: no stack-to-match, then ATTEMPTS on the blocks
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,32 +94,53 @@ def _fits_int64(size: np.ndarray, span: int) -> bool:
 
 
 def perfect_packing(
-    problem: Problem, bound: int, deadline: Deadline, params: SearchParams | None = None
+    problem: Problem,
+    bound: int,
+    deadline: Deadline,
+    params: SearchParams | None = None,
+    two_pass: bool = True,
 ) -> list[int] | None:
     """Offsets of a packing at ``bound`` of a perfect problem (``is_perfect``),
-    or None when no attempt finds one in time."""
+    or None when no attempt finds one in time (``two_pass``: whether the last,
+    two-pass attempt runs)."""
     params = params or SearchParams()
-    for k, stack in enumerate(ATTEMPTS):
+    attempts = [*ATTEMPTS, TWO_PASS] if two_pass else list(ATTEMPTS)
+    for k, stack in enumerate(attempts):
         left = deadline.left()
         if deadline.expired("tiling"):
             return None
-        last = k == len(ATTEMPTS) - 1
-        own = deadline if left is None or last else Deadline.after(left / (len(ATTEMPTS) - k))
-        blocks = reduce_blocks(problem, stack, own)
-        if blocks is None:
-            continue
-        offsets = _solve_blocks(problem, blocks, bound, own, params)
+        last = k == len(attempts) - 1
+        own = deadline if left is None or last else Deadline.after(left / (len(attempts) - k))
+        if stack == TWO_PASS:
+            offsets = _two_pass(problem, bound, own, params)
+        else:
+            blocks = reduce_blocks(problem, stack, own)
+            offsets = None if blocks is None else _solve_blocks(problem, blocks, bound, own, params)
         if offsets is not None:
             return offsets
     return None
 
 
-def reduce_blocks(problem: Problem, stack: str, deadline: Deadline) -> Blocks | None:
+def _two_pass(
+    problem: Problem, bound: int, deadline: Deadline, params: SearchParams
+) -> list[int] | None:
+    """The rules but stack-to-match, then the other attempts on the blocks left."""
+    blocks = reduce_blocks(problem, "", deadline, match=False)
+    if blocks is None:
+        return None
+    placed = perfect_packing(block_problem(problem, blocks), bound, deadline, params, False)
+    return None if placed is None else _unfolded(problem, blocks, placed, bound)
+
+
+def reduce_blocks(
+    problem: Problem, stack: str, deadline: Deadline, match: bool = True
+) -> Blocks | None:
     """The blocks left when no rule applies (None if ``deadline`` passed first);
     ``stack``: which lifetime the last rule stacks first (see ``ATTEMPTS``), or ""
-    for no such rule."""
+    for no such rule; ``match``: whether stack-to-match runs."""
     cols = Columns.of(problem)
-    got = _tiling.reduce(cols.first, cols.last, cols.size, ATTEMPTS[stack], seconds_left(deadline))
+    order, seconds = ATTEMPTS[stack], seconds_left(deadline)
+    got = _tiling.reduce(cols.first, cols.last, cols.size, order, seconds, match)
     if got is None:
         deadline.expired("tiling")
         return None
@@ -123,20 +149,28 @@ def reduce_blocks(problem: Problem, stack: str, deadline: Deadline) -> Blocks | 
     return Blocks(first, last, size, block, np.frombuffer(got[4], dtype=np.int64))
 
 
-def _solve_blocks(
-    problem: Problem, blocks: Blocks, bound: int, deadline: Deadline, params: SearchParams
-) -> list[int] | None:
+def block_problem(problem: Problem, blocks: Blocks) -> Problem:
+    """The blocks as buffers, each aligned as the most aligned buffer."""
     align = max((b.alignment for b in problem.buffers if b.size > 0), default=1)
     rows = zip(blocks.first.tolist(), blocks.last.tolist(), blocks.size.tolist(), strict=True)
-    reduced = Problem(tuple(Buffer(f"block{i}", *row, align) for i, row in enumerate(rows)))
-    greedy = best_greedy(reduced, bound, deadline)
-    placed: tuple[int, ...] | list[int] | None = None if greedy is None else greedy[1]
-    if placed is None:
-        found = check_capacity(reduced, bound, params, deadline.left())
-        placed = found.offsets
-    if placed is None:
-        return None
+    return Problem(tuple(Buffer(f"block{i}", *row, align) for i, row in enumerate(rows)))
+
+
+def _unfolded(problem: Problem, blocks: Blocks, placed: Sequence[int], bound: int) -> list[int]:
+    """The buffers' offsets with each block at its offset in ``placed``, checked."""
     base = np.asarray([*placed, 0], dtype=np.int64)  # block -1 (a size of 0) at 0
     offsets = (base[blocks.block] + np.where(blocks.block >= 0, blocks.at, 0)).tolist()
     check_solution(Problem(problem.buffers, bound), offsets)  # never an unchecked packing
     return offsets
+
+
+def _solve_blocks(
+    problem: Problem, blocks: Blocks, bound: int, deadline: Deadline, params: SearchParams
+) -> list[int] | None:
+    reduced = block_problem(problem, blocks)
+    greedy = best_greedy(reduced, bound, deadline)
+    placed: Sequence[int] | None = None if greedy is None else greedy[1]
+    if placed is None:
+        found = check_capacity(reduced, bound, params, deadline.left())
+        placed = found.offsets
+    return None if placed is None else _unfolded(problem, blocks, placed, bound)
