@@ -24,9 +24,9 @@ wrong merge can only make the bound unreachable, never a packing invalid):
   in an order that differs from one attempt to the next).
 
 Five attempts: with the last rule (fewer blocks, may merge too much), taking
-lifetimes in three orders, then without it; last, in two passes: the rules but
-stack-to-match first (its subset sums can stack blocks that no packing keeps
-together while the buffers are still small), then the four attempts on the
+lifetimes in three orders, then without it; last, in two passes: first every
+rule except stack-to-match (its subset sums can stack blocks that no packing
+keeps together while the buffers are still small), then the four attempts on the
 blocks that pass leaves. The rules run in C (``_tiling.c``): an attempt takes a
 tenth to a half of a second at 2,000 buffers. A packing of the blocks is found
 by the greedy orders or the exact search, unfolded to buffer offsets and checked
@@ -124,7 +124,7 @@ def perfect_packing(
 def _two_pass(
     problem: Problem, bound: int, deadline: Deadline, params: SearchParams
 ) -> list[int] | None:
-    """The rules but stack-to-match, then the other attempts on the blocks left."""
+    """Every rule except stack-to-match, then the four attempts on the blocks left."""
     blocks = reduce_blocks(problem, "", deadline, match=False)
     if blocks is None:
         return None
