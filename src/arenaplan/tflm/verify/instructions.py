@@ -198,15 +198,9 @@ def _qemu_run(
         d = Path(tmp)
         args = _write_run(d, model, trials)
         argv = command(VARIANTS[variant], runner_path(variant), args)
-        argv[1:1] = ["-plugin", f"{plugin_path(plugin)},out={d / 'count.txt'}"]
-        done = subprocess.run(
-            argv, cwd=d, capture_output=True, text=True, timeout=TIMEOUT, check=False
-        )
-        count = d / "count.txt"
-        found = line.findall(count.read_text()) if count.is_file() else []
+        done, found = _plugin_run(argv, d, plugin, line)
         if not found or _status(d) != "ok":
-            last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-            raise RuntimeUnavailableError(f"the model did not run under QEMU: {last}")
+            raise RuntimeUnavailableError(f"the model did not run under QEMU: {_last(done)}")
     return [f if isinstance(f, tuple) else (f, f) for f in found]
 
 
@@ -216,14 +210,25 @@ def qemu_user_classes(program: Path, args: list[str], cwd: Path) -> dict[str, in
     relative to it)."""
     if shutil.which("qemu-arm") is None:
         raise RuntimeUnavailableError("qemu-arm is absent: apt-get install qemu-user")
-    count = cwd / "count.txt"
-    argv = ["qemu-arm", "-cpu", QEMU_CPU, "-plugin", f"{plugin_path()},out={count}"]
-    done = subprocess.run(
-        [*argv, str(program), *args],
-        cwd=cwd, capture_output=True, text=True, timeout=TIMEOUT, check=False,
-    )  # fmt: skip
-    found = _CLASS.findall(count.read_text()) if count.is_file() else []
+    argv = ["qemu-arm", "-cpu", QEMU_CPU, str(program), *args]
+    done, found = _plugin_run(argv, cwd, PLUGIN_SOURCE, _CLASS)
     if done.returncode != 0 or not found:
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise RuntimeUnavailableError(f"{program.name} did not run under QEMU: {last}")
+        raise RuntimeUnavailableError(f"{program.name} did not run under QEMU: {_last(done)}")
     return {k: int(v) for k, v in found}
+
+
+def _plugin_run(
+    argv: list[str], cwd: Path, plugin: Path, line: re.Pattern
+) -> tuple[subprocess.CompletedProcess, list]:
+    """Run the emulator command ``argv`` in ``cwd`` with ``plugin`` loaded; the run
+    and the matches of ``line`` in what the plugin wrote (none if it wrote nothing)."""
+    count = cwd / "count.txt"
+    argv = [argv[0], "-plugin", f"{plugin_path(plugin)},out={count}", *argv[1:]]
+    done = subprocess.run(
+        argv, cwd=cwd, capture_output=True, text=True, timeout=TIMEOUT, check=False
+    )
+    return done, line.findall(count.read_text()) if count.is_file() else []
+
+
+def _last(done: subprocess.CompletedProcess) -> str:
+    return (done.stderr.strip().splitlines() or ["no output"])[-1]
