@@ -145,10 +145,12 @@ def reference_scale(split: dict[str, tuple]) -> float:
     return math.exp(sum(logs) / len(logs))
 
 
-def board_rows(models: dict) -> tuple[float, list[tuple[str, str, float, float]]]:
+def board_rows(
+    models: dict, counts: dict[str, dict[str, int]]
+) -> tuple[float, list[tuple[str, str, float, float]]]:
     """The reference scale, and per board and model (board, model, estimate ms,
     published ms)."""
-    split = reference_split(models, release_counts())
+    split = reference_split(models, counts)
     scale = reference_scale(split)
     rows = []
     for board, (published, _) in PUBLISHED.items():
@@ -168,10 +170,9 @@ def ranking_right(rows: list[tuple[str, str, float, float]], board: str) -> bool
     return sorted(mine, key=lambda r: r[2]) == sorted(mine, key=lambda r: r[3])
 
 
-def release_table(models: dict) -> None:
+def release_table(models: dict, counts: dict[str, dict[str, int]]) -> None:
     """The reference release's counted instructions beside the project's table for
     the same build options (Cortex-M4 DSP, -Os)."""
-    counts = release_counts()
     print("\nInstructions of one invoke: TFLM 2.3 counted, the project's table at -Os")
     print("| model | TFLM 2.3 | project | ratio |\n|---|---:|---:|---:|")
     for key, model in models.items():
@@ -209,7 +210,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"latency_boards: {RELEASE_COUNTS} is absent", file=sys.stderr)
         return 2
     models = {k: read_model_bytes((MODELS / f).read_bytes()) for k, f in NAMES.items()}
-    scale, rows = board_rows(models)
+    counts = release_counts()
+    scale, rows = board_rows(models, counts)
     print(f"reference board: TFLM 2.3's counted instructions; cycles per modelled cycle "
           f"(fitted on {REFERENCE} alone): {scale:.3f}\n")  # fmt: skip
     print("| board | core | model | estimate ms | published ms | error | source |")
@@ -228,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"ranking of the four models right on: "
           f"{', '.join(b for b in PUBLISHED if b not in bad_rank)}"
           + (f"; wrong on: {', '.join(bad_rank)}" if bad_rank else ""))  # fmt: skip
-    release_table(models)
+    release_table(models, counts)
     if args.instructions:
         instructions_table(models)
     return 0
