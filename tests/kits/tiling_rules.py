@@ -54,17 +54,21 @@ def _unfold(block: Block, base: int, out: list[int]) -> None:
             todo += [(left, at + bottom.size), (centre, at + bottom.size)]
 
 
-def reduce_blocks(problem: Problem, stack: str, match: bool = True) -> list[Block]:
+def reduce_blocks(
+    problem: Problem, stack: str, match: bool = True, banned: Iterable[tuple[int, int]] = ()
+) -> list[Block]:
     """The blocks left when no rule applies; ``stack``: which lifetime the last
     rule stacks first, or "" for no such rule; ``match``: whether stack-to-match
-    runs."""
+    runs; ``banned``: (boundary, size) keys the chain rule does not join."""
     blocks = {
         i: Block(b.first, b.last, b.size, "buffer", i)
         for i, b in enumerate(problem.buffers)
         if b.size > 0
     }
     pool = _Pool(blocks)
-    rules = [_chain, _stack_to_match, _pinwheel, _group_match]
+    no = set(banned)
+    rules = [lambda pool: _chain(pool, no), _stack_to_match, _pinwheel, _group_match]
+    rules.append(_pinwheel_complete)
     if not match:
         rules.remove(_stack_to_match)
     if stack:
@@ -106,14 +110,17 @@ def _stacked(parts: list[Block]) -> Block:
     return Block(parts[0].first, parts[0].last, sum(p.size for p in parts), "stack", tuple(parts))
 
 
-def _chain(pool: _Pool) -> bool:
-    """The only block of a size ending at a boundary and the only one starting there."""
+def _chain(pool: _Pool, banned: set[tuple[int, int]]) -> bool:
+    """The only block of a size ending at a boundary and the only one starting there
+    (not for a (boundary, size) key in ``banned``)."""
     ends = pool.by(lambda b: (b.last + 1, b.size))
     starts = pool.by(lambda b: (b.first, b.size))
     merged = False
     used: set[int] = set()
     for key, before in sorted(ends.items()):
         after = starts.get(key, [])
+        if key in banned:
+            continue
         if len(before) == 1 and len(after) == 1 and not {id(before[0]), id(after[0])} & used:
             a, b = before[0], after[0]
             used |= {id(a), id(b)}
@@ -231,6 +238,78 @@ def _group_match(pool: _Pool) -> bool:
             pool.merge([*before, *after], Block(a.first, b.last, a.size, "chain", (a, b)))
             return True
     return False
+
+
+def _pinwheel_complete(pool: _Pool) -> bool:
+    """Four blocks of a pinwheel, the fifth's lifetime and size following from them,
+    and two or more blocks of that lifetime adding up to that size: those stacked
+    (every such found in one pass, each block in one at most). Times: left
+    [f, a-1], bottom [f, c-1], centre [a, c-1], top [a, l], right [c, l]."""
+    by_first, by_last = pool.by(lambda b: b.first), pool.by(lambda b: b.last)
+    by_life = pool.by(lambda b: (b.first, b.last))
+    used: set[int] = set()
+
+    def complete(have: dict[str, Block], missing: str, life: tuple[int, int]) -> None:
+        need = _fifth_size(have, missing)
+        if need is None or {id(b) for b in have.values()} & used:
+            return
+        group = [b for b in by_life.get(life, []) if id(b) not in used]
+        found = _subset_sum(group, need) if len(group) > 1 else None
+        if found:
+            used.update(id(b) for b in found)
+            pool.merge(found, _stacked(found))
+
+    blocks = pool.blocks()  # those live when the pass starts
+    for centre in blocks:
+        a, c = centre.first, centre.last + 1
+        tops = [t for t in by_first.get(a, []) if t.last >= c]
+        bottoms = [b for b in by_last.get(c - 1, []) if b.first < a]
+        for top in tops:
+            for right in by_life.get((c, top.last), []):
+                four = {"centre": centre, "top": top, "right": right}
+                for left in by_last.get(a - 1, []):
+                    complete({**four, "left": left}, "bottom", (left.first, c - 1))
+                for bottom in bottoms:
+                    complete({**four, "bottom": bottom}, "left", (bottom.first, a - 1))
+        for bottom in bottoms:
+            for left in by_life.get((bottom.first, a - 1), []):
+                four = {"centre": centre, "bottom": bottom, "left": left}
+                for top in tops:
+                    complete({**four, "top": top}, "right", (c, top.last))
+                for right in by_first.get(c, []):
+                    complete({**four, "right": right}, "top", (a, right.last))
+    for bottom in blocks:
+        f, c = bottom.first, bottom.last + 1
+        for left in by_first.get(f, []):
+            a = left.last + 1
+            if a >= c:
+                continue
+            for right in by_first.get(c, []):
+                for top in by_life.get((a, right.last), []):
+                    four = {"bottom": bottom, "left": left, "right": right, "top": top}
+                    complete(four, "centre", (a, c - 1))
+    return bool(used)
+
+
+def _fifth_size(have: dict[str, Block], missing: str) -> int | None:
+    """The missing member's size, when the four are distinct and their sizes agree
+    (right = bottom + centre, bottom + left = right + top)."""
+    if len({id(b) for b in have.values()}) < 4:
+        return None
+    s = {role: b.size for role, b in have.items()}
+    if missing == "centre":
+        need, ok = s["right"] - s["bottom"], s["bottom"] + s["left"] == s["right"] + s["top"]
+    elif missing == "bottom":
+        need = s["right"] - s["centre"]
+        ok = need + s["left"] == s["right"] + s["top"]
+    elif missing == "left":
+        need, ok = s["right"] + s["top"] - s["bottom"], s["right"] == s["bottom"] + s["centre"]
+    elif missing == "right":
+        need = s["bottom"] + s["centre"]
+        ok = s["bottom"] + s["left"] == need + s["top"]
+    else:
+        need, ok = s["bottom"] + s["left"] - s["right"], s["right"] == s["bottom"] + s["centre"]
+    return need if ok and need > 0 else None
 
 
 def _stack_lifetime(pool: _Pool, key) -> bool:

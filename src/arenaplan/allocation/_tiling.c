@@ -165,6 +165,8 @@ typedef struct {
   int32_t *ids;           /* scratch: node lists */
   uint64_t *bits;         /* scratch: subset-sum layers */
   size_t nbits;
+  const int64_t *banned;  /* (boundary, size) pairs the chain rule does not join */
+  Py_ssize_t nbanned;
 } Work;
 
 /* The live nodes, sorted by key a into s1 and by key b into s2; their count. */
@@ -173,6 +175,12 @@ static int32_t two_views(Work *w, int a, int b) {
   sort_keyed(w->P, w->live, m, a, w->s1);
   sort_keyed(w->P, w->live, m, b, w->s2);
   return m;
+}
+
+static int is_banned(const Work *w, int64_t boundary, int64_t size) {
+  for (Py_ssize_t i = 0; i < w->nbanned; i++)
+    if (w->banned[2 * i] == boundary && w->banned[2 * i + 1] == size) return 1;
+  return 0;
 }
 
 static int chain_rule(Work *w) {
@@ -185,6 +193,7 @@ static int chain_rule(Work *w) {
     find_run(w->s2, m, w->s1[i].k1, w->s1[i].k2, &j, &je);
     int32_t two[2] = {w->s1[i].node, j < m ? w->s2[j].node : -1};
     if (ie - i != 1 || je - j != 1 || used(P, two[0]) || used(P, two[1])) continue;
+    if (is_banned(w, w->s1[i].k1, w->s1[i].k2)) continue;
     int32_t k = chained(P, two[0], two[1]);
     if (k < 0) return merged;
     merge(P, two, 2, k);
@@ -414,6 +423,128 @@ static int group_match_rule(Work *w) {
   return 0;
 }
 
+enum { P_BOTTOM, P_RIGHT, P_TOP, P_LEFT, P_CENTRE }; /* a pinwheel's roles */
+
+/* The missing member's size from the other four (four[missing] is unused), when
+ * they are distinct and their sizes agree; 0 when not. */
+static int64_t fifth_size(const Pool *P, const int32_t four[5], int missing) {
+  for (int a = 0; a < 5; a++)
+    for (int b = a + 1; b < 5; b++)
+      if (a != missing && b != missing && four[a] == four[b]) return 0;
+  int64_t s[5];
+  for (int r = 0; r < 5; r++) s[r] = r == missing ? 0 : P->node[four[r]].size;
+  int64_t need;
+  int ok;
+  switch (missing) {
+    case P_CENTRE: need = s[P_RIGHT] - s[P_BOTTOM], ok = s[P_BOTTOM] + s[P_LEFT] == s[P_RIGHT] + s[P_TOP]; break;
+    case P_BOTTOM: need = s[P_RIGHT] - s[P_CENTRE], ok = need + s[P_LEFT] == s[P_RIGHT] + s[P_TOP]; break;
+    case P_LEFT: need = s[P_RIGHT] + s[P_TOP] - s[P_BOTTOM], ok = s[P_RIGHT] == s[P_BOTTOM] + s[P_CENTRE]; break;
+    case P_RIGHT: need = s[P_BOTTOM] + s[P_CENTRE], ok = s[P_BOTTOM] + s[P_LEFT] == need + s[P_TOP]; break;
+    default: need = s[P_BOTTOM] + s[P_LEFT] - s[P_RIGHT], ok = s[P_RIGHT] == s[P_BOTTOM] + s[P_CENTRE];
+  }
+  return ok && need > 0 ? need : 0;
+}
+
+/* Four members of a pinwheel in four (four[missing] unused): two or more free
+ * blocks of the missing member's lifetime [f, l] adding up to its size, stacked. */
+static int complete(Work *w, int32_t m, const int32_t four[5], int missing, int64_t f, int64_t l) {
+  Pool *P = w->P;
+  for (int r = 0; r < 5; r++)
+    if (r != missing && used(P, four[r])) return 0;
+  int64_t need = fifth_size(P, four, missing);
+  if (!need) return 0;
+  int32_t lo, hi, nf = 0, found[DP_ITEMS];
+  find_run(w->s3, m, f, l, &lo, &hi);
+  for (int32_t r = lo; r < hi; r++)
+    if (!used(P, w->s3[r].node)) w->ids[nf++] = w->s3[r].node;
+  int32_t c = nf > 1 ? subset_sum(w, w->ids, nf, need, found) : 0;
+  if (!c) return 0;
+  int32_t k = stacked(P, found, c);
+  if (k >= 0) merge(P, found, c, k);
+  return k >= 0;
+}
+
+/* The runs of s (sorted by (k1, 0) keys) with k1 == key: [*lo, *hi). */
+static void runs_at(const Keyed *s, int32_t m, int64_t key, int32_t *lo, int32_t *hi) {
+  find_run(s, m, key, 0, lo, hi);
+}
+
+/* Missing bottom or left, then right or top, around each centre; missing centre
+ * last, from each bottom (tiling_rules._pinwheel_complete, loop for loop). Times:
+ * left [f, a-1], bottom [f, c-1], centre [a, c-1], top [a, l], right [c, l]. */
+static int pinwheel_complete_rule(Work *w) {
+  Pool *P = w->P;
+  int32_t m = two_views(w, K_LAST, K_FIRST); /* s1: by last, s2: by first, s3: by life */
+  sort_keyed(P, w->live, m, K_LIFE, w->s3);
+  int merged = 0;
+  int32_t t0, t1, b0, b1, x0, x1, y0, y1;
+  for (int32_t q = 0; q < m && !P->nomem; q++) {
+    int32_t four[5];
+    const Node *ce = &P->node[w->live[q]];
+    int64_t a = ce->first, c = ce->last + 1;
+    four[P_CENTRE] = w->live[q];
+    runs_at(w->s2, m, a, &t0, &t1);     /* tops: first a, last >= c */
+    runs_at(w->s1, m, c - 1, &b0, &b1); /* bottoms: last c - 1, first < a */
+    for (int32_t ti = t0; ti < t1; ti++) {
+      const Node *top = &P->node[four[P_TOP] = w->s2[ti].node];
+      if (top->last < c) continue;
+      find_run(w->s3, m, c, top->last, &x0, &x1);
+      for (int32_t ri = x0; ri < x1; ri++) {
+        four[P_RIGHT] = w->s3[ri].node;
+        runs_at(w->s1, m, a - 1, &y0, &y1);
+        for (int32_t li = y0; li < y1; li++) {
+          four[P_LEFT] = w->s1[li].node;
+          merged |= complete(w, m, four, P_BOTTOM, P->node[four[P_LEFT]].first, c - 1);
+        }
+        for (int32_t bi = b0; bi < b1; bi++) {
+          const Node *bottom = &P->node[four[P_BOTTOM] = w->s1[bi].node];
+          if (bottom->first >= a) continue;
+          merged |= complete(w, m, four, P_LEFT, bottom->first, a - 1);
+        }
+      }
+    }
+    for (int32_t bi = b0; bi < b1; bi++) {
+      const Node *bottom = &P->node[w->s1[bi].node];
+      if (bottom->first >= a) continue;
+      four[P_BOTTOM] = w->s1[bi].node;
+      find_run(w->s3, m, bottom->first, a - 1, &x0, &x1);
+      for (int32_t li = x0; li < x1; li++) {
+        four[P_LEFT] = w->s3[li].node;
+        for (int32_t ti = t0; ti < t1; ti++) {
+          const Node *top = &P->node[four[P_TOP] = w->s2[ti].node];
+          if (top->last < c) continue;
+          merged |= complete(w, m, four, P_RIGHT, c, top->last);
+        }
+        runs_at(w->s2, m, c, &y0, &y1);
+        for (int32_t ri = y0; ri < y1; ri++) {
+          four[P_RIGHT] = w->s2[ri].node;
+          merged |= complete(w, m, four, P_TOP, a, P->node[four[P_RIGHT]].last);
+        }
+      }
+    }
+  }
+  for (int32_t q = 0; q < m && !P->nomem; q++) { /* missing centre, from each bottom */
+    int32_t four[5];
+    const Node *bottom = &P->node[four[P_BOTTOM] = w->live[q]];
+    int64_t f = bottom->first, c = bottom->last + 1;
+    runs_at(w->s2, m, f, &x0, &x1);
+    for (int32_t li = x0; li < x1; li++) {
+      int64_t a = P->node[four[P_LEFT] = w->s2[li].node].last + 1;
+      if (a >= c) continue;
+      runs_at(w->s2, m, c, &y0, &y1);
+      for (int32_t ri = y0; ri < y1; ri++) {
+        const Node *right = &P->node[four[P_RIGHT] = w->s2[ri].node];
+        find_run(w->s3, m, a, right->last, &t0, &t1);
+        for (int32_t ti = t0; ti < t1; ti++) {
+          four[P_TOP] = w->s3[ti].node;
+          merged |= complete(w, m, four, P_CENTRE, a, c - 1);
+        }
+      }
+    }
+  }
+  return merged;
+}
+
 static int stack_lifetime_rule(Work *w, int order) {
   Pool *P = w->P;
   int32_t m = live_nodes(P, w->live);
@@ -447,13 +578,14 @@ static int reduce(Work *w, int order, int match, double deadline) {
   for (;;) {
     if (deadline > 0 && now_seconds() > deadline) return 1;
     int merged = 0;
-    for (int rule = 0; rule < 5 && !merged && !P->nomem; rule++) {
+    for (int rule = 0; rule < 6 && !merged && !P->nomem; rule++) {
       P->clock++;
       switch (rule) {
         case 0: merged = chain_rule(w); break;
         case 1: merged = match && stack_to_match_rule(w); break;
         case 2: merged = pinwheel_rule(w); break;
         case 3: merged = group_match_rule(w); break;
+        case 4: merged = pinwheel_complete_rule(w); break;
         default: merged = order != BY_NONE && stack_lifetime_rule(w, order);
       }
     }
@@ -521,16 +653,16 @@ static PyObject *blocks_result(const Pool *P, const int32_t *blocks, int32_t nb,
 
 static PyObject *py_reduce(PyObject *self, PyObject *args) {
   (void)self;
-  PyObject *o[3];
+  PyObject *o[4] = {NULL, NULL, NULL, NULL};
   int order, match = 1;
   double seconds;
-  if (!PyArg_ParseTuple(args, "OOOid|p", &o[0], &o[1], &o[2], &order, &seconds, &match))
+  if (!PyArg_ParseTuple(args, "OOOid|pO", &o[0], &o[1], &o[2], &order, &seconds, &match, &o[3]))
     return NULL;
   if (order < BY_NONE || order > BY_SHORTEST) {
     PyErr_SetString(PyExc_ValueError, "reduce: order is 0 (none) to 3");
     return NULL;
   }
-  Py_buffer v[3];
+  Py_buffer v[4];
   if (PyObject_GetBuffer(o[0], &v[0], PyBUF_C_CONTIGUOUS) < 0) return NULL;
   Py_ssize_t n = v[0].len / 8;
   int got = 1;
@@ -543,6 +675,15 @@ static PyObject *py_reduce(PyObject *self, PyObject *args) {
   got = 2;
   if (get_buf(o[2], &v[2], 8, n, "size") < 0) goto done;
   got = 3;
+  if (o[3] && o[3] != Py_None) {
+    if (PyObject_GetBuffer(o[3], &v[3], PyBUF_C_CONTIGUOUS) < 0) goto done;
+    got = 4;
+    if (v[3].len % 16) {
+      PyErr_SetString(PyExc_ValueError, "reduce: banned is int64 (boundary, size) pairs");
+      goto done;
+    }
+    w.banned = v[3].buf, w.nbanned = v[3].len / 16;
+  }
   const int64_t *first = v[0].buf, *last = v[1].buf, *size = v[2].buf;
   size_t items = (size_t)(n ? n : 1);
   w.live = malloc(items * sizeof(int32_t)), w.ids = malloc(2 * items * sizeof(int32_t));
@@ -589,11 +730,12 @@ done:
 }
 
 PyDoc_STRVAR(reduce_doc,
-             "reduce(first, last, size, order, seconds, match=True)\n"
+             "reduce(first, last, size, order, seconds, match=True, banned=None)\n"
              "    -> None | (first, last, size, block, at)\n"
              "The tiling rebuild's rules on the buffers (int64 columns) until none applies;\n"
              "order: the last rule's lifetime order (0: no such rule, 1 earliest, 2 latest,\n"
-             "3 shortest); match: whether the stack-to-match rule runs. None when seconds\n"
+             "3 shortest); match: whether the stack-to-match rule runs; banned: int64\n"
+             "(boundary, size) pairs the chain rule does not join. None when seconds\n"
              "(> 0) passed first. Else the blocks left (int64\n"
              "columns) and, a buffer, its block (int32, -1 for a size of 0) and its offset in\n"
              "that block (int64 bytes).");

@@ -20,15 +20,23 @@ wrong merge can only make the bound unreachable, never a packing invalid):
   (bottom, right, top, left, centre) form their rectangle;
 - *group match*: all the blocks of one lifetime, stacked, and all of the
   lifetime that ends just before it, stacked, when their totals are equal;
+- *complete a pinwheel*: four blocks of a pinwheel are there, so the fifth's
+  lifetime and size follow; two or more blocks of that lifetime adding up to
+  that size are stacked, so the pinwheel rule joins the five next (a pinwheel's
+  member cut across, into pieces of one lifetime, waits for this: no block across
+  a boundary has its size);
 - *stack a lifetime*: the blocks sharing a lifetime (the first such lifetime
   in an order that differs from one attempt to the next).
 
-Five attempts: with the last rule (fewer blocks, may merge too much), taking
-lifetimes in three orders, then without it; last, in two passes: first every
+Six attempts: with the last rule (fewer blocks, may merge too much), taking
+lifetimes in three orders, then without it; then in two passes: first every
 rule except stack-to-match (its subset sums can stack blocks that no packing
 keeps together while the buffers are still small), then the four attempts on the
-blocks that pass leaves. The rules run in C (``_tiling.c``): an attempt takes a
-tenth to a half of a second at 2,000 buffers. A packing of the blocks is found
+blocks that pass leaves; last, the first attempt again with one chain at a time
+banned (two buffers of one size can meet at a boundary by chance: joined, they
+misbuild the tiling), each try judged by the greedy orders alone. The rules run
+in C (``_tiling.c``): an attempt takes a tenth to a half of a second at 2,000
+buffers. A packing of the blocks is found
 by the greedy orders or the exact search, unfolded to buffer offsets and checked
 by the validator before it is returned.
 """
@@ -52,7 +60,8 @@ from arenaplan.allocation.validate import check_solution
 # lifetimes from the earliest, from the latest, from the shortest; then without
 # it. The number is what _tiling.reduce calls the order.
 ATTEMPTS = {"earliest": 1, "latest": 2, "shortest": 3, "": 0}
-TWO_PASS = "two-pass"  # the last attempt: no stack-to-match, then ATTEMPTS on the blocks
+TWO_PASS = "two-pass"  # no stack-to-match, then ATTEMPTS on the blocks
+BANS = "bans"  # the last attempt: "earliest" again, one chain at a time not joined
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,10 +110,10 @@ def perfect_packing(
     two_pass: bool = True,
 ) -> list[int] | None:
     """Offsets of a packing at ``bound`` of a perfect problem (``is_perfect``),
-    or None when no attempt finds one in time (``two_pass``: whether the last,
-    two-pass attempt runs)."""
+    or None when no attempt finds one in time (``two_pass``: whether the last
+    two attempts, two-pass and bans, run)."""
     params = params or SearchParams()
-    attempts = [*ATTEMPTS, TWO_PASS] if two_pass else list(ATTEMPTS)
+    attempts = [*ATTEMPTS, TWO_PASS, BANS] if two_pass else list(ATTEMPTS)
     for k, stack in enumerate(attempts):
         left = deadline.left()
         if deadline.expired("tiling"):
@@ -113,6 +122,8 @@ def perfect_packing(
         own = deadline if left is None or last else Deadline.after(left / (len(attempts) - k))
         if stack == TWO_PASS:
             offsets = _two_pass(problem, bound, own, params)
+        elif stack == BANS:
+            offsets = _one_ban_at_a_time(problem, bound, own)
         else:
             blocks = reduce_blocks(problem, stack, own)
             offsets = None if blocks is None else _solve_blocks(problem, blocks, bound, own, params)
@@ -132,15 +143,51 @@ def _two_pass(
     return None if placed is None else _unfolded(problem, blocks, placed, bound)
 
 
+def _one_ban_at_a_time(problem: Problem, bound: int, deadline: Deadline) -> list[int] | None:
+    """The "earliest" attempt again with one chain key banned at a time (``chain_keys``,
+    smallest size first): two buffers of one size can meet at a boundary by chance,
+    and the chain rule then joins what no packing keeps together. Each try is the
+    rules and the greedy orders on the blocks left, not the exact search."""
+    for key in chain_keys(problem):
+        blocks = (
+            None
+            if deadline.expired("tiling")
+            else reduce_blocks(problem, "earliest", deadline, banned=[key])
+        )
+        if blocks is None:
+            return None
+        greedy = best_greedy(block_problem(problem, blocks), bound, deadline)
+        if greedy is not None:
+            return _unfolded(problem, blocks, greedy[1], bound)
+    return None
+
+
+def chain_keys(problem: Problem) -> list[tuple[int, int]]:
+    """(boundary, size) of every buffer size that ends just before a step and
+    starts at it (where the chain rule may join two buffers), by size then step."""
+    cols = Columns.of(problem)
+    used = cols.size > 0
+    ends = set(zip((cols.last[used] + 1).tolist(), cols.size[used].tolist(), strict=True))
+    starts = set(zip(cols.first[used].tolist(), cols.size[used].tolist(), strict=True))
+    return sorted(ends & starts, key=lambda k: (k[1], k[0]))
+
+
 def reduce_blocks(
-    problem: Problem, stack: str, deadline: Deadline, match: bool = True
+    problem: Problem,
+    stack: str,
+    deadline: Deadline,
+    match: bool = True,
+    banned: Sequence[tuple[int, int]] = (),
 ) -> Blocks | None:
     """The blocks left when no rule applies (None if ``deadline`` passed first);
     ``stack``: which lifetime the last rule stacks first (see ``ATTEMPTS``), or ""
-    for no such rule; ``match``: whether stack-to-match runs."""
+    for no such rule; ``match``: whether stack-to-match runs; ``banned``: the
+    (boundary, size) keys the chain rule does not join (boundary: the later
+    block's first step)."""
     cols = Columns.of(problem)
     order, seconds = ATTEMPTS[stack], seconds_left(deadline)
-    got = _tiling.reduce(cols.first, cols.last, cols.size, order, seconds, match)
+    no = np.asarray(banned, dtype=np.int64).reshape(-1)
+    got = _tiling.reduce(cols.first, cols.last, cols.size, order, seconds, match, no)
     if got is None:
         deadline.expired("tiling")
         return None
