@@ -1,7 +1,7 @@
 """Deciding a capacity against minimising, on held-out problems packed at their bound.
 
     python benchmarks/solver_decide.py [--time-limit 20] [--only NAME] [--write DIR]
-                                       [--set held-out|hard]
+                                       [--set held-out|hard] [--seeds K]
 
 Ten generated instances, other seeds and families than ``solver_hard.py``'s (its
 own ten with ``--set hard``), each with a packing at exactly its max-load bound:
@@ -19,7 +19,10 @@ own ten with ``--set hard``), each with a packing at exactly its max-load bound:
 For each: the bound, the height minimising reaches (``minimize``) and its seconds,
 then the decision at the bound (``minimize.decide``), its answer, the phase that
 found the packing and its seconds. Both share nothing (each starts afresh) and
-every packing is validated. Run on demand; it is not part of the tests.
+every packing is validated. ``--seeds K`` then decides K further seeds (300 on) of
+each generated family at 500, 1,000 and 2,000 buffers, seeds no benchmark uses
+(how general the table is), and prints how many were decided feasible at their
+bound and the slowest. Run on demand; it is not part of the tests.
 """
 
 from __future__ import annotations
@@ -78,16 +81,28 @@ HELD_OUT_TRACES = (
 )  # fmt: skip
 
 
+FAMILIES = {
+    "guillotine": lambda n, seed: tiling(n, seed, pinwheel=False),
+    "pinwheel": lambda n, seed: tiling(n, seed, pinwheel=True),
+    "holes-guillotine": lambda n, seed: holes(n, seed, pinwheel=False),
+    "holes-pinwheel": lambda n, seed: holes(n, seed, pinwheel=True),
+    "stacked": stacked,
+    "epochs": epochs,
+    "aligned": lambda n, seed: _problem(rects(n, seed, True, height=1 << 14), 64, (16, 32, 64)),
+    "fine": lambda n, seed: _problem(rects(n, seed, True, steps=3000, height=1 << 12)),
+}
+
+
 def held_out() -> list[tuple[str, Problem | None]]:
     return [
-        ("guillotine-1800", tiling(1800, 201, pinwheel=False)),
-        ("pinwheel-1500", tiling(1500, 202, pinwheel=True)),
-        ("holes-guillotine-1000", holes(1000, 203, pinwheel=False)),
-        ("holes-pinwheel-1500", holes(1500, 204, pinwheel=True)),
+        ("guillotine-1800", FAMILIES["guillotine"](1800, 201)),
+        ("pinwheel-1500", FAMILIES["pinwheel"](1500, 202)),
+        ("holes-guillotine-1000", FAMILIES["holes-guillotine"](1000, 203)),
+        ("holes-pinwheel-1500", FAMILIES["holes-pinwheel"](1500, 204)),
         ("stacked-1200", stacked(1200, 205)),
         ("epochs-1000", epochs(1000, 206)),
-        ("aligned-1200", _problem(rects(1200, 207, True, height=1 << 14), 64, (16, 32, 64))),
-        ("fine-2500", _problem(rects(2500, 208, True, steps=3000, height=1 << 12))),
+        ("aligned-1200", FAMILIES["aligned"](1200, 207)),
+        ("fine-2500", FAMILIES["fine"](2500, 208)),
         ("traces-3", merged_traces(HELD_OUT_TRACES[0])),
         ("traces-4", merged_traces(HELD_OUT_TRACES[1])),
     ]
@@ -116,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default="")
     ap.add_argument("--write", type=Path, help="save the instances as minimalloc CSV here")
     ap.add_argument("--set", choices=("held-out", "hard"), default="held-out")
+    ap.add_argument("--seeds", type=int, default=0)
     args = ap.parse_args(argv)
     table = Table(title=f"minimise vs decide at the bound ({args.set}), {args.time_limit:g} s each")
     cols = ("instance", "buffers", "bound", "minimise reaches it", "by", "s",
@@ -133,7 +149,32 @@ def main(argv: list[str] | None = None) -> int:
             _write(args.write / f"{name}.csv", problem)
         table.add_row(*row(name, problem, args.time_limit))
     Console(width=140).print(table)
+    if args.seeds:
+        _other_seeds(args.seeds, args.time_limit, args.only)
     return 0
+
+
+def _other_seeds(k: int, seconds: float, only: str) -> None:
+    """Decided at the bound, over ``k`` seeds per generated family and size."""
+    table = Table(title=f"decide at the bound, seeds 300..{299 + k}, {seconds:g} s each")
+    for col in ("family", "buffers", "decided feasible", "slowest s"):
+        table.add_column(col, justify="left" if col == "family" else "right")
+    for family, make in FAMILIES.items():
+        if only and only not in family:
+            continue
+        for n in (500, 1000, 2000):
+            decided, slowest = 0, 0.0
+            for seed in range(300, 300 + k):
+                problem = make(n, seed)
+                bound = live_bytes_bound(problem)
+                start = time.perf_counter()
+                answer = decide(problem, bound, seconds=seconds)
+                slowest = max(slowest, time.perf_counter() - start)
+                if answer.offsets is not None:
+                    check_solution(Problem(problem.buffers, bound), answer.offsets)
+                decided += answer.status == "feasible"
+            table.add_row(family, f"{n:,}", f"{decided} of {k}", f"{slowest:.2f}")
+    Console(width=140).print(table)
 
 
 if __name__ == "__main__":
