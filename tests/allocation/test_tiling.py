@@ -19,9 +19,8 @@ from arenaplan.allocation.minimize import minimize
 from arenaplan.allocation.tiling import (
     ATTEMPTS,
     Blocks,
-    _one_ban_at_a_time,
+    _banning_chains,
     block_problem,
-    chain_keys,
     is_perfect,
     perfect_packing,
     reduce_blocks,
@@ -39,9 +38,11 @@ def _rows(blocks: Blocks) -> list[tuple[int, int, int]]:
 
 def _oracle(
     problem: Problem, stack: str, match: bool, banned: list[tuple[int, int]]
-) -> tuple[list, list[int], list[int]]:
-    """The Python rules' blocks, and each buffer's block and offset in it."""
-    found = tiling_rules.reduce_blocks(problem, stack, match, banned)
+) -> tuple[list, list[int], list[int], list[tuple[int, int]]]:
+    """The Python rules' blocks, each buffer's block and offset in it, and the
+    chains joined."""
+    joined: list[tuple[int, int]] = []
+    found = tiling_rules.reduce_blocks(problem, stack, match, banned, joined)
     block, at = [-1] * len(problem.buffers), [0] * len(problem.buffers)
     for k, b in enumerate(found):
         inside: list[int | None] = [None] * len(problem.buffers)
@@ -49,7 +50,7 @@ def _oracle(
         for i, off in enumerate(inside):
             if off is not None:
                 block[i], at[i] = k, off
-    return [(b.first, b.last, b.size) for b in found], block, at
+    return [(b.first, b.last, b.size) for b in found], block, at, joined
 
 
 @st.composite
@@ -76,8 +77,9 @@ def test_the_native_rules_merge_as_the_python_rules(
     banned = data.draw(st.lists(st.sampled_from(keys), max_size=3)) if keys else []
     got = reduce_blocks(problem, stack, Deadline(None), match, banned)
     assert got is not None
+    joined = [tuple(k) for k in got.joined.tolist()]
     want = _oracle(problem, stack, match, banned)
-    assert (_rows(got), got.block.tolist(), got.at.tolist()) == want
+    assert (_rows(got), got.block.tolist(), got.at.tolist(), joined) == want
 
 
 def test_the_rules_stop_at_the_deadline() -> None:
@@ -147,7 +149,7 @@ def test_a_chain_joined_by_chance_is_banned_and_the_tiling_packed() -> None:
     """A pinwheel tiling whose blocks, in every lifetime order, are proven not to fit
     the bound: two buffers of one size meet at a boundary by chance and the chain
     rule joins them. With that chain banned the blocks fit, and the last attempt
-    (one ban at a time, smallest size first) finds it."""
+    (banning the chains joined, smallest size first) finds it."""
     problem = _tiling(500, 28, pinwheel=True)
     bound = live_bytes_bound(problem)
     for stack in ("earliest", "latest", "shortest"):
@@ -156,12 +158,13 @@ def test_a_chain_joined_by_chance_is_banned_and_the_tiling_packed() -> None:
         found = check_capacity(block_problem(problem, blocks), bound, SearchParams(), 30.0)
         assert found.status == "infeasible", stack
     key = (264, 57)  # a buffer of 57 bytes ends at step 263, another starts at 264
-    assert key in chain_keys(problem)
+    earliest = reduce_blocks(problem, "earliest", Deadline(None))
+    assert earliest is not None and key in [tuple(k) for k in earliest.joined.tolist()]
     banned = reduce_blocks(problem, "earliest", Deadline(None), banned=[key])
     assert banned is not None
     found = check_capacity(block_problem(problem, banned), bound, SearchParams(), 30.0)
     assert found.status == "feasible"
-    offsets = _one_ban_at_a_time(problem, bound, Deadline.after(30.0))
+    offsets = _banning_chains(problem, bound, Deadline.after(30.0), SearchParams())
     assert offsets is not None
     check_solution(Problem(problem.buffers, bound), offsets)
 

@@ -55,11 +55,16 @@ def _unfold(block: Block, base: int, out: list[int]) -> None:
 
 
 def reduce_blocks(
-    problem: Problem, stack: str, match: bool = True, banned: Iterable[tuple[int, int]] = ()
+    problem: Problem,
+    stack: str,
+    match: bool = True,
+    banned: Iterable[tuple[int, int]] = (),
+    joined: list[tuple[int, int]] | None = None,
 ) -> list[Block]:
     """The blocks left when no rule applies; ``stack``: which lifetime the last
     rule stacks first, or "" for no such rule; ``match``: whether stack-to-match
-    runs; ``banned``: (boundary, size) keys the chain rule does not join."""
+    runs; ``banned``: (boundary, size) keys the chain rule does not join;
+    ``joined`` (when given) gets the keys it joins, in order."""
     blocks = {
         i: Block(b.first, b.last, b.size, "buffer", i)
         for i, b in enumerate(problem.buffers)
@@ -67,7 +72,8 @@ def reduce_blocks(
     }
     pool = _Pool(blocks)
     no = set(banned)
-    rules = [lambda pool: _chain(pool, no), _stack_to_match, _pinwheel, _group_match]
+    keys: list[tuple[int, int]] = [] if joined is None else joined
+    rules = [lambda pool: _chain(pool, no, keys), _stack_to_match, _pinwheel, _group_match]
     rules.append(_pinwheel_complete)
     if not match:
         rules.remove(_stack_to_match)
@@ -110,9 +116,9 @@ def _stacked(parts: list[Block]) -> Block:
     return Block(parts[0].first, parts[0].last, sum(p.size for p in parts), "stack", tuple(parts))
 
 
-def _chain(pool: _Pool, banned: set[tuple[int, int]]) -> bool:
+def _chain(pool: _Pool, banned: set[tuple[int, int]], joined: list[tuple[int, int]]) -> bool:
     """The only block of a size ending at a boundary and the only one starting there
-    (not for a (boundary, size) key in ``banned``)."""
+    (not for a (boundary, size) key in ``banned``; the keys joined go to ``joined``)."""
     ends = pool.by(lambda b: (b.last + 1, b.size))
     starts = pool.by(lambda b: (b.first, b.size))
     merged = False
@@ -124,6 +130,7 @@ def _chain(pool: _Pool, banned: set[tuple[int, int]]) -> bool:
         if len(before) == 1 and len(after) == 1 and not {id(before[0]), id(after[0])} & used:
             a, b = before[0], after[0]
             used |= {id(a), id(b)}
+            joined.append(key)
             pool.merge((a, b), Block(a.first, b.last, a.size, "chain", (a, b)))
             merged = True
     return merged

@@ -167,6 +167,8 @@ typedef struct {
   size_t nbits;
   const int64_t *banned;  /* (boundary, size) pairs the chain rule does not join */
   Py_ssize_t nbanned;
+  int64_t *joined;        /* (boundary, size) pairs the chain rule joined, in order */
+  int32_t njoined, cap_joined; /* pairs */
 } Work;
 
 /* The live nodes, sorted by key a into s1 and by key b into s2; their count. */
@@ -196,6 +198,9 @@ static int chain_rule(Work *w) {
     if (is_banned(w, w->s1[i].k1, w->s1[i].k2)) continue;
     int32_t k = chained(P, two[0], two[1]);
     if (k < 0) return merged;
+    if (grow((void **)&w->joined, &w->cap_joined, 2 * (w->njoined + 1), sizeof(int64_t)) < 0)
+      return P->nomem = 1, merged;
+    w->joined[2 * w->njoined] = w->s1[i].k1, w->joined[2 * w->njoined++ + 1] = w->s1[i].k2;
     merge(P, two, 2, k);
     merged = 1;
   }
@@ -636,17 +641,18 @@ static int unfold(const Pool *P, const int32_t *blocks, int32_t nb, int32_t *roo
 }
 
 static PyObject *blocks_result(const Pool *P, const int32_t *blocks, int32_t nb, const int32_t *root,
-                               const int64_t *rel, Py_ssize_t n) {
+                               const int64_t *rel, Py_ssize_t n, const Work *w) {
   int64_t *col = malloc((size_t)(nb ? nb : 1) * 3 * sizeof(int64_t));
   if (!col) return PyErr_NoMemory();
   for (int32_t j = 0; j < nb; j++) {
     const Node *b = &P->node[blocks[j]];
     col[j] = b->first, col[nb + j] = b->last, col[2 * nb + j] = b->size;
   }
-  Py_ssize_t w = (Py_ssize_t)nb * 8;
-  PyObject *r = Py_BuildValue("(y#y#y#y#y#)", (const char *)col, w, (const char *)(col + nb), w,
-                              (const char *)(col + 2 * nb), w, (const char *)root, n * 4,
-                              (const char *)rel, n * 8);
+  Py_ssize_t wb = (Py_ssize_t)nb * 8;
+  Py_ssize_t nj = (Py_ssize_t)w->njoined * 16;
+  PyObject *r = Py_BuildValue("(y#y#y#y#y#y#)", (const char *)col, wb, (const char *)(col + nb), wb,
+                              (const char *)(col + 2 * nb), wb, (const char *)root, n * 4,
+                              (const char *)rel, n * 8, nj ? (const char *)w->joined : "", nj);
   free(col);
   return r;
 }
@@ -720,25 +726,27 @@ static PyObject *py_reduce(PyObject *self, PyObject *args) {
     PyErr_NoMemory();
     goto done;
   }
-  result = blocks_result(&P, w.live, nb, root, rel, n);
+  result = blocks_result(&P, w.live, nb, root, rel, n, &w);
 done:
   for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
   free(P.node), free(P.parts), free(P.live), free(P.stamp);
   free(w.live), free(w.ids), free(w.s1), free(w.s2), free(w.s3), free(w.s4), free(w.bits);
+  free(w.joined);
   free(root), free(rel);
   return result;
 }
 
 PyDoc_STRVAR(reduce_doc,
              "reduce(first, last, size, order, seconds, match=True, banned=None)\n"
-             "    -> None | (first, last, size, block, at)\n"
+             "    -> None | (first, last, size, block, at, joined)\n"
              "The tiling rebuild's rules on the buffers (int64 columns) until none applies;\n"
              "order: the last rule's lifetime order (0: no such rule, 1 earliest, 2 latest,\n"
              "3 shortest); match: whether the stack-to-match rule runs; banned: int64\n"
              "(boundary, size) pairs the chain rule does not join. None when seconds\n"
              "(> 0) passed first. Else the blocks left (int64\n"
              "columns) and, a buffer, its block (int32, -1 for a size of 0) and its offset in\n"
-             "that block (int64 bytes).");
+             "that block (int64 bytes); joined: the (boundary, size) int64 pairs the chain\n"
+             "rule joined, in order.");
 
 static PyMethodDef methods[] = {{"reduce", py_reduce, METH_VARARGS, reduce_doc},
                                 {NULL, NULL, 0, NULL}};

@@ -28,13 +28,15 @@ wrong merge can only make the bound unreachable, never a packing invalid):
 - *stack a lifetime*: the blocks sharing a lifetime (the first such lifetime
   in an order that differs from one attempt to the next).
 
-Six attempts: with the last rule (fewer blocks, may merge too much), taking
-lifetimes in three orders, then without it; then in two passes: first every
+Five attempts: with the last rule (fewer blocks, may merge too much), taking
+lifetimes in three orders, then without it; last, in two passes: first every
 rule except stack-to-match (its subset sums can stack blocks that no packing
 keeps together while the buffers are still small), then the four attempts on the
-blocks that pass leaves; last, the first attempt again with one chain at a time
-banned (two buffers of one size can meet at a boundary by chance: joined, they
-misbuild the tiling), each try judged by the greedy orders alone. The rules run
+blocks that pass leaves. The first attempt, when the greedy orders do not pack
+its blocks, bans chains the rule joined one by one, smallest size first (two
+blocks of one size can meet at a boundary by chance: joined, they misbuild the
+tiling), keeping a ban that leaves fewer blocks, each try judged by the greedy
+orders alone; then the exact search on the fewest blocks. The rules run
 in C (``_tiling.c``): an attempt takes a tenth to a half of a second at 2,000
 buffers. A packing of the blocks is found
 by the greedy orders or the exact search, unfolded to buffer offsets and checked
@@ -61,20 +63,23 @@ from arenaplan.allocation.validate import check_solution
 # it. The number is what _tiling.reduce calls the order.
 ATTEMPTS = {"earliest": 1, "latest": 2, "shortest": 3, "": 0}
 TWO_PASS = "two-pass"  # no stack-to-match, then ATTEMPTS on the blocks
-BANS = "bans"  # the last attempt: "earliest" again, one chain at a time not joined
+BANS = "bans"  # "earliest", then banning chains the rule joined (the outer first attempt)
 
 
 @dataclass(frozen=True, slots=True)
 class Blocks:
     """The blocks left when no rule applies (int64 columns: inclusive steps,
     bytes), and for each buffer the block holding it (int32, -1 for a size of 0)
-    and its offset in that block (int64 bytes)."""
+    and its offset in that block (int64 bytes); ``joined``: the (boundary, size)
+    keys the chain rule joined, in order (int64, k x 2; boundary: the later part's
+    first step)."""
 
     first: np.ndarray
     last: np.ndarray
     size: np.ndarray
     block: np.ndarray
     at: np.ndarray
+    joined: np.ndarray
 
 
 def is_perfect(problem: Problem, bound: int) -> bool:
@@ -110,10 +115,10 @@ def perfect_packing(
     two_pass: bool = True,
 ) -> list[int] | None:
     """Offsets of a packing at ``bound`` of a perfect problem (``is_perfect``),
-    or None when no attempt finds one in time (``two_pass``: whether the last
-    two attempts, two-pass and bans, run)."""
+    or None when no attempt finds one in time (``two_pass``: the attempts as
+    the module says; else ``ATTEMPTS`` alone, as inside the two-pass attempt)."""
     params = params or SearchParams()
-    attempts = [*ATTEMPTS, TWO_PASS, BANS] if two_pass else list(ATTEMPTS)
+    attempts = [BANS, *list(ATTEMPTS)[1:], TWO_PASS] if two_pass else list(ATTEMPTS)
     for k, stack in enumerate(attempts):
         left = deadline.left()
         if deadline.expired("tiling"):
@@ -123,7 +128,7 @@ def perfect_packing(
         if stack == TWO_PASS:
             offsets = _two_pass(problem, bound, own, params)
         elif stack == BANS:
-            offsets = _one_ban_at_a_time(problem, bound, own)
+            offsets = _banning_chains(problem, bound, own, params)
         else:
             blocks = reduce_blocks(problem, stack, own)
             offsets = None if blocks is None else _solve_blocks(problem, blocks, bound, own, params)
@@ -143,33 +148,49 @@ def _two_pass(
     return None if placed is None else _unfolded(problem, blocks, placed, bound)
 
 
-def _one_ban_at_a_time(problem: Problem, bound: int, deadline: Deadline) -> list[int] | None:
-    """The "earliest" attempt again with one chain key banned at a time (``chain_keys``,
-    smallest size first): two buffers of one size can meet at a boundary by chance,
-    and the chain rule then joins what no packing keeps together. Each try is the
-    rules and the greedy orders on the blocks left, not the exact search."""
-    for key in chain_keys(problem):
-        blocks = (
-            None
-            if deadline.expired("tiling")
-            else reduce_blocks(problem, "earliest", deadline, banned=[key])
-        )
-        if blocks is None:
-            return None
-        greedy = best_greedy(block_problem(problem, blocks), bound, deadline)
+def _banning_chains(
+    problem: Problem, bound: int, deadline: Deadline, params: SearchParams
+) -> list[int] | None:
+    """The "earliest" attempt, then, when the greedy orders do not pack its blocks,
+    banning chains the rule joined, smallest size first: two blocks of one size
+    can meet at a boundary by chance, and the chain rule then joins what no
+    packing keeps together. Each key is tried with the bans kept so far, judged
+    by the greedy orders on the blocks left; a ban that leaves fewer blocks is
+    kept (a wrong join stalls the rules), and the chains its blocks joined become
+    candidates. For half the time, then the exact search on the fewest blocks."""
+    left = deadline.left()
+    scan = deadline if left is None else Deadline.after(left / 2)
+    blocks = reduce_blocks(problem, "earliest", deadline)
+    greedy = None if blocks is None else best_greedy(block_problem(problem, blocks), bound, scan)
+    if blocks is not None and greedy is not None:
+        return _unfolded(problem, blocks, greedy[1], bound)
+    bans: list[tuple[int, int]] = []
+    tried: set[tuple[int, int]] = set()
+    while blocks is not None and (key := _next_key(blocks, tried)) is not None:
+        tried.add(key)
+        found = None if scan.expired("tiling") else _earliest(problem, [*bans, key], scan)
+        if found is None:
+            break
+        greedy = best_greedy(block_problem(problem, found), bound, scan)
         if greedy is not None:
-            return _unfolded(problem, blocks, greedy[1], bound)
-    return None
+            return _unfolded(problem, found, greedy[1], bound)
+        if len(found.first) < len(blocks.first):
+            bans.append(key)
+            blocks = found
+    if blocks is None or deadline.expired("tiling"):
+        return None
+    return _solve_blocks(problem, blocks, bound, deadline, params)
 
 
-def chain_keys(problem: Problem) -> list[tuple[int, int]]:
-    """(boundary, size) of every buffer size that ends just before a step and
-    starts at it (where the chain rule may join two buffers), by size then step."""
-    cols = Columns.of(problem)
-    used = cols.size > 0
-    ends = set(zip((cols.last[used] + 1).tolist(), cols.size[used].tolist(), strict=True))
-    starts = set(zip(cols.first[used].tolist(), cols.size[used].tolist(), strict=True))
-    return sorted(ends & starts, key=lambda k: (k[1], k[0]))
+def _next_key(blocks: Blocks, tried: set[tuple[int, int]]) -> tuple[int, int] | None:
+    """The chain ``blocks`` joined with the smallest size (then boundary) not tried."""
+    keys = {(int(b), int(s)) for b, s in blocks.joined.tolist()} - tried
+    return min(keys, key=lambda k: (k[1], k[0]), default=None)
+
+
+def _earliest(problem: Problem, banned: list[tuple[int, int]], deadline: Deadline) -> Blocks | None:
+    """The "earliest" attempt's blocks with ``banned`` chains not joined."""
+    return reduce_blocks(problem, "earliest", deadline, banned=banned)
 
 
 def reduce_blocks(
@@ -193,7 +214,8 @@ def reduce_blocks(
         return None
     first, last, size = (np.frombuffer(raw, dtype=np.int64) for raw in got[:3])
     block = np.frombuffer(got[3], dtype=np.int32)
-    return Blocks(first, last, size, block, np.frombuffer(got[4], dtype=np.int64))
+    joined = np.frombuffer(got[5], dtype=np.int64).reshape(-1, 2)
+    return Blocks(first, last, size, block, np.frombuffer(got[4], dtype=np.int64), joined)
 
 
 def block_problem(problem: Problem, blocks: Blocks) -> Problem:
