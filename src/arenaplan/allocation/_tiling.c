@@ -147,15 +147,23 @@ static int32_t run_end(const Keyed *s, int32_t i, int32_t m) {
   return j;
 }
 
-/* The run with key (k1, k2) in s: [*lo, *hi), empty when none. */
-static void find_run(const Keyed *s, int32_t m, int64_t k1, int64_t k2, int32_t *lo, int32_t *hi) {
-  int32_t a = 0, b = m;
+/* The first place in s[a .. b) whose key is not below (k1, k2) (strictly above
+ * it when above is set): s is sorted by key. */
+static int32_t bound_of(const Keyed *s, int32_t a, int32_t b, int64_t k1, int64_t k2, int above) {
   while (a < b) {
     int32_t mid = (a + b) / 2;
-    if (s[mid].k1 < k1 || (s[mid].k1 == k1 && s[mid].k2 < k2)) a = mid + 1;
+    int below = s[mid].k1 < k1 || (s[mid].k1 == k1 && s[mid].k2 < k2);
+    if (below || (above && s[mid].k1 == k1 && s[mid].k2 == k2)) a = mid + 1;
     else b = mid;
   }
-  *lo = a, *hi = a < m && s[a].k1 == k1 && s[a].k2 == k2 ? run_end(s, a, m) : a;
+  return a;
+}
+
+/* The run with key (k1, k2) in s: [*lo, *hi), empty when none (two binary
+ * searches: runs along a long cut are long). */
+static void find_run(const Keyed *s, int32_t m, int64_t k1, int64_t k2, int32_t *lo, int32_t *hi) {
+  *lo = bound_of(s, 0, m, k1, k2, 0);
+  *hi = *lo < m && s[*lo].k1 == k1 && s[*lo].k2 == k2 ? bound_of(s, *lo, m, k1, k2, 1) : *lo;
 }
 
 typedef struct {
@@ -482,7 +490,7 @@ static int pinwheel_complete_rule(Work *w) {
   int32_t m = two_views(w, K_LAST, K_FIRST); /* s1: by last, s2: by first, s3: by life */
   sort_keyed(P, w->live, m, K_LIFE, w->s3);
   int merged = 0;
-  int32_t t0, t1, b0, b1, x0, x1, y0, y1;
+  int32_t t0, t1, b0, b1, x0, x1, y0, y1, l0, l1, r0, r1;
   for (int32_t q = 0; q < m && !P->nomem; q++) {
     int32_t four[5];
     const Node *ce = &P->node[w->live[q]];
@@ -490,14 +498,15 @@ static int pinwheel_complete_rule(Work *w) {
     four[P_CENTRE] = w->live[q];
     runs_at(w->s2, m, a, &t0, &t1);     /* tops: first a, last >= c */
     runs_at(w->s1, m, c - 1, &b0, &b1); /* bottoms: last c - 1, first < a */
+    runs_at(w->s1, m, a - 1, &l0, &l1); /* lefts: last a - 1 */
+    runs_at(w->s2, m, c, &r0, &r1);     /* rights: first c */
     for (int32_t ti = t0; ti < t1; ti++) {
       const Node *top = &P->node[four[P_TOP] = w->s2[ti].node];
       if (top->last < c) continue;
       find_run(w->s3, m, c, top->last, &x0, &x1);
       for (int32_t ri = x0; ri < x1; ri++) {
         four[P_RIGHT] = w->s3[ri].node;
-        runs_at(w->s1, m, a - 1, &y0, &y1);
-        for (int32_t li = y0; li < y1; li++) {
+        for (int32_t li = l0; li < l1; li++) {
           four[P_LEFT] = w->s1[li].node;
           merged |= complete(w, m, four, P_BOTTOM, P->node[four[P_LEFT]].first, c - 1);
         }
@@ -520,8 +529,7 @@ static int pinwheel_complete_rule(Work *w) {
           if (top->last < c) continue;
           merged |= complete(w, m, four, P_RIGHT, c, top->last);
         }
-        runs_at(w->s2, m, c, &y0, &y1);
-        for (int32_t ri = y0; ri < y1; ri++) {
+        for (int32_t ri = r0; ri < r1; ri++) {
           four[P_RIGHT] = w->s2[ri].node;
           merged |= complete(w, m, four, P_TOP, a, P->node[four[P_RIGHT]].last);
         }
@@ -533,10 +541,10 @@ static int pinwheel_complete_rule(Work *w) {
     const Node *bottom = &P->node[four[P_BOTTOM] = w->live[q]];
     int64_t f = bottom->first, c = bottom->last + 1;
     runs_at(w->s2, m, f, &x0, &x1);
+    runs_at(w->s2, m, c, &y0, &y1);
     for (int32_t li = x0; li < x1; li++) {
       int64_t a = P->node[four[P_LEFT] = w->s2[li].node].last + 1;
       if (a >= c) continue;
-      runs_at(w->s2, m, c, &y0, &y1);
       for (int32_t ri = y0; ri < y1; ri++) {
         const Node *right = &P->node[four[P_RIGHT] = w->s2[ri].node];
         find_run(w->s3, m, a, right->last, &t0, &t1);

@@ -28,15 +28,16 @@ wrong merge can only make the bound unreachable, never a packing invalid):
 - *stack a lifetime*: the blocks sharing a lifetime (the first such lifetime
   in an order that differs from one attempt to the next).
 
-Five attempts: with the last rule (fewer blocks, may merge too much), taking
-lifetimes in three orders, then without it; last, in two passes: first every
+Six attempts: with the last rule (fewer blocks, may merge too much), taking
+lifetimes in three orders, then without it; then in two passes: first every
 rule except stack-to-match (its subset sums can stack blocks that no packing
 keeps together while the buffers are still small), then the four attempts on the
 blocks that pass leaves. The first attempt, when the greedy orders do not pack
-its blocks, bans chains the rule joined one by one, smallest size first (two
+its blocks, bans chains the rule joined one by one, busiest boundary first (two
 blocks of one size can meet at a boundary by chance: joined, they misbuild the
 tiling), keeping a ban that leaves fewer blocks, each try judged by the greedy
-orders alone; then the exact search on the fewest blocks. The rules run
+orders alone; then the exact search on the fewest blocks. The last attempt is
+that again, smallest size first (the bans kept depend on the order). The rules run
 in C (``_tiling.c``): an attempt takes a tenth to a half of a second at 2,000
 buffers. A packing of the blocks is found
 by the greedy orders or the exact search, unfolded to buffer offsets and checked
@@ -63,7 +64,8 @@ from arenaplan.allocation.validate import check_solution
 # it. The number is what _tiling.reduce calls the order.
 ATTEMPTS = {"earliest": 1, "latest": 2, "shortest": 3, "": 0}
 TWO_PASS = "two-pass"  # no stack-to-match, then ATTEMPTS on the blocks
-BANS = "bans"  # "earliest", then banning chains the rule joined (the outer first attempt)
+BANS = "bans"  # "earliest", then banning chains it joined, busiest boundary first
+BANS_BY_SIZE = "bans by size"  # the same, smallest size first
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +120,8 @@ def perfect_packing(
     or None when no attempt finds one in time (``two_pass``: the attempts as
     the module says; else ``ATTEMPTS`` alone, as inside the two-pass attempt)."""
     params = params or SearchParams()
-    attempts = [BANS, *list(ATTEMPTS)[1:], TWO_PASS] if two_pass else list(ATTEMPTS)
+    outer = [BANS, *list(ATTEMPTS)[1:], TWO_PASS, BANS_BY_SIZE]
+    attempts = outer if two_pass else list(ATTEMPTS)
     for k, stack in enumerate(attempts):
         left = deadline.left()
         if deadline.expired("tiling"):
@@ -127,8 +130,8 @@ def perfect_packing(
         own = deadline if left is None or last else Deadline.after(left / (len(attempts) - k))
         if stack == TWO_PASS:
             offsets = _two_pass(problem, bound, own, params)
-        elif stack == BANS:
-            offsets = _banning_chains(problem, bound, own, params)
+        elif stack in (BANS, BANS_BY_SIZE):
+            offsets = _banning_chains(problem, bound, own, params, stack == BANS)
         else:
             blocks = reduce_blocks(problem, stack, own)
             offsets = None if blocks is None else _solve_blocks(problem, blocks, bound, own, params)
@@ -149,12 +152,13 @@ def _two_pass(
 
 
 def _banning_chains(
-    problem: Problem, bound: int, deadline: Deadline, params: SearchParams
+    problem: Problem, bound: int, deadline: Deadline, params: SearchParams, busiest: bool = True
 ) -> list[int] | None:
     """The "earliest" attempt, then, when the greedy orders do not pack its blocks,
-    banning chains the rule joined, smallest size first: two blocks of one size
-    can meet at a boundary by chance, and the chain rule then joins what no
-    packing keeps together. Each key is tried with the bans kept so far, judged
+    banning chains the rule joined, busiest boundary first (``_next_key``; not
+    ``busiest``: smallest size first): two blocks of one size can meet at a
+    boundary by chance, and the chain rule then joins what no packing keeps
+    together. Each key is tried with the bans kept so far, judged
     by the greedy orders on the blocks left; a ban that leaves fewer blocks is
     kept (a wrong join stalls the rules), and the chains its blocks joined become
     candidates. For half the time, then the exact search on the fewest blocks."""
@@ -166,7 +170,8 @@ def _banning_chains(
         return _unfolded(problem, blocks, greedy[1], bound)
     bans: list[tuple[int, int]] = []
     tried: set[tuple[int, int]] = set()
-    while blocks is not None and (key := _next_key(blocks, tried)) is not None:
+    busy = _busy(problem) if busiest else {}
+    while blocks is not None and (key := _next_key(blocks, tried, busy)) is not None:
         tried.add(key)
         found = None if scan.expired("tiling") else _earliest(problem, [*bans, key], scan)
         if found is None:
@@ -182,10 +187,24 @@ def _banning_chains(
     return _solve_blocks(problem, blocks, bound, deadline, params)
 
 
-def _next_key(blocks: Blocks, tried: set[tuple[int, int]]) -> tuple[int, int] | None:
-    """The chain ``blocks`` joined with the smallest size (then boundary) not tried."""
+def _next_key(
+    blocks: Blocks, tried: set[tuple[int, int]], busy: dict[int, int]
+) -> tuple[int, int] | None:
+    """The chain ``blocks`` joined, not tried, at the busiest boundary (``busy``:
+    where one buffer ends and one starts, a join is all but always right), then
+    the smallest."""
     keys = {(int(b), int(s)) for b, s in blocks.joined.tolist()} - tried
-    return min(keys, key=lambda k: (k[1], k[0]), default=None)
+    return min(keys, key=lambda k: (-busy.get(k[0], 0), k[1], k[0]), default=None)
+
+
+def _busy(problem: Problem) -> dict[int, int]:
+    """For each step boundary, the fewer of the buffers that end just before it
+    and of those that start at it (a chance meeting of two sizes needs several)."""
+    cols = Columns.of(problem)
+    used = cols.size > 0
+    ends = dict(zip(*np.unique(cols.last[used] + 1, return_counts=True), strict=True))
+    starts = dict(zip(*np.unique(cols.first[used], return_counts=True), strict=True))
+    return {int(k): int(min(n, ends[k])) for k, n in starts.items() if k in ends}
 
 
 def _earliest(problem: Problem, banned: list[tuple[int, int]], deadline: Deadline) -> Blocks | None:
