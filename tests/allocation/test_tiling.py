@@ -20,6 +20,8 @@ from arenaplan.allocation.tiling import (
     ATTEMPTS,
     Blocks,
     _banning_chains,
+    _busy,
+    _next_key,
     block_problem,
     is_perfect,
     perfect_packing,
@@ -149,7 +151,7 @@ def test_a_chain_joined_by_chance_is_banned_and_the_tiling_packed() -> None:
     """A pinwheel tiling whose blocks, in every lifetime order, are proven not to fit
     the bound: two buffers of one size meet at a boundary by chance and the chain
     rule joins them. With that chain banned the blocks fit, and the last attempt
-    (banning the chains joined, smallest size first) finds it."""
+    (banning the chains joined, busiest boundary first) finds it."""
     problem = _tiling(500, 28, pinwheel=True)
     bound = live_bytes_bound(problem)
     for stack in ("earliest", "latest", "shortest"):
@@ -167,6 +169,31 @@ def test_a_chain_joined_by_chance_is_banned_and_the_tiling_packed() -> None:
     offsets = _banning_chains(problem, bound, Deadline.after(30.0), SearchParams())
     assert offsets is not None
     check_solution(Problem(problem.buffers, bound), offsets)
+
+
+def test_bans_are_tried_at_the_busiest_boundary_first() -> None:
+    """Where one buffer ends and one starts, a join is all but always right: the
+    keys at boundaries where several end and start come first, then by size."""
+    rows = [(0, 4, 8), (5, 9, 8), (0, 2, 3), (0, 2, 5), (3, 9, 3), (3, 9, 5), (0, 6, 2), (7, 9, 2)]
+    problem = Problem.of([Buffer(f"p{i}", *r) for i, r in enumerate(rows)])
+    blocks = reduce_blocks(problem, "", Deadline(None))
+    assert blocks is not None
+    joined = {tuple(k) for k in blocks.joined.tolist()}
+    assert joined == {(5, 8), (3, 3), (3, 5), (7, 2)}  # each size meets itself once
+    busy = _busy(problem)
+    assert busy == {3: 2, 5: 1, 7: 1}
+    tried: set[tuple[int, int]] = set()
+    order = []
+    while (key := _next_key(blocks, tried, busy)) is not None:
+        tried.add(key)
+        order.append(key)
+    assert order == [(3, 3), (3, 5), (7, 2), (5, 8)]
+    tried.clear()
+    by_size = []
+    while (key := _next_key(blocks, tried, {})) is not None:
+        tried.add(key)
+        by_size.append(key)
+    assert by_size == [(7, 2), (3, 3), (3, 5), (5, 8)]
 
 
 def test_no_packing_is_claimed_below_the_bound_and_slack_is_not_perfect() -> None:
