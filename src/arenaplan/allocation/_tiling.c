@@ -352,9 +352,6 @@ static int pinwheel_around(Work *w, int32_t m, int32_t centre, int32_t five[5]) 
   const Pool *P = w->P;
   const Node *c = &P->node[centre];
   int32_t b0, b1, l0, l1, t0, t1, r0, r1;
-  find_run(w->s1, m, c->first - 1, 0, &l0, &l1); /* a left ends just before the centre */
-  find_run(w->s2, m, c->last + 1, 0, &r0, &r1);  /* a right starts just after it */
-  if (l0 == l1 || r0 == r1) return 0;
   find_run(w->s1, m, c->last, 0, &b0, &b1); /* s1: by last, s2: by first, s3: by life */
   find_run(w->s2, m, c->first, 0, &t0, &t1);
   for (int32_t bi = b0; bi < b1; bi++) {
@@ -503,7 +500,7 @@ static int pinwheel_complete_rule(Work *w) {
     runs_at(w->s1, m, c - 1, &b0, &b1); /* bottoms: last c - 1, first < a */
     runs_at(w->s1, m, a - 1, &l0, &l1); /* lefts: last a - 1 */
     runs_at(w->s2, m, c, &r0, &r1);     /* rights: first c */
-    for (int32_t ti = r0 < r1 ? t0 : t1; ti < t1; ti++) { /* a right is needed */
+    for (int32_t ti = t0; ti < t1; ti++) {
       const Node *top = &P->node[four[P_TOP] = w->s2[ti].node];
       if (top->last < c) continue;
       find_run(w->s3, m, c, top->last, &x0, &x1);
@@ -520,7 +517,7 @@ static int pinwheel_complete_rule(Work *w) {
         }
       }
     }
-    for (int32_t bi = l0 < l1 ? b0 : b1; bi < b1; bi++) { /* a left is needed */
+    for (int32_t bi = b0; bi < b1; bi++) {
       const Node *bottom = &P->node[w->s1[bi].node];
       if (bottom->first >= a) continue;
       four[P_BOTTOM] = w->s1[bi].node;
@@ -545,7 +542,7 @@ static int pinwheel_complete_rule(Work *w) {
     int64_t f = bottom->first, c = bottom->last + 1;
     runs_at(w->s2, m, f, &x0, &x1);
     runs_at(w->s2, m, c, &y0, &y1);
-    for (int32_t li = y0 < y1 ? x0 : x1; li < x1; li++) { /* a right is needed */
+    for (int32_t li = x0; li < x1; li++) {
       int64_t a = P->node[four[P_LEFT] = w->s2[li].node].last + 1;
       if (a >= c) continue;
       for (int32_t ri = y0; ri < y1; ri++) {
