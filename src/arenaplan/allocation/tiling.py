@@ -165,26 +165,37 @@ def _banning_chains(
     left = deadline.left()
     scan = deadline if left is None else Deadline.after(left / 2)
     blocks = reduce_blocks(problem, "earliest", deadline)
-    greedy = None if blocks is None else best_greedy(block_problem(problem, blocks), bound, scan)
-    if blocks is not None and greedy is not None:
-        return _unfolded(problem, blocks, greedy[1], bound)
+    if blocks is None:
+        return None
+    packed, blocks = _scan_bans(problem, bound, blocks, scan, _busy(problem) if busiest else {})
+    if packed is not None or deadline.expired("tiling"):
+        return packed
+    return _solve_blocks(problem, blocks, bound, deadline, params)
+
+
+def _scan_bans(
+    problem: Problem, bound: int, blocks: Blocks, scan: Deadline, busy: dict[int, int]
+) -> tuple[list[int] | None, Blocks]:
+    """Offsets when the greedy orders pack ``blocks`` or the blocks of a ban (each
+    key tried with the bans kept so far, until ``scan`` passes); else None, and
+    the fewest blocks found."""
     bans: list[tuple[int, int]] = []
     tried: set[tuple[int, int]] = set()
-    busy = _busy(problem) if busiest else {}
-    while blocks is not None and (key := _next_key(blocks, tried, busy)) is not None:
-        tried.add(key)
-        found = None if scan.expired("tiling") else _earliest(problem, [*bans, key], scan)
-        if found is None:
-            break
+    found: Blocks | None = blocks
+    key: tuple[int, int] | None = None
+    while found is not None:
         greedy = best_greedy(block_problem(problem, found), bound, scan)
         if greedy is not None:
-            return _unfolded(problem, found, greedy[1], bound)
-        if len(found.first) < len(blocks.first):
+            return _unfolded(problem, found, greedy[1], bound), found
+        if key is not None and len(found.first) < len(blocks.first):
             bans.append(key)
             blocks = found
-    if blocks is None or deadline.expired("tiling"):
-        return None
-    return _solve_blocks(problem, blocks, bound, deadline, params)
+        key = _next_key(blocks, tried, busy)
+        if key is None or scan.expired("tiling"):
+            break
+        tried.add(key)
+        found = reduce_blocks(problem, "earliest", scan, banned=[*bans, key])
+    return None, blocks
 
 
 def _next_key(
@@ -205,11 +216,6 @@ def _busy(problem: Problem) -> dict[int, int]:
     ends = dict(zip(*np.unique(cols.last[used] + 1, return_counts=True), strict=True))
     starts = dict(zip(*np.unique(cols.first[used], return_counts=True), strict=True))
     return {int(k): int(min(n, ends[k])) for k, n in starts.items() if k in ends}
-
-
-def _earliest(problem: Problem, banned: list[tuple[int, int]], deadline: Deadline) -> Blocks | None:
-    """The "earliest" attempt's blocks with ``banned`` chains not joined."""
-    return reduce_blocks(problem, "earliest", deadline, banned=banned)
 
 
 def reduce_blocks(
