@@ -171,6 +171,21 @@ def test_a_chain_joined_by_chance_is_banned_and_the_tiling_packed() -> None:
     check_solution(Problem(problem.buffers, bound), offsets)
 
 
+def test_the_last_attempt_bans_by_size_without_stack_to_match() -> None:
+    """A pinwheel tiling 4,096 bytes high (small sizes: chance meetings and subset
+    sums everywhere): banning at the busiest boundaries with stack-to-match ends
+    with blocks that do not fit; by size, without stack-to-match, they pack."""
+    problem = _tiling(300, 46, pinwheel=True, height=1 << 12)
+    bound = live_bytes_bound(problem)
+    assert _banning_chains(problem, bound, Deadline.after(30.0), SearchParams()) is None
+    offsets = _banning_chains(problem, bound, Deadline.after(30.0), SearchParams(), False)
+    assert offsets is not None
+    check_solution(Problem(problem.buffers, bound), offsets)
+    packed = perfect_packing(problem, bound, Deadline.after(60.0))
+    assert packed is not None
+    check_solution(Problem(problem.buffers, bound), packed)
+
+
 def test_bans_are_tried_at_the_busiest_boundary_first() -> None:
     """Where one buffer ends and one starts, a join is all but always right: the
     keys at boundaries where several end and start come first, then by size."""

@@ -37,7 +37,8 @@ its blocks, bans chains the rule joined one by one, busiest boundary first (two
 blocks of one size can meet at a boundary by chance: joined, they misbuild the
 tiling), keeping a ban that leaves fewer blocks, each try judged by the greedy
 orders alone; then the exact search on the fewest blocks. The last attempt is
-that again, smallest size first (the bans kept depend on the order). The rules run
+that again, smallest size first and without stack-to-match (the bans kept depend
+on the order; where sizes are small, subset sums misbuild too). The rules run
 in C (``_tiling.c``): an attempt takes a tenth to a half of a second at 2,000
 buffers. A packing of the blocks is found
 by the greedy orders or the exact search, unfolded to buffer offsets and checked
@@ -65,7 +66,7 @@ from arenaplan.allocation.validate import check_solution
 ATTEMPTS = {"earliest": 1, "latest": 2, "shortest": 3, "": 0}
 TWO_PASS = "two-pass"  # no stack-to-match, then ATTEMPTS on the blocks
 BANS = "bans"  # "earliest", then banning chains it joined, busiest boundary first
-BANS_BY_SIZE = "bans by size"  # the same, smallest size first
+BANS_BY_SIZE = "bans by size"  # the same without stack-to-match, smallest size first
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,29 +157,37 @@ def _banning_chains(
 ) -> list[int] | None:
     """The "earliest" attempt, then, when the greedy orders do not pack its blocks,
     banning chains the rule joined, busiest boundary first (``_next_key``; not
-    ``busiest``: smallest size first): two blocks of one size can meet at a
-    boundary by chance, and the chain rule then joins what no packing keeps
+    ``busiest``: smallest size first, and the rules without stack-to-match, whose
+    subset sums misbuild where sizes are small): two blocks of one size can meet
+    at a boundary by chance, and the chain rule then joins what no packing keeps
     together. Each key is tried with the bans kept so far, judged
     by the greedy orders on the blocks left; a ban that leaves fewer blocks is
     kept (a wrong join stalls the rules), and the chains its blocks joined become
     candidates. For half the time, then the exact search on the fewest blocks."""
     left = deadline.left()
     scan = deadline if left is None else Deadline.after(left / 2)
-    blocks = reduce_blocks(problem, "earliest", deadline)
+    blocks = reduce_blocks(problem, "earliest", deadline, match=busiest)
     if blocks is None:
         return None
-    packed, blocks = _scan_bans(problem, bound, blocks, scan, _busy(problem) if busiest else {})
+    busy = _busy(problem) if busiest else {}
+    packed, blocks = _scan_bans(problem, bound, blocks, scan, busy, match=busiest)
     if packed is not None or deadline.expired("tiling"):
         return packed
     return _solve_blocks(problem, blocks, bound, deadline, params)
 
 
 def _scan_bans(
-    problem: Problem, bound: int, blocks: Blocks, scan: Deadline, busy: dict[int, int]
+    problem: Problem,
+    bound: int,
+    blocks: Blocks,
+    scan: Deadline,
+    busy: dict[int, int],
+    match: bool = True,
 ) -> tuple[list[int] | None, Blocks]:
     """Offsets when the greedy orders pack ``blocks`` or the blocks of a ban (each
-    key tried with the bans kept so far, until ``scan`` passes); else None, and
-    the fewest blocks found."""
+    key tried with the bans kept so far, the rules with stack-to-match or not as
+    ``blocks`` were made, until ``scan`` passes); else None, and the fewest blocks
+    found."""
     bans: list[tuple[int, int]] = []
     tried: set[tuple[int, int]] = set()
     found: Blocks | None = blocks
@@ -194,7 +203,7 @@ def _scan_bans(
         if key is None or scan.expired("tiling"):
             break
         tried.add(key)
-        found = reduce_blocks(problem, "earliest", scan, banned=[*bans, key])
+        found = reduce_blocks(problem, "earliest", scan, match, [*bans, key])
     return None, blocks
 
 
