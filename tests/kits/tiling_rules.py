@@ -73,8 +73,8 @@ def reduce_blocks(
     pool = _Pool(blocks)
     no = set(banned)
     keys: list[tuple[int, int]] = [] if joined is None else joined
-    rules = [lambda pool: _chain(pool, no, keys), _stack_to_match, _pinwheel, _group_match]
-    rules.append(_pinwheel_complete)
+    rules = [lambda pool: _chain(pool, no, keys), _stack_to_match, _pinwheel, _group_match,
+             _pinwheel_complete]  # fmt: skip
     if not match:
         rules.remove(_stack_to_match)
     if stack:
@@ -222,8 +222,15 @@ def _pinwheel_around(centre: Block, by_last, by_first, by_life) -> tuple[Block, 
 
 def _pinwheel_sizes(bottom: Block, right: Block, top: Block, left: Block, centre: Block) -> bool:
     """Right reaches the centre's top; both sides reach the same height."""
+    return _sizes_fit(
+        {"bottom": bottom.size, "right": right.size, "top": top.size, "left": left.size,
+         "centre": centre.size}
+    )  # fmt: skip
+
+
+def _sizes_fit(s: dict[str, int]) -> bool:
     return (
-        right.size == bottom.size + centre.size and bottom.size + left.size == right.size + top.size
+        s["right"] == s["bottom"] + s["centre"] and s["bottom"] + s["left"] == s["right"] + s["top"]
     )
 
 
@@ -304,19 +311,14 @@ def _fifth_size(have: dict[str, Block], missing: str) -> int | None:
     if len({id(b) for b in have.values()}) < 4:
         return None
     s = {role: b.size for role, b in have.items()}
-    if missing == "centre":
-        need, ok = s["right"] - s["bottom"], s["bottom"] + s["left"] == s["right"] + s["top"]
-    elif missing == "bottom":
-        need = s["right"] - s["centre"]
-        ok = need + s["left"] == s["right"] + s["top"]
-    elif missing == "left":
-        need, ok = s["right"] + s["top"] - s["bottom"], s["right"] == s["bottom"] + s["centre"]
-    elif missing == "right":
-        need = s["bottom"] + s["centre"]
-        ok = s["bottom"] + s["left"] == need + s["top"]
-    else:
-        need, ok = s["bottom"] + s["left"] - s["right"], s["right"] == s["bottom"] + s["centre"]
-    return need if ok and need > 0 else None
+    s[missing] = {  # from one relation; _sizes_fit checks the other
+        "centre": lambda: s["right"] - s["bottom"],
+        "bottom": lambda: s["right"] - s["centre"],
+        "left": lambda: s["right"] + s["top"] - s["bottom"],
+        "right": lambda: s["bottom"] + s["centre"],
+        "top": lambda: s["bottom"] + s["left"] - s["right"],
+    }[missing]()
+    return s[missing] if s[missing] > 0 and _sizes_fit(s) else None
 
 
 def _stack_lifetime(pool: _Pool, key) -> bool:

@@ -341,10 +341,18 @@ static int stack_to_match_rule(Work *w) {
   return merged;
 }
 
-/* Right reaches the centre's top; both sides reach the same height. */
+enum { P_BOTTOM, P_RIGHT, P_TOP, P_LEFT, P_CENTRE }; /* a pinwheel's roles */
+
+/* Sizes by role: right reaches the centre's top; both sides reach the same height. */
+static int sizes_fit(const int64_t s[5]) {
+  return s[P_RIGHT] == s[P_BOTTOM] + s[P_CENTRE] &&
+         s[P_BOTTOM] + s[P_LEFT] == s[P_RIGHT] + s[P_TOP];
+}
+
 static int pinwheel_sizes(const Node *b, const Node *r, const Node *t, const Node *l,
                           const Node *c) {
-  return r->size == b->size + c->size && b->size + l->size == r->size + t->size;
+  const int64_t s[5] = {b->size, r->size, t->size, l->size, c->size};
+  return sizes_fit(s);
 }
 
 /* (bottom, right, top, left, centre) of a pinwheel around centre into five. */
@@ -436,8 +444,6 @@ static int group_match_rule(Work *w) {
   return 0;
 }
 
-enum { P_BOTTOM, P_RIGHT, P_TOP, P_LEFT, P_CENTRE }; /* a pinwheel's roles */
-
 /* The missing member's size from the other four (four[missing] is unused), when
  * they are distinct and their sizes agree; 0 when not. */
 static int64_t fifth_size(const Pool *P, const int32_t four[5], int missing) {
@@ -446,16 +452,14 @@ static int64_t fifth_size(const Pool *P, const int32_t four[5], int missing) {
       if (a != missing && b != missing && four[a] == four[b]) return 0;
   int64_t s[5];
   for (int r = 0; r < 5; r++) s[r] = r == missing ? 0 : P->node[four[r]].size;
-  int64_t need;
-  int ok;
-  switch (missing) {
-    case P_CENTRE: need = s[P_RIGHT] - s[P_BOTTOM], ok = s[P_BOTTOM] + s[P_LEFT] == s[P_RIGHT] + s[P_TOP]; break;
-    case P_BOTTOM: need = s[P_RIGHT] - s[P_CENTRE], ok = need + s[P_LEFT] == s[P_RIGHT] + s[P_TOP]; break;
-    case P_LEFT: need = s[P_RIGHT] + s[P_TOP] - s[P_BOTTOM], ok = s[P_RIGHT] == s[P_BOTTOM] + s[P_CENTRE]; break;
-    case P_RIGHT: need = s[P_BOTTOM] + s[P_CENTRE], ok = s[P_BOTTOM] + s[P_LEFT] == need + s[P_TOP]; break;
-    default: need = s[P_BOTTOM] + s[P_LEFT] - s[P_RIGHT], ok = s[P_RIGHT] == s[P_BOTTOM] + s[P_CENTRE];
+  switch (missing) { /* from one relation; sizes_fit checks the other */
+    case P_CENTRE: s[P_CENTRE] = s[P_RIGHT] - s[P_BOTTOM]; break;
+    case P_BOTTOM: s[P_BOTTOM] = s[P_RIGHT] - s[P_CENTRE]; break;
+    case P_LEFT: s[P_LEFT] = s[P_RIGHT] + s[P_TOP] - s[P_BOTTOM]; break;
+    case P_RIGHT: s[P_RIGHT] = s[P_BOTTOM] + s[P_CENTRE]; break;
+    default: s[P_TOP] = s[P_BOTTOM] + s[P_LEFT] - s[P_RIGHT];
   }
-  return ok && need > 0 ? need : 0;
+  return s[missing] > 0 && sizes_fit(s) ? s[missing] : 0;
 }
 
 /* Four members of a pinwheel in four (four[missing] unused): two or more free
@@ -477,11 +481,6 @@ static int complete(Work *w, int32_t m, const int32_t four[5], int missing, int6
   return k >= 0;
 }
 
-/* The runs of s (sorted by (k1, 0) keys) with k1 == key: [*lo, *hi). */
-static void runs_at(const Keyed *s, int32_t m, int64_t key, int32_t *lo, int32_t *hi) {
-  find_run(s, m, key, 0, lo, hi);
-}
-
 /* Missing bottom or left, then right or top, around each centre; missing centre
  * last, from each bottom (tiling_rules._pinwheel_complete, loop for loop). Times:
  * left [f, a-1], bottom [f, c-1], centre [a, c-1], top [a, l], right [c, l]. */
@@ -496,10 +495,10 @@ static int pinwheel_complete_rule(Work *w) {
     const Node *ce = &P->node[w->live[q]];
     int64_t a = ce->first, c = ce->last + 1;
     four[P_CENTRE] = w->live[q];
-    runs_at(w->s2, m, a, &t0, &t1);     /* tops: first a, last >= c */
-    runs_at(w->s1, m, c - 1, &b0, &b1); /* bottoms: last c - 1, first < a */
-    runs_at(w->s1, m, a - 1, &l0, &l1); /* lefts: last a - 1 */
-    runs_at(w->s2, m, c, &r0, &r1);     /* rights: first c */
+    find_run(w->s2, m, a, 0, &t0, &t1);     /* tops: first a, last >= c */
+    find_run(w->s1, m, c - 1, 0, &b0, &b1); /* bottoms: last c - 1, first < a */
+    find_run(w->s1, m, a - 1, 0, &l0, &l1); /* lefts: last a - 1 */
+    find_run(w->s2, m, c, 0, &r0, &r1);     /* rights: first c */
     for (int32_t ti = t0; ti < t1; ti++) {
       const Node *top = &P->node[four[P_TOP] = w->s2[ti].node];
       if (top->last < c) continue;
@@ -540,8 +539,8 @@ static int pinwheel_complete_rule(Work *w) {
     int32_t four[5];
     const Node *bottom = &P->node[four[P_BOTTOM] = w->live[q]];
     int64_t f = bottom->first, c = bottom->last + 1;
-    runs_at(w->s2, m, f, &x0, &x1);
-    runs_at(w->s2, m, c, &y0, &y1);
+    find_run(w->s2, m, f, 0, &x0, &x1);
+    find_run(w->s2, m, c, 0, &y0, &y1);
     for (int32_t li = x0; li < x1; li++) {
       int64_t a = P->node[four[P_LEFT] = w->s2[li].node].last + 1;
       if (a >= c) continue;
