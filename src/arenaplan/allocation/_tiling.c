@@ -167,24 +167,120 @@ static void find_run(const Keyed *s, int32_t m, int64_t k1, int64_t k2, int32_t 
 }
 
 typedef struct {
+  int32_t lo, hi; /* [lo, hi) in a view */
+} Run;
+
+enum { R_TOP, R_BOTTOM, R_LEFT, R_RIGHT, N_RUNS }; /* a node's runs (node_runs) */
+
+/* The live nodes sorted by one key (ties in the order of making), kept up to
+ * date between rules: nodes merged since leave, nodes made since are sorted
+ * among themselves and merged in (a round changes few nodes; sorting all the
+ * live nodes again for every rule was most of the time). */
+typedef struct {
+  Keyed *s;
+  int32_t m, made; /* made: the pool's node count when last brought up to date */
+} View;
+
+enum { N_VIEWS = K_LIFE + 1 }; /* the keys a view is kept for */
+
+typedef struct {
   Pool *P;
-  int32_t *live;          /* scratch: live nodes */
-  Keyed *s1, *s2, *s3, *s4; /* scratch: sorted views */
-  int32_t *ids;           /* scratch: node lists */
-  uint64_t *bits;         /* scratch: subset-sum layers */
+  int32_t *live, nlive, made; /* the live nodes in the order of making (live_list) */
+  const Keyed *s1, *s2, *s3; /* the views a rule reads (sorted live nodes) */
+  View view[N_VIEWS];
+  Keyed *fresh, *s4;         /* scratch: nodes new to a view; groups; a subset sorted */
+  int32_t *ids;              /* scratch: node lists */
+  Run *runs;                 /* per node: its tops, bottoms, lefts, rights (node_runs) */
+  int32_t cap_runs;          /* nodes */
+  uint64_t *bits;            /* scratch: subset-sum layers */
   size_t nbits;
-  const int64_t *banned;  /* (boundary, size) pairs the chain rule does not join */
+  const int64_t *banned;     /* (boundary, size) pairs the chain rule does not join */
   Py_ssize_t nbanned;
-  int64_t *joined;        /* (boundary, size) pairs the chain rule joined, in order */
+  int64_t *joined;           /* (boundary, size) pairs the chain rule joined, in order */
   int32_t njoined, cap_joined; /* pairs */
 } Work;
 
+/* The live nodes sorted by key which (stable in the order of making), and
+ * their count. */
+static const Keyed *sorted_view(Work *w, int which, int32_t *m) {
+  const Pool *P = w->P;
+  View *v = &w->view[which];
+  int32_t kept = 0, nn = 0;
+  for (int32_t i = 0; i < v->m; i++)
+    if (P->live[v->s[i].node]) v->s[kept++] = v->s[i];
+  for (int32_t k = v->made; k < P->n; k++)
+    if (P->live[k]) {
+      key_of(&P->node[k], which, &w->fresh[nn].k1, &w->fresh[nn].k2);
+      w->fresh[nn].pos = k, w->fresh[nn++].node = k; /* pos: the order of making */
+    }
+  v->made = P->n;
+  qsort(w->fresh, (size_t)nn, sizeof(Keyed), by_key);
+  int32_t i = kept - 1, j = nn - 1; /* merged from the top: fresh ones after old on ties */
+  for (int32_t out = kept + nn - 1; j >= 0; out--)
+    v->s[out] = i >= 0 && by_key(&v->s[i], &w->fresh[j]) > 0 ? v->s[i--] : w->fresh[j--];
+  *m = v->m = kept + nn;
+  return v->s;
+}
+
 /* The live nodes, sorted by key a into s1 and by key b into s2; their count. */
 static int32_t two_views(Work *w, int a, int b) {
-  int32_t m = live_nodes(w->P, w->live);
-  sort_keyed(w->P, w->live, m, a, w->s1);
-  sort_keyed(w->P, w->live, m, b, w->s2);
+  int32_t m;
+  w->s1 = sorted_view(w, a, &m);
+  w->s2 = sorted_view(w, b, &m);
   return m;
+}
+
+/* w->live brought up to date, as a view is (merged nodes leave, new ones are
+ * appended: they were made last). */
+static void live_list(Work *w) {
+  const Pool *P = w->P;
+  int32_t kept = 0;
+  for (int32_t i = 0; i < w->nlive; i++)
+    if (P->live[w->live[i]]) w->live[kept++] = w->live[i];
+  for (int32_t k = w->made; k < P->n; k++)
+    if (P->live[k]) w->live[kept++] = k;
+  w->nlive = kept, w->made = P->n;
+}
+
+/* For each entry of by (sorted by k1), the run of in (sorted by k1) whose k1 is
+ * the entry's plus shift, into out[node * N_RUNS]: one walk along both. */
+static void runs_at(const Keyed *by, const Keyed *in, int32_t m, int64_t shift, Run *out) {
+  Run r = {0, 0};
+  for (int32_t i = 0; i < m; i++) {
+    int64_t k = by[i].k1 + shift;
+    if (i == 0 || by[i].k1 != by[i - 1].k1) {
+      while (r.lo < m && in[r.lo].k1 < k) r.lo++;
+      for (r.hi = r.lo; r.hi < m && in[r.hi].k1 == k;) r.hi++;
+    }
+    out[(size_t)by[i].node * N_RUNS] = r;
+  }
+}
+
+/* Each live node's runs in s1 (by last) and s2 (by first): tops start with it,
+ * bottoms end with it, lefts end just before it starts, rights start just after
+ * it ends (what finding each run by two binary searches gave, in O(m)). */
+static int node_runs(Work *w, int32_t m) {
+  if (grow((void **)&w->runs, &w->cap_runs, w->P->n, N_RUNS * sizeof(Run)) < 0)
+    return w->P->nomem = 1, -1;
+  runs_at(w->s2, w->s2, m, 0, w->runs + R_TOP);
+  runs_at(w->s1, w->s1, m, 0, w->runs + R_BOTTOM);
+  runs_at(w->s2, w->s1, m, -1, w->runs + R_LEFT);
+  runs_at(w->s1, w->s2, m, 1, w->runs + R_RIGHT);
+  return 0;
+}
+
+static Run run_of(const Work *w, int32_t node, int which) { return w->runs[(size_t)node * N_RUNS + which]; }
+
+/* The blocks in s3 (by life) whose first step is that of node's run which
+ * (R_TOP: the node's first step; R_RIGHT: the step after its last) and whose
+ * last step is last. s3 and s2 are sorted by first step alike, so a run of s2
+ * sits at the same places in s3: only the last steps in it are searched. */
+static Run life_run(const Work *w, int32_t node, int which, int64_t last) {
+  Run r = run_of(w, node, which);
+  if (r.lo == r.hi) return r;
+  int64_t first = w->s3[r.lo].k1;
+  int32_t lo = bound_of(w->s3, r.lo, r.hi, first, last, 0);
+  return (Run){lo, bound_of(w->s3, lo, r.hi, first, last, 1)};
 }
 
 static int is_banned(const Work *w, int64_t boundary, int64_t size) {
@@ -197,10 +293,12 @@ static int chain_rule(Work *w) {
   Pool *P = w->P;
   int32_t m = two_views(w, K_END_SIZE, K_START_SIZE);
   int merged = 0;
-  for (int32_t i = 0, ie; i < m && !P->nomem; i = ie) {
+  for (int32_t i = 0, ie, j = 0; i < m && !P->nomem; i = ie) { /* both by key: one walk */
     ie = run_end(w->s1, i, m);
-    int32_t j, je;
-    find_run(w->s2, m, w->s1[i].k1, w->s1[i].k2, &j, &je);
+    int64_t k1 = w->s1[i].k1, k2 = w->s1[i].k2;
+    while (j < m && (w->s2[j].k1 < k1 || (w->s2[j].k1 == k1 && w->s2[j].k2 < k2))) j++;
+    int32_t je = j;
+    while (je < m && w->s2[je].k1 == k1 && w->s2[je].k2 == k2) je++;
     int32_t two[2] = {w->s1[i].node, j < m ? w->s2[j].node : -1};
     if (ie - i != 1 || je - j != 1 || used(P, two[0]) || used(P, two[1])) continue;
     if (is_banned(w, w->s1[i].k1, w->s1[i].k2)) continue;
@@ -333,8 +431,8 @@ static int stack_to_match_rule(Work *w) {
       int32_t *ends = w->ids, *starts = w->ids + ne;
       for (int32_t r = 0; r < ne; r++) ends[r] = w->s1[i + r].node;
       for (int32_t r = 0; r < ns; r++) starts[r] = w->s2[j + r].node;
-      merged |= match_side(w, ends, ne, starts, ns, K_LAST, w->s3);
-      merged |= match_side(w, starts, ns, ends, ne, K_FIRST, w->s3);
+      merged |= match_side(w, ends, ne, starts, ns, K_LAST, w->s4);
+      merged |= match_side(w, starts, ns, ends, ne, K_FIRST, w->s4);
     }
     i = ie;
   }
@@ -356,22 +454,22 @@ static int pinwheel_sizes(const Node *b, const Node *r, const Node *t, const Nod
 }
 
 /* (bottom, right, top, left, centre) of a pinwheel around centre into five. */
-static int pinwheel_around(Work *w, int32_t m, int32_t centre, int32_t five[5]) {
+static int pinwheel_around(Work *w, int32_t centre, int32_t five[5]) {
   const Pool *P = w->P;
   const Node *c = &P->node[centre];
-  int32_t b0, b1, l0, l1, t0, t1, r0, r1;
-  find_run(w->s1, m, c->last, 0, &b0, &b1); /* s1: by last, s2: by first, s3: by life */
-  find_run(w->s2, m, c->first, 0, &t0, &t1);
+  /* s1: by last, s2: by first, s3: by life */
+  Run bs = run_of(w, centre, R_BOTTOM), ts = run_of(w, centre, R_TOP);
+  int32_t b0 = bs.lo, b1 = bs.hi, t0 = ts.lo, t1 = ts.hi;
   for (int32_t bi = b0; bi < b1; bi++) {
     const Node *bottom = &P->node[w->s1[bi].node];
     if (bottom->first >= c->first) continue;
-    find_run(w->s3, m, bottom->first, c->first - 1, &l0, &l1);
-    for (int32_t li = l0; li < l1; li++) {
+    Run ls = life_run(w, w->s1[bi].node, R_TOP, c->first - 1);
+    for (int32_t li = ls.lo; li < ls.hi; li++) {
       for (int32_t ti = t0; ti < t1; ti++) {
         const Node *top = &P->node[w->s2[ti].node];
         if (top->last <= c->last) continue;
-        find_run(w->s3, m, c->last + 1, top->last, &r0, &r1);
-        for (int32_t ri = r0; ri < r1; ri++) {
+        Run rs = life_run(w, centre, R_RIGHT, top->last);
+        for (int32_t ri = rs.lo; ri < rs.hi; ri++) {
           int32_t f[5] = {w->s1[bi].node, w->s3[ri].node, w->s2[ti].node, w->s3[li].node, centre};
           int distinct = 1;
           for (int a = 0; a < 5; a++)
@@ -391,11 +489,13 @@ static int pinwheel_around(Work *w, int32_t m, int32_t centre, int32_t five[5]) 
 static int pinwheel_rule(Work *w) {
   Pool *P = w->P;
   int32_t m = two_views(w, K_LAST, K_FIRST);
-  sort_keyed(P, w->live, m, K_LIFE, w->s3);
+  w->s3 = sorted_view(w, K_LIFE, &m);
+  live_list(w);
+  if (node_runs(w, m) < 0) return 0;
   int merged = 0;
   for (int32_t q = 0; q < m; q++) {
     int32_t five[5];
-    if (used(P, w->live[q]) || !pinwheel_around(w, m, w->live[q], five)) continue;
+    if (used(P, w->live[q]) || !pinwheel_around(w, w->live[q], five)) continue;
     int clash = 0;
     for (int a = 0; a < 5; a++) clash |= used(P, five[a]);
     if (clash) continue;
@@ -410,8 +510,8 @@ static int pinwheel_rule(Work *w) {
 
 static int group_match_rule(Work *w) {
   Pool *P = w->P;
-  int32_t m = live_nodes(P, w->live);
-  sort_keyed(P, w->live, m, K_LIFE, w->s1);
+  int32_t m;
+  w->s1 = sorted_view(w, K_LIFE, &m);
   /* s4: one entry a lifetime (its run's start in s1), by (last, first) */
   int32_t g = 0;
   for (int32_t i = 0; i < m; i = run_end(w->s1, i, m)) {
@@ -463,16 +563,18 @@ static int64_t fifth_size(const Pool *P, const int32_t four[5], int missing) {
 }
 
 /* Four members of a pinwheel in four (four[missing] unused): two or more free
- * blocks of the missing member's lifetime [f, l] adding up to its size, stacked. */
-static int complete(Work *w, int32_t m, const int32_t four[5], int missing, int64_t f, int64_t l) {
+ * blocks of the missing member's lifetime adding up to its size, stacked. The
+ * lifetime: the first step of from's run which (life_run), last step l. */
+static int complete(Work *w, const int32_t four[5], int missing, int32_t from, int which,
+                    int64_t l) {
   Pool *P = w->P;
   for (int r = 0; r < 5; r++)
     if (r != missing && used(P, four[r])) return 0;
   int64_t need = fifth_size(P, four, missing);
   if (!need) return 0;
-  int32_t lo, hi, nf = 0, found[DP_ITEMS];
-  find_run(w->s3, m, f, l, &lo, &hi);
-  for (int32_t r = lo; r < hi; r++)
+  int32_t nf = 0, found[DP_ITEMS];
+  Run same = life_run(w, from, which, l);
+  for (int32_t r = same.lo; r < same.hi; r++)
     if (!used(P, w->s3[r].node)) w->ids[nf++] = w->s3[r].node;
   int32_t c = nf > 1 ? subset_sum(w, w->ids, nf, need, found) : 0;
   if (!c) return 0;
@@ -487,69 +589,62 @@ static int complete(Work *w, int32_t m, const int32_t four[5], int missing, int6
 static int pinwheel_complete_rule(Work *w) {
   Pool *P = w->P;
   int32_t m = two_views(w, K_LAST, K_FIRST); /* s1: by last, s2: by first, s3: by life */
-  sort_keyed(P, w->live, m, K_LIFE, w->s3);
+  w->s3 = sorted_view(w, K_LIFE, &m);
+  live_list(w);
+  if (node_runs(w, m) < 0) return 0;
   int merged = 0;
-  int32_t t0, t1, b0, b1, x0, x1, y0, y1, l0, l1, r0, r1;
   for (int32_t q = 0; q < m && !P->nomem; q++) {
-    int32_t four[5];
-    const Node *ce = &P->node[w->live[q]];
-    int64_t a = ce->first, c = ce->last + 1;
-    four[P_CENTRE] = w->live[q];
-    find_run(w->s2, m, a, 0, &t0, &t1);     /* tops: first a, last >= c */
-    find_run(w->s1, m, c - 1, 0, &b0, &b1); /* bottoms: last c - 1, first < a */
-    find_run(w->s1, m, a - 1, 0, &l0, &l1); /* lefts: last a - 1 */
-    find_run(w->s2, m, c, 0, &r0, &r1);     /* rights: first c */
-    for (int32_t ti = t0; ti < t1; ti++) {
+    int32_t four[5], centre = four[P_CENTRE] = w->live[q];
+    int64_t a = P->node[centre].first, c = P->node[centre].last + 1;
+    Run tops = run_of(w, centre, R_TOP);       /* first a, last >= c */
+    Run bottoms = run_of(w, centre, R_BOTTOM); /* last c - 1, first < a */
+    Run lefts = run_of(w, centre, R_LEFT);     /* last a - 1 */
+    Run rights = run_of(w, centre, R_RIGHT);   /* first c */
+    for (int32_t ti = tops.lo; ti < tops.hi; ti++) {
       const Node *top = &P->node[four[P_TOP] = w->s2[ti].node];
       if (top->last < c) continue;
-      find_run(w->s3, m, c, top->last, &x0, &x1);
-      for (int32_t ri = x0; ri < x1; ri++) {
+      Run x = life_run(w, centre, R_RIGHT, top->last);
+      for (int32_t ri = x.lo; ri < x.hi; ri++) {
         four[P_RIGHT] = w->s3[ri].node;
-        for (int32_t li = l0; li < l1; li++) {
+        for (int32_t li = lefts.lo; li < lefts.hi; li++) {
           four[P_LEFT] = w->s1[li].node;
-          merged |= complete(w, m, four, P_BOTTOM, P->node[four[P_LEFT]].first, c - 1);
+          merged |= complete(w, four, P_BOTTOM, four[P_LEFT], R_TOP, c - 1);
         }
-        for (int32_t bi = b0; bi < b1; bi++) {
-          const Node *bottom = &P->node[four[P_BOTTOM] = w->s1[bi].node];
-          if (bottom->first >= a) continue;
-          merged |= complete(w, m, four, P_LEFT, bottom->first, a - 1);
+        for (int32_t bi = bottoms.lo; bi < bottoms.hi; bi++) {
+          if (P->node[four[P_BOTTOM] = w->s1[bi].node].first >= a) continue;
+          merged |= complete(w, four, P_LEFT, four[P_BOTTOM], R_TOP, a - 1);
         }
       }
     }
-    for (int32_t bi = b0; bi < b1; bi++) {
-      const Node *bottom = &P->node[w->s1[bi].node];
-      if (bottom->first >= a) continue;
-      four[P_BOTTOM] = w->s1[bi].node;
-      find_run(w->s3, m, bottom->first, a - 1, &x0, &x1);
-      for (int32_t li = x0; li < x1; li++) {
+    for (int32_t bi = bottoms.lo; bi < bottoms.hi; bi++) {
+      if (P->node[four[P_BOTTOM] = w->s1[bi].node].first >= a) continue;
+      Run x = life_run(w, four[P_BOTTOM], R_TOP, a - 1);
+      for (int32_t li = x.lo; li < x.hi; li++) {
         four[P_LEFT] = w->s3[li].node;
-        for (int32_t ti = t0; ti < t1; ti++) {
+        for (int32_t ti = tops.lo; ti < tops.hi; ti++) {
           const Node *top = &P->node[four[P_TOP] = w->s2[ti].node];
           if (top->last < c) continue;
-          merged |= complete(w, m, four, P_RIGHT, c, top->last);
+          merged |= complete(w, four, P_RIGHT, centre, R_RIGHT, top->last);
         }
-        for (int32_t ri = r0; ri < r1; ri++) {
+        for (int32_t ri = rights.lo; ri < rights.hi; ri++) {
           four[P_RIGHT] = w->s2[ri].node;
-          merged |= complete(w, m, four, P_TOP, a, P->node[four[P_RIGHT]].last);
+          merged |= complete(w, four, P_TOP, centre, R_TOP, P->node[four[P_RIGHT]].last);
         }
       }
     }
   }
   for (int32_t q = 0; q < m && !P->nomem; q++) { /* missing centre, from each bottom */
-    int32_t four[5];
-    const Node *bottom = &P->node[four[P_BOTTOM] = w->live[q]];
-    int64_t f = bottom->first, c = bottom->last + 1;
-    find_run(w->s2, m, f, 0, &x0, &x1);
-    find_run(w->s2, m, c, 0, &y0, &y1);
-    for (int32_t li = x0; li < x1; li++) {
-      int64_t a = P->node[four[P_LEFT] = w->s2[li].node].last + 1;
-      if (a >= c) continue;
-      for (int32_t ri = y0; ri < y1; ri++) {
-        const Node *right = &P->node[four[P_RIGHT] = w->s2[ri].node];
-        find_run(w->s3, m, a, right->last, &t0, &t1);
-        for (int32_t ti = t0; ti < t1; ti++) {
+    int32_t four[5], bottom = four[P_BOTTOM] = w->live[q];
+    int64_t c = P->node[bottom].last + 1;
+    Run lefts = run_of(w, bottom, R_TOP), rights = run_of(w, bottom, R_RIGHT); /* first f; c */
+    for (int32_t li = lefts.lo; li < lefts.hi; li++) {
+      if (P->node[four[P_LEFT] = w->s2[li].node].last + 1 >= c) continue;
+      for (int32_t ri = rights.lo; ri < rights.hi; ri++) {
+        four[P_RIGHT] = w->s2[ri].node;
+        Run tops = life_run(w, four[P_LEFT], R_RIGHT, P->node[four[P_RIGHT]].last);
+        for (int32_t ti = tops.lo; ti < tops.hi; ti++) {
           four[P_TOP] = w->s3[ti].node;
-          merged |= complete(w, m, four, P_CENTRE, a, c - 1);
+          merged |= complete(w, four, P_CENTRE, four[P_LEFT], R_RIGHT, c - 1);
         }
       }
     }
@@ -559,8 +654,8 @@ static int pinwheel_complete_rule(Work *w) {
 
 static int stack_lifetime_rule(Work *w, int order) {
   Pool *P = w->P;
-  int32_t m = live_nodes(P, w->live);
-  sort_keyed(P, w->live, m, K_LIFE, w->s1);
+  int32_t m;
+  w->s1 = sorted_view(w, K_LIFE, &m);
   /* s4: one entry a lifetime of two or more blocks, by the order's key; in these
      entries pos is the group's first place in s1 and node its number of blocks */
   int32_t g = 0;
@@ -700,11 +795,11 @@ static PyObject *py_reduce(PyObject *self, PyObject *args) {
   const int64_t *first = v[0].buf, *last = v[1].buf, *size = v[2].buf;
   size_t items = (size_t)(n ? n : 1);
   w.live = malloc(items * sizeof(int32_t)), w.ids = malloc(2 * items * sizeof(int32_t));
-  w.s1 = malloc(items * sizeof(Keyed)), w.s2 = malloc(items * sizeof(Keyed));
-  w.s3 = malloc(items * sizeof(Keyed)), w.s4 = malloc(items * sizeof(Keyed));
+  int views = 1;
+  for (int i = 0; i < N_VIEWS; i++) views &= !!(w.view[i].s = malloc(items * sizeof(Keyed)));
+  w.fresh = malloc(items * sizeof(Keyed)), w.s4 = malloc(items * sizeof(Keyed));
   root = malloc(items * sizeof(int32_t)), rel = calloc(items, sizeof(int64_t));
-  if (n > INT32_MAX / 4 || !w.live || !w.ids || !w.s1 || !w.s2 || !w.s3 || !w.s4 || !root ||
-      !rel) {
+  if (n > INT32_MAX / 4 || !w.live || !w.ids || !views || !w.fresh || !w.s4 || !root || !rel) {
     PyErr_NoMemory();
     goto done;
   }
@@ -737,8 +832,9 @@ static PyObject *py_reduce(PyObject *self, PyObject *args) {
 done:
   for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
   free(P.node), free(P.parts), free(P.live), free(P.stamp);
-  free(w.live), free(w.ids), free(w.s1), free(w.s2), free(w.s3), free(w.s4), free(w.bits);
-  free(w.joined);
+  free(w.live), free(w.ids), free(w.fresh), free(w.s4), free(w.bits);
+  for (int i = 0; i < N_VIEWS; i++) free(w.view[i].s);
+  free(w.joined), free(w.runs);
   free(root), free(rel);
   return result;
 }
