@@ -191,7 +191,7 @@ typedef struct {
   Keyed *fresh, *s4;         /* scratch: nodes new to a view; groups; a subset sorted */
   int32_t *ids;              /* scratch: node lists */
   Run *runs;                 /* per node: its tops, bottoms, lefts, rights (node_runs) */
-  int32_t cap_runs;          /* nodes */
+  int32_t cap_runs, runs_made; /* nodes; the pool's node count when runs were found */
   uint64_t *bits;            /* scratch: subset-sum layers */
   size_t nbits;
   const int64_t *banned;     /* (boundary, size) pairs the chain rule does not join */
@@ -260,8 +260,10 @@ static void runs_at(const Keyed *by, const Keyed *in, int32_t m, int64_t shift, 
  * bottoms end with it, lefts end just before it starts, rights start just after
  * it ends (what finding each run by two binary searches gave, in O(m)). */
 static int node_runs(Work *w, int32_t m) {
+  if (w->runs_made == w->P->n) return 0; /* no node made since: the same live nodes */
   if (grow((void **)&w->runs, &w->cap_runs, w->P->n, N_RUNS * sizeof(Run)) < 0)
     return w->P->nomem = 1, -1;
+  w->runs_made = w->P->n;
   runs_at(w->s2, w->s2, m, 0, w->runs + R_TOP);
   runs_at(w->s1, w->s1, m, 0, w->runs + R_BOTTOM);
   runs_at(w->s2, w->s1, m, -1, w->runs + R_LEFT);
@@ -460,6 +462,8 @@ static int pinwheel_around(Work *w, int32_t centre, int32_t five[5]) {
   /* s1: by last, s2: by first, s3: by life */
   Run bs = run_of(w, centre, R_BOTTOM), ts = run_of(w, centre, R_TOP);
   int32_t b0 = bs.lo, b1 = bs.hi, t0 = ts.lo, t1 = ts.hi;
+  Run ls0 = run_of(w, centre, R_LEFT), rs0 = run_of(w, centre, R_RIGHT);
+  if (ls0.lo == ls0.hi || rs0.lo == rs0.hi) return 0; /* no left or no right at all */
   for (int32_t bi = b0; bi < b1; bi++) {
     const Node *bottom = &P->node[w->s1[bi].node];
     if (bottom->first >= c->first) continue;
@@ -467,7 +471,8 @@ static int pinwheel_around(Work *w, int32_t centre, int32_t five[5]) {
     for (int32_t li = ls.lo; li < ls.hi; li++) {
       for (int32_t ti = t0; ti < t1; ti++) {
         const Node *top = &P->node[w->s2[ti].node];
-        if (top->last <= c->last) continue;
+        /* sizes_fit's two relations give left = centre + top: no right fits else */
+        if (top->last <= c->last || P->node[w->s3[li].node].size != c->size + top->size) continue;
         Run rs = life_run(w, centre, R_RIGHT, top->last);
         for (int32_t ri = rs.lo; ri < rs.hi; ri++) {
           int32_t f[5] = {w->s1[bi].node, w->s3[ri].node, w->s2[ti].node, w->s3[li].node, centre};
@@ -600,7 +605,7 @@ static int pinwheel_complete_rule(Work *w) {
     Run bottoms = run_of(w, centre, R_BOTTOM); /* last c - 1, first < a */
     Run lefts = run_of(w, centre, R_LEFT);     /* last a - 1 */
     Run rights = run_of(w, centre, R_RIGHT);   /* first c */
-    for (int32_t ti = tops.lo; ti < tops.hi; ti++) {
+    for (int32_t ti = tops.lo; ti < tops.hi && rights.lo < rights.hi; ti++) {
       const Node *top = &P->node[four[P_TOP] = w->s2[ti].node];
       if (top->last < c) continue;
       Run x = life_run(w, centre, R_RIGHT, top->last);
@@ -616,7 +621,7 @@ static int pinwheel_complete_rule(Work *w) {
         }
       }
     }
-    for (int32_t bi = bottoms.lo; bi < bottoms.hi; bi++) {
+    for (int32_t bi = bottoms.lo; bi < bottoms.hi && lefts.lo < lefts.hi; bi++) {
       if (P->node[four[P_BOTTOM] = w->s1[bi].node].first >= a) continue;
       Run x = life_run(w, four[P_BOTTOM], R_TOP, a - 1);
       for (int32_t li = x.lo; li < x.hi; li++) {
@@ -637,7 +642,7 @@ static int pinwheel_complete_rule(Work *w) {
     int32_t four[5], bottom = four[P_BOTTOM] = w->live[q];
     int64_t c = P->node[bottom].last + 1;
     Run lefts = run_of(w, bottom, R_TOP), rights = run_of(w, bottom, R_RIGHT); /* first f; c */
-    for (int32_t li = lefts.lo; li < lefts.hi; li++) {
+    for (int32_t li = lefts.lo; li < lefts.hi && rights.lo < rights.hi; li++) {
       if (P->node[four[P_LEFT] = w->s2[li].node].last + 1 >= c) continue;
       for (int32_t ri = rights.lo; ri < rights.hi; ri++) {
         four[P_RIGHT] = w->s2[ri].node;
