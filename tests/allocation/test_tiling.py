@@ -11,10 +11,11 @@ from hypothesis import strategies as st
 from kits import tiling_rules
 from kits.tilings import tiling_pieces
 
-from arenaplan.allocation import Buffer, Problem, check_solution
+from arenaplan.allocation import Buffer, Problem, check_solution, tiling
 from arenaplan.allocation.bounds import live_bytes_bound
 from arenaplan.allocation.deadline import Deadline
 from arenaplan.allocation.exact import SearchParams, check_capacity
+from arenaplan.allocation.heuristics import best_greedy
 from arenaplan.allocation.minimize import minimize
 from arenaplan.allocation.tiling import (
     ATTEMPTS,
@@ -22,6 +23,7 @@ from arenaplan.allocation.tiling import (
     _banning_chains,
     _busy,
     _next_key,
+    _scan_bans,
     block_problem,
     is_perfect,
     perfect_packing,
@@ -29,8 +31,8 @@ from arenaplan.allocation.tiling import (
 )
 
 
-def _tiling(n: int, seed: int, pinwheel: bool, height: int = 1 << 16) -> Problem:
-    pieces = tiling_pieces(n, seed, pinwheel, 400, height)
+def _tiling(n: int, seed: int, pinwheel: bool, height: int = 1 << 16, steps: int = 400) -> Problem:
+    pieces = tiling_pieces(n, seed, pinwheel, steps, height)
     return Problem.of([Buffer(f"p{i}", t0, t1, h) for i, (t0, t1, h) in enumerate(pieces)])
 
 
@@ -184,6 +186,24 @@ def test_the_last_attempt_bans_by_size_without_stack_to_match() -> None:
     packed = perfect_packing(problem, bound, Deadline.after(60.0))
     assert packed is not None
     check_solution(Problem(problem.buffers, bound), packed)
+
+
+def test_a_ban_that_leaves_few_blocks_gets_the_exact_search(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A pinwheel tiling 4,096 bytes high over 3,000 steps: the greedy orders pack
+    none of the block sets the bans leave, the exact search packs the 21 blocks
+    one leaves (its time raised here: what is tested is that it is tried)."""
+    monkeypatch.setattr(tiling, "QUICK_SECONDS", 30.0)
+    problem = _tiling(400, 4, pinwheel=True, height=1 << 12, steps=3000)
+    bound = live_bytes_bound(problem)
+    blocks = reduce_blocks(problem, "earliest", Deadline(None))
+    assert blocks is not None and len(blocks.first) > tiling.QUICK_BLOCKS
+    busy = _busy(problem)
+    packed, fewest = _scan_bans(problem, bound, blocks, Deadline(None), busy, SearchParams())
+    assert packed is not None and len(fewest.first) == 21
+    check_solution(Problem(problem.buffers, bound), packed)
+    assert best_greedy(block_problem(problem, fewest), bound, Deadline(None)) is None
 
 
 def test_bans_are_tried_at_the_busiest_boundary_first() -> None:

@@ -36,9 +36,13 @@ blocks that pass leaves. The first attempt, when the greedy orders do not pack
 its blocks, bans chains the rule joined one by one, busiest boundary first (two
 blocks of one size can meet at a boundary by chance: joined, they misbuild the
 tiling), keeping a ban that leaves fewer blocks, each try judged by the greedy
-orders alone; then the exact search on the fewest blocks. The last attempt is
-that again, smallest size first and without stack-to-match (the bans kept depend
-on the order; where sizes are small, subset sums misbuild too). The rules run
+orders alone (and, when a ban kept leaves few blocks, a short exact search);
+then the exact search on the fewest blocks. The last attempt is that again,
+smallest size first and without stack-to-match (the bans kept depend on the
+order; where sizes are small, subset sums misbuild too). Each attempt has an
+equal share of the time left; the exact search on blocks without bans uses a
+quarter of it (it packs such blocks at once or not for seconds), so what it
+leaves goes to the scans after it. The rules run
 in C (``_tiling.c``): a reduction takes 10 to 40 ms at 2,000 buffers of a
 tiling (a fifth of a second where a fifth of the pieces are missing). A
 packing of the blocks is found by the greedy orders or the exact search,
@@ -71,6 +75,11 @@ BANS_BY_SIZE = "bans by size"  # the same without stack-to-match, smallest size 
 # long (seconds) as well as the greedy orders: blocks of a tiling this few are
 # packed at once when they can be (fine-2500: 44 blocks at once, 48 not in 3 s).
 QUICK_BLOCKS, QUICK_SECONDS = 64, 0.1
+# Shares of an attempt's time: a ban scan's for scanning (the exact search on
+# the fewest blocks has the rest); the exact search's in an attempt without bans
+# (on blocks a tiling's rules leave it packs at once or not in seconds; what is
+# not used passes on to the attempts after).
+SCAN_SHARE, EXACT_SHARE = 0.75, 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,7 +148,11 @@ def perfect_packing(
             offsets = _banning_chains(problem, bound, own, params, stack == BANS)
         else:
             blocks = reduce_blocks(problem, stack, own)
-            offsets = None if blocks is None else _solve_blocks(problem, blocks, bound, own, params)
+            offsets = (
+                None
+                if blocks is None
+                else _solve_blocks(problem, blocks, bound, own, params, EXACT_SHARE)
+            )
         if offsets is not None:
             return offsets
     return None
@@ -167,9 +180,10 @@ def _banning_chains(
     together. Each key is tried with the bans kept so far, judged
     by the greedy orders on the blocks left; a ban that leaves fewer blocks is
     kept (a wrong join stalls the rules), and the chains its blocks joined become
-    candidates. For half the time, then the exact search on the fewest blocks."""
+    candidates. For ``SCAN_SHARE`` of the time, then the exact search on the fewest
+    blocks."""
     left = deadline.left()
-    scan = deadline if left is None else Deadline.after(left / 2)
+    scan = deadline if left is None else Deadline.after(left * SCAN_SHARE)
     blocks = reduce_blocks(problem, "earliest", deadline, match=busiest)
     if blocks is None:
         return None
@@ -298,12 +312,20 @@ def _unfolded(problem: Problem, blocks: Blocks, placed: Sequence[int], bound: in
 
 
 def _solve_blocks(
-    problem: Problem, blocks: Blocks, bound: int, deadline: Deadline, params: SearchParams
+    problem: Problem,
+    blocks: Blocks,
+    bound: int,
+    deadline: Deadline,
+    params: SearchParams,
+    share: float = 1.0,
 ) -> list[int] | None:
+    """The buffers' offsets when the greedy orders or the exact search (for
+    ``share`` of the time left) pack ``blocks`` at ``bound``; else None."""
     reduced = block_problem(problem, blocks)
     greedy = best_greedy(reduced, bound, deadline)
     placed: Sequence[int] | None = None if greedy is None else greedy[1]
     if placed is None:
-        found = check_capacity(reduced, bound, params, deadline.left())
+        left = deadline.left()
+        found = check_capacity(reduced, bound, params, None if left is None else left * share)
         placed = found.offsets
     return None if placed is None else _unfolded(problem, blocks, placed, bound)
