@@ -271,7 +271,9 @@ static int node_runs(Work *w, int32_t m) {
   return 0;
 }
 
-static Run run_of(const Work *w, int32_t node, int which) { return w->runs[(size_t)node * N_RUNS + which]; }
+static Run run_of(const Work *w, int32_t node, int which) {
+  return w->runs[(size_t)node * N_RUNS + which];
+}
 
 /* The blocks in s3 (by life) whose first step is that of node's run which
  * (R_TOP: the node's first step; R_RIGHT: the step after its last) and whose
@@ -460,16 +462,15 @@ static int pinwheel_around(Work *w, int32_t centre, int32_t five[5]) {
   const Pool *P = w->P;
   const Node *c = &P->node[centre];
   /* s1: by last, s2: by first, s3: by life */
-  Run bs = run_of(w, centre, R_BOTTOM), ts = run_of(w, centre, R_TOP);
-  int32_t b0 = bs.lo, b1 = bs.hi, t0 = ts.lo, t1 = ts.hi;
-  Run ls0 = run_of(w, centre, R_LEFT), rs0 = run_of(w, centre, R_RIGHT);
-  if (ls0.lo == ls0.hi || rs0.lo == rs0.hi) return 0; /* no left or no right at all */
-  for (int32_t bi = b0; bi < b1; bi++) {
+  Run bottoms = run_of(w, centre, R_BOTTOM), tops = run_of(w, centre, R_TOP);
+  Run lefts = run_of(w, centre, R_LEFT), rights = run_of(w, centre, R_RIGHT);
+  if (lefts.lo == lefts.hi || rights.lo == rights.hi) return 0; /* none next to it */
+  for (int32_t bi = bottoms.lo; bi < bottoms.hi; bi++) {
     const Node *bottom = &P->node[w->s1[bi].node];
     if (bottom->first >= c->first) continue;
     Run ls = life_run(w, w->s1[bi].node, R_TOP, c->first - 1);
     for (int32_t li = ls.lo; li < ls.hi; li++) {
-      for (int32_t ti = t0; ti < t1; ti++) {
+      for (int32_t ti = tops.lo; ti < tops.hi; ti++) {
         const Node *top = &P->node[w->s2[ti].node];
         /* sizes_fit's two relations give left = centre + top: no right fits else */
         if (top->last <= c->last || P->node[w->s3[li].node].size != c->size + top->size) continue;
