@@ -20,8 +20,10 @@ from arenaplan.allocation.minimize import minimize
 from arenaplan.allocation.tiling import (
     ATTEMPTS,
     Blocks,
+    _banned,
     _banning_chains,
     _busy,
+    _joined,
     _next_key,
     _scan_bans,
     block_problem,
@@ -204,6 +206,21 @@ def test_a_ban_that_leaves_few_blocks_gets_the_exact_search(
     assert packed is not None and len(fewest.first) == 21
     check_solution(Problem(problem.buffers, bound), packed)
     assert best_greedy(block_problem(problem, fewest), bound, Deadline(None)) is None
+
+
+def test_a_ban_whose_freed_blocks_meet_by_chance_is_tried_with_that_join() -> None:
+    """A guillotine tiling 4,096 bytes high over 3,000 steps: banning the chain of
+    3 bytes at step 1,526 leaves no fewer blocks (freed, its blocks meet others by
+    chance: a chain of 159 bytes there, new); banned with that one, fewer."""
+    problem = _tiling(600, 27, pinwheel=False, height=1 << 12, steps=3000)
+    blocks = reduce_blocks(problem, "earliest", Deadline(None))
+    alone = reduce_blocks(problem, "earliest", Deadline(None), banned=[(1526, 3)])
+    assert blocks is not None and alone is not None
+    assert len(alone.first) >= len(blocks.first)
+    assert (1526, 159) in _joined(alone) - _joined(blocks)
+    found, keys = _banned(problem, blocks, [], (1526, 3), Deadline(None), True)
+    assert keys == [(1526, 3), (1526, 159)]
+    assert found is not None and len(found.first) < len(blocks.first)
 
 
 def test_bans_are_tried_at_the_busiest_boundary_first() -> None:

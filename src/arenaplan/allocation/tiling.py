@@ -29,24 +29,25 @@ wrong merge can only make the bound unreachable, never a packing invalid):
   in an order that differs from one attempt to the next).
 
 Six attempts: with the last rule (fewer blocks, may merge too much), taking
-lifetimes in three orders, then without it; then in two passes: first every
-rule except stack-to-match (its subset sums can stack blocks that no packing
-keeps together while the buffers are still small), then the four attempts on the
+lifetimes in three orders, then without it; then in two passes: first every rule
+except stack-to-match (its subset sums can stack blocks that no packing keeps
+together while the buffers are still small), then the four attempts on the
 blocks that pass leaves. The first attempt, when the greedy orders do not pack
 its blocks, bans chains the rule joined one by one, busiest boundary first (two
 blocks of one size can meet at a boundary by chance: joined, they misbuild the
-tiling), keeping a ban that leaves fewer blocks, each try judged by the greedy
-orders alone (and, when a ban kept leaves few blocks, a short exact search);
-then the exact search on the fewest blocks. The last attempt is that again,
-smallest size first and without stack-to-match (the bans kept depend on the
-order; where sizes are small, subset sums misbuild too). Each attempt has an
-equal share of the time left; the exact search on blocks without bans uses a
-quarter of it (it packs such blocks at once or not for seconds), so what it
-leaves goes to the scans after it. The rules run
-in C (``_tiling.c``): a reduction takes 10 to 40 ms at 2,000 buffers of a
-tiling (a fifth of a second where a fifth of the pieces are missing). A
-packing of the blocks is found by the greedy orders or the exact search,
-unfolded to buffer offsets and checked by the validator before it is returned.
+tiling), keeping a ban that leaves fewer blocks (or, when it alone does not,
+with a chain it newly joined: freed, its blocks can meet others by chance), each
+try judged by the greedy orders alone (and, when a ban kept leaves few blocks, a
+short exact search); then the exact search on the fewest blocks. The last
+attempt is that again, smallest size first and without stack-to-match (the bans
+kept depend on the order; where sizes are small, subset sums misbuild too). Each
+attempt has an equal share of the time left; the exact search on blocks without
+bans uses a quarter of it (it packs such blocks at once or not for seconds), so
+what it leaves goes to the scans after it. The rules run in C (``_tiling.c``): a
+reduction takes 10 to 40 ms at 2,000 buffers of a tiling (a fifth of a second
+where a fifth of the pieces are missing). A packing of the blocks is found by
+the greedy orders or the exact search, unfolded to buffer offsets and checked by
+the validator before it is returned.
 """
 
 from __future__ import annotations
