@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
+from contextlib import closing
 from dataclasses import replace
 from pathlib import Path
 
@@ -207,6 +209,21 @@ def _parent(pid: int) -> int | None:
     return int(ppid) if ppid else None
 
 
+def _rows(sweep: Path) -> int:
+    """Results recorded in a sweep folder so far (0 before its file is made)."""
+    try:
+        with closing(sqlite3.connect(f"file:{sweep / 'results.sqlite'}?mode=ro", uri=True)) as db:
+            return int(db.execute("SELECT COUNT(*) FROM results").fetchone()[0])
+    except sqlite3.Error:  # not made yet, or being written
+        return 0
+
+
+def _ctrl_c_acted_on() -> None:
+    """In the child before it runs: Ctrl-C as a terminal gives it (a test runner
+    started in the background passes SIGINT on ignored, and Python keeps it so)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _alive(pid: int) -> bool:
     """Running, not a zombie waiting for whoever adopted it to reap it."""
     state = _status(pid).get("State", "Z")
@@ -216,13 +233,16 @@ def _alive(pid: int) -> bool:
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc")
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT])
 def test_workers_end_when_explore_ends(models, tmp_path: Path, sig: signal.Signals) -> None:
-    # 2 x 3 x 400 x 2 tasks: minutes of work, ended as soon as both workers have started
+    # 3 x 400 x 2 tasks (the model twice is swept once): tens of seconds of work, ended
+    # once both workers have started and the first results are in (every task handed
+    # to the pool, results streaming in); the run must stop there, not at the end
     argv = _args(models, tmp_path / "sweep", ["chain", "chain", "--target",
                  "generic,imxrt1170,xcore_ai", "--sram", "1KiB..512KiB:400",
                  "--passes", "none,bands", "--workers", "2"])  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(SRC)}
     proc = subprocess.Popen([sys.executable, "-m", "arenaplan", *argv], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            preexec_fn=_ctrl_c_acted_on)  # fmt: skip
     seen: set[int] = set()
     try:
         deadline = time.monotonic() + 60
@@ -230,6 +250,9 @@ def test_workers_end_when_explore_ends(models, tmp_path: Path, sig: signal.Signa
             seen |= _children(proc.pid)  # two workers and the resource tracker
             time.sleep(0.05)
         assert len(seen) >= 3 and proc.poll() is None, "the workers never started"
+        while _rows(tmp_path / "sweep") == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert proc.poll() is None, "the sweep ended before the signal"
         proc.send_signal(sig)
         code = proc.wait(timeout=60)
         deadline = time.monotonic() + 10
@@ -240,6 +263,7 @@ def test_workers_end_when_explore_ends(models, tmp_path: Path, sig: signal.Signa
         if sig in ending:  # ended as the command line ends a run: one line, no traceback
             err = proc.stderr.read().decode() if proc.stderr else ""
             assert (code, err) == (ending[sig][0], f"arenaplan: {ending[sig][1]}\n"), err
+            assert _rows(tmp_path / "sweep") < 2400, "the signal waited for the sweep's end"
         else:
             assert code == -sig
     finally:

@@ -68,11 +68,14 @@ def run_pool(tasks: Sequence[Task], workers: int | None = None) -> Iterator[dict
 
 
 def _next(finished: queue.SimpleQueue[Future], ending: Held) -> Future:
+    """The next future to finish; an ending signal that came is raised first, and
+    while waiting (a sweep whose results never stop coming is still ended at once)."""
     while True:
+        _stop_if(ending)
         try:
             return finished.get(timeout=POLL_SECONDS)
         except queue.Empty:
-            _stop_if(ending)
+            pass
 
 
 def _stop_if(ending: Held) -> None:
