@@ -209,16 +209,17 @@ def _scan_bans(
 ) -> tuple[list[int] | None, Blocks]:
     """Offsets when the greedy orders pack ``blocks`` or the blocks of a ban (each
     key tried with the bans kept so far, the rules with stack-to-match or not as
-    ``blocks`` were made, until ``scan`` passes), or a quick exact search packs
-    them (``QUICK_BLOCKS``: the first blocks and each ban kept); else None, and
-    the fewest blocks found."""
+    ``blocks`` were made, until ``scan`` passes), or the exact search does within
+    ``QUICK_SECONDS`` (the first blocks and each ban kept, when ``QUICK_BLOCKS`` or
+    fewer); else None, and the fewest blocks found."""
     bans: list[tuple[int, int]] = []
     tried: set[tuple[int, int]] = set()
     found: Blocks | None = blocks
     keys: list[tuple[int, int]] = []  # the keys found was made with, beyond bans
     while found is not None:
         fewer = not keys or len(found.first) < len(blocks.first)
-        packed = _packed_quickly(problem, found, bound, scan, params, exact=fewer)
+        quick = fewer and len(found.first) <= QUICK_BLOCKS
+        packed = _solve_blocks(problem, found, bound, scan, params, most=QUICK_SECONDS, exact=quick)
         if packed is not None:
             return packed, found
         if keys and fewer:
@@ -259,29 +260,6 @@ def _banned(
 def _joined(blocks: Blocks) -> set[tuple[int, int]]:
     """The (boundary, size) keys the chain rule joined to make ``blocks``."""
     return {(int(b), int(s)) for b, s in blocks.joined.tolist()}
-
-
-def _packed_quickly(
-    problem: Problem,
-    blocks: Blocks,
-    bound: int,
-    deadline: Deadline,
-    params: SearchParams,
-    exact: bool,
-) -> list[int] | None:
-    """The buffers' offsets when the greedy orders pack ``blocks`` at ``bound``,
-    or (``exact``, and ``QUICK_BLOCKS`` blocks or fewer) the exact search does
-    within ``QUICK_SECONDS``; else None."""
-    reduced = block_problem(problem, blocks)
-    greedy = best_greedy(reduced, bound, deadline)
-    if greedy is not None:
-        return _unfolded(problem, blocks, greedy[1], bound)
-    left = deadline.left()
-    if not exact or len(blocks.first) > QUICK_BLOCKS or left == 0.0:
-        return None
-    seconds = QUICK_SECONDS if left is None else min(QUICK_SECONDS, left)
-    found = check_capacity(reduced, bound, params, seconds)
-    return None if found.offsets is None else _unfolded(problem, blocks, found.offsets, bound)
 
 
 def _next_key(
@@ -351,14 +329,19 @@ def _solve_blocks(
     deadline: Deadline,
     params: SearchParams,
     share: float = 1.0,
+    most: float | None = None,
+    exact: bool = True,
 ) -> list[int] | None:
-    """The buffers' offsets when the greedy orders or the exact search (for
-    ``share`` of the time left) pack ``blocks`` at ``bound``; else None."""
+    """The buffers' offsets when the greedy orders pack ``blocks`` at ``bound``,
+    or (``exact``, and time is left) the exact search does, for ``share`` of the
+    time left and at most ``most`` seconds; else None."""
     reduced = block_problem(problem, blocks)
     greedy = best_greedy(reduced, bound, deadline)
     placed: Sequence[int] | None = None if greedy is None else greedy[1]
-    if placed is None:
-        left = deadline.left()
-        found = check_capacity(reduced, bound, params, None if left is None else left * share)
-        placed = found.offsets
+    left = deadline.left()
+    if placed is None and exact and left != 0.0:
+        seconds = None if left is None else left * share
+        if most is not None:
+            seconds = most if seconds is None else min(most, seconds)
+        placed = check_capacity(reduced, bound, params, seconds).offsets
     return None if placed is None else _unfolded(problem, blocks, placed, bound)
