@@ -287,6 +287,15 @@ static Run life_run(const Work *w, int32_t node, int which, int64_t last) {
   return (Run){lo, bound_of(w->s3, lo, r.hi, first, last, 1)};
 }
 
+/* What the pinwheel rules read: s1 by last, s2 by first, s3 by life, the live
+ * list and each node's runs; the live count, or -1 when out of memory. */
+static int32_t pinwheel_views(Work *w) {
+  int32_t m = two_views(w, K_LAST, K_FIRST);
+  w->s3 = sorted_view(w, K_LIFE, &m);
+  live_list(w);
+  return node_runs(w, m) < 0 ? -1 : m;
+}
+
 static int is_banned(const Work *w, int64_t boundary, int64_t size) {
   for (Py_ssize_t i = 0; i < w->nbanned; i++)
     if (w->banned[2 * i] == boundary && w->banned[2 * i + 1] == size) return 1;
@@ -494,10 +503,8 @@ static int pinwheel_around(Work *w, int32_t centre, int32_t five[5]) {
 
 static int pinwheel_rule(Work *w) {
   Pool *P = w->P;
-  int32_t m = two_views(w, K_LAST, K_FIRST);
-  w->s3 = sorted_view(w, K_LIFE, &m);
-  live_list(w);
-  if (node_runs(w, m) < 0) return 0;
+  int32_t m = pinwheel_views(w);
+  if (m < 0) return 0;
   int merged = 0;
   for (int32_t q = 0; q < m; q++) {
     int32_t five[5];
@@ -594,10 +601,8 @@ static int complete(Work *w, const int32_t four[5], int missing, int32_t from, i
  * left [f, a-1], bottom [f, c-1], centre [a, c-1], top [a, l], right [c, l]. */
 static int pinwheel_complete_rule(Work *w) {
   Pool *P = w->P;
-  int32_t m = two_views(w, K_LAST, K_FIRST); /* s1: by last, s2: by first, s3: by life */
-  w->s3 = sorted_view(w, K_LIFE, &m);
-  live_list(w);
-  if (node_runs(w, m) < 0) return 0;
+  int32_t m = pinwheel_views(w); /* s1: by last, s2: by first, s3: by life */
+  if (m < 0) return 0;
   int merged = 0;
   for (int32_t q = 0; q < m && !P->nomem; q++) {
     int32_t four[5], centre = four[P_CENTRE] = w->live[q];
